@@ -1,0 +1,43 @@
+# herald — the two commands a newcomer needs:
+#   make demo    a real pass on demo data, every channel on the log adapter
+#   make test    every test, against a disposable PostgreSQL
+# and `make bench` for the performance figures.
+
+SWIFT      ?= swift
+PG          = scripts/pg.sh
+PG_URL      = $(shell $(PG) url)
+HERALD      = .build/debug/herald
+HERALD_REL  = .build/release/herald
+
+.PHONY: all build deps test demo bench clean pg-start pg-stop
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	$(SWIFT) build
+
+# Starts PostgreSQL, runs every test with the server's URL, stops the server whatever the outcome.
+test: deps
+	$(SWIFT) build --build-tests
+	@url=$$($(PG) start) && trap '$(PG) stop' EXIT INT TERM && \
+	  HERALD_TEST_DATABASE_URL="$$url" $(SWIFT) test --skip-build
+
+demo: deps
+	$(SWIFT) build
+	@scripts/demo.sh
+
+bench: deps
+	$(SWIFT) build -c release
+	@url=$$($(PG) start) && trap '$(PG) stop' EXIT INT TERM && \
+	  HERALD_BENCH_DATABASE_URL="$$url" .build/release/herald-bench
+
+pg-start:
+	@$(PG) start
+pg-stop:
+	@$(PG) stop
+
+clean:
+	rm -rf .build

@@ -1,0 +1,1 @@
+// HeraldChannels: being written.

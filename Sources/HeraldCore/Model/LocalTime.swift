@@ -1,0 +1,98 @@
+/// A wall-clock time of day, as PostgreSQL's `time` stores it ("22:00:00").
+///
+///     let start = LocalTime("22:00")!        // 22:00:00
+///     start.secondsSinceMidnight             // 79200
+public struct LocalTime: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var hour: Int
+    public var minute: Int
+    public var second: Int
+
+    public init(hour: Int, minute: Int, second: Int = 0) {
+        self.hour = hour
+        self.minute = minute
+        self.second = second
+    }
+
+    /// Parses "HH:MM" or "HH:MM:SS" (fractional seconds are dropped). Nil when malformed or out of range.
+    public init?(_ text: String) {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2 || parts.count == 3,
+              let h = Int(parts[0]), let m = Int(parts[1]) else { return nil }
+        var s = 0
+        if parts.count == 3 {
+            guard let whole = Int(parts[2].split(separator: ".").first ?? "") else { return nil }
+            s = whole
+        }
+        guard (0...23).contains(h), (0...59).contains(m), (0...59).contains(s) else {
+            // PostgreSQL allows 24:00:00; treat it as the end of the day.
+            if h == 24 && m == 0 && s == 0 { self.init(hour: 24, minute: 0, second: 0); return }
+            return nil
+        }
+        self.init(hour: h, minute: m, second: s)
+    }
+
+    public var secondsSinceMidnight: Int { hour * 3600 + minute * 60 + second }
+
+    public var description: String {
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(two(hour)):\(two(minute)):\(two(second))"
+    }
+
+    public static func < (a: LocalTime, b: LocalTime) -> Bool { a.secondsSinceMidnight < b.secondsSinceMidnight }
+}
+
+/// A calendar date without a time zone, as PostgreSQL's `date` stores it ("2026-01-25").
+public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var year: Int
+    public var month: Int
+    public var day: Int
+
+    public init(year: Int, month: Int, day: Int) {
+        self.year = year
+        self.month = month
+        self.day = day
+    }
+
+    /// Parses "YYYY-MM-DD".
+    public init?(_ text: String) {
+        let parts = text.split(separator: "-")
+        guard parts.count == 3, let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
+              (1...12).contains(m), (1...31).contains(d) else { return nil }
+        self.init(year: y, month: m, day: d)
+    }
+
+    public var description: String {
+        func pad(_ n: Int, _ w: Int) -> String {
+            let s = String(n); return String(repeating: "0", count: max(0, w - s.count)) + s
+        }
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))"
+    }
+
+    /// Days since 1970-01-01 (proleptic Gregorian), for arithmetic without a calendar object.
+    public var daysSinceEpoch: Int {
+        // Howard Hinnant's days_from_civil.
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146097 + doe - 719468
+    }
+
+    public init(daysSinceEpoch z0: Int) {
+        let z = z0 + 719468
+        let era = (z >= 0 ? z : z - 146096) / 146097
+        let doe = z - era * 146097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        self.init(year: yoe + era * 400 + (m <= 2 ? 1 : 0), month: m, day: d)
+    }
+
+    public func adding(days: Int) -> LocalDate { LocalDate(daysSinceEpoch: daysSinceEpoch + days) }
+
+    public static func < (a: LocalDate, b: LocalDate) -> Bool { a.daysSinceEpoch < b.daysSinceEpoch }
+}

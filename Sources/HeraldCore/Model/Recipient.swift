@@ -1,0 +1,93 @@
+import Foundation
+
+/// A recipient's notification preferences: one row of `user_profiles`.
+public struct Preferences: Sendable, Equatable {
+    public var userId: UUID
+    /// IANA identifier, e.g. "America/New_York". Validated when used: an unknown one fails the row.
+    public var timezone: String
+    /// "en" or "ar" (seed 003); anything else falls back to "en".
+    public var locale: String
+    public var email: String?
+    public var phoneE164: String?
+    public var notifyInApp: Bool
+    public var notifyPush: Bool
+    public var notifyEmail: Bool
+    public var notifySMS: Bool
+    public var notifyWhatsApp: Bool
+    /// Used instead of notifyEmail / notifySMS when the notification is about another family member.
+    public var championNotifyEmail: Bool
+    public var championNotifySMS: Bool
+    public var quietHoursStart: LocalTime?
+    public var quietHoursEnd: LocalTime?
+    public var quietLevel: QuietLevel
+    public var quietAction: QuietAction
+
+    public init(userId: UUID, timezone: String = "UTC", locale: String = "en", email: String? = nil,
+                phoneE164: String? = nil, notifyInApp: Bool = true, notifyPush: Bool = false,
+                notifyEmail: Bool = false, notifySMS: Bool = false, notifyWhatsApp: Bool = false,
+                championNotifyEmail: Bool = true, championNotifySMS: Bool = false,
+                quietHoursStart: LocalTime? = nil, quietHoursEnd: LocalTime? = nil,
+                quietLevel: QuietLevel = .none, quietAction: QuietAction = .skip) {
+        self.userId = userId
+        self.timezone = timezone
+        self.locale = locale
+        self.email = email
+        self.phoneE164 = phoneE164
+        self.notifyInApp = notifyInApp
+        self.notifyPush = notifyPush
+        self.notifyEmail = notifyEmail
+        self.notifySMS = notifySMS
+        self.notifyWhatsApp = notifyWhatsApp
+        self.championNotifyEmail = championNotifyEmail
+        self.championNotifySMS = championNotifySMS
+        self.quietHoursStart = quietHoursStart
+        self.quietHoursEnd = quietHoursEnd
+        self.quietLevel = quietLevel
+        self.quietAction = quietAction
+    }
+}
+
+/// The episode a pattern-alert row links to: one row of `pattern_alert_state`.
+public struct AlertState: Sendable, Equatable {
+    public var id: UUID
+    /// "active" or "resolved".
+    public var episodeStatus: String
+    public var currentLevel: Int
+    public var lastNotifiedLevel: Int
+    public var severity: Severity
+    /// Snoozed while the recipient's local date is on or before this date.
+    public var snoozeUntil: LocalDate?
+    public var dismissedAt: Date?
+    public var resolvedAt: Date?
+
+    public init(id: UUID, episodeStatus: String = "active", currentLevel: Int = 3, lastNotifiedLevel: Int = 0,
+                severity: Severity = .watch, snoozeUntil: LocalDate? = nil, dismissedAt: Date? = nil,
+                resolvedAt: Date? = nil) {
+        self.id = id
+        self.episodeStatus = episodeStatus
+        self.currentLevel = currentLevel
+        self.lastNotifiedLevel = lastNotifiedLevel
+        self.severity = severity
+        self.snoozeUntil = snoozeUntil
+        self.dismissedAt = dismissedAt
+        self.resolvedAt = resolvedAt
+    }
+}
+
+/// One place a notification can be delivered: a device token, a phone, an address, an endpoint.
+public struct Destination: Hashable, Sendable {
+    /// The provider that serves it: "apns", "fcm", "expo", "twilio", "smtp", "webhook", "inbox", "log", …
+    public var provider: String
+    /// The token, phone number, address or URL. Never logged above debug.
+    public var address: String
+    /// The device token's row id, when the destination is a device token (so it can be deactivated).
+    public var deviceTokenId: UUID?
+    public var locale: String?
+
+    public init(provider: String, address: String, deviceTokenId: UUID? = nil, locale: String? = nil) {
+        self.provider = provider
+        self.address = address
+        self.deviceTokenId = deviceTokenId
+        self.locale = locale
+    }
+}

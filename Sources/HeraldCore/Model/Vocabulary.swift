@@ -1,0 +1,83 @@
+/// The closed vocabularies of the queue. Their raw values are what the database stores.
+
+/// Where a notification goes.
+public enum Channel: String, CaseIterable, Sendable, Codable {
+    case push, sms, whatsapp, email, webhook
+    case inApp = "in_app"
+}
+
+/// What a notification is about; templates and rate limits are chosen by kind.
+public enum Kind: String, CaseIterable, Sendable, Codable {
+    case patternAlert = "pattern_alert"
+    case dailyForecast = "daily_forecast"
+    case prompt
+    case reminder
+    case system
+}
+
+/// How serious a notification is. Quiet hours at level `critical_only` let `critical` through.
+public enum Severity: String, CaseIterable, Sendable, Codable, Comparable {
+    case watch, attention, critical
+
+    /// Seed 000: levels 3 → watch, 7 → attention, 14 and 21 → critical.
+    public init(level: Int) {
+        switch level {
+        case ..<7: self = .watch
+        case 7..<14: self = .attention
+        default: self = .critical
+        }
+    }
+
+    private var rank: Int {
+        switch self { case .watch: 0; case .attention: 1; case .critical: 2 }
+    }
+    public static func < (a: Severity, b: Severity) -> Bool { a.rank < b.rank }
+}
+
+/// Delivery urgency (seed 003). High claims first and maps to the providers' immediate priority.
+public enum Priority: String, CaseIterable, Sendable, Codable {
+    case high, normal, low
+}
+
+/// What quiet hours let through.
+public enum QuietLevel: String, CaseIterable, Sendable, Codable {
+    /// Nothing gets through.
+    case none
+    /// Only `critical` gets through.
+    case criticalOnly = "critical_only"
+    /// Everything gets through: quiet hours are informational.
+    case all
+}
+
+/// What happens to a notification held back by quiet hours.
+public enum QuietAction: String, CaseIterable, Sendable, Codable {
+    /// Seed 000: skip it (`quiet_hours`).
+    case skip
+    /// Seed 001: deliver it when the window ends.
+    case `defer`
+}
+
+/// The status of a queue row.
+public enum QueueStatus: String, CaseIterable, Sendable, Codable {
+    case pending, processing, sent, failed, skipped
+}
+
+/// Why a row was skipped; stored in `skip_reason`. The order of DESIGN §4 is the order of `Decision`.
+public enum SkipReason: String, CaseIterable, Sendable, Codable {
+    case expired
+    case alertDismissed = "alert_dismissed"
+    case alertSnoozed = "alert_snoozed"
+    case alertResolved = "alert_resolved"
+    case superseded
+    case channelDisabled = "channel_disabled"
+    case noDestination = "no_destination"
+    case quietHours = "quiet_hours"
+}
+
+/// Why a row was deferred (its `run_after` moved later without using an attempt).
+public enum DeferReason: String, CaseIterable, Sendable, Codable {
+    case quietHours = "quiet_hours"
+    case dailyLimit = "rate_limit_daily"
+    case kindSpacing = "rate_limit_kind_spacing"
+    case perMinute = "rate_limit_per_minute"
+}

@@ -1,0 +1,1 @@
+// HeraldHTTP: being written.

@@ -1,0 +1,1 @@
+// HeraldPostgres: being written.

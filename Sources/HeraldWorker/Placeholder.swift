@@ -1,0 +1,1 @@
+// HeraldWorker: being written.

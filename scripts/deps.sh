@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what herald needs to build and test, if it is missing: libpq, libcurl (with HTTP/2), PostgreSQL.
+set -euo pipefail
+
+missing=()
+pkg-config --exists libpq 2>/dev/null || missing+=(libpq-dev)
+pkg-config --exists libcurl 2>/dev/null && [ -e /usr/include/x86_64-linux-gnu/curl/curl.h -o -e /usr/include/curl/curl.h ] || missing+=(libcurl4-openssl-dev)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "deps: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
