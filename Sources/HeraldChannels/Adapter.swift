@@ -1,0 +1,54 @@
+import Foundation
+import HeraldCore
+import HeraldHTTP
+
+/// One notification on its way to one destination: what an adapter turns into a request.
+public struct Envelope: Sendable {
+    public var item: QueueItem
+    public var rendered: RenderedNotification
+    public var destination: Destination
+    public var now: Date
+
+    public init(item: QueueItem, rendered: RenderedNotification, destination: Destination, now: Date) {
+        self.item = item
+        self.rendered = rendered
+        self.destination = destination
+        self.now = now
+    }
+}
+
+/// A provider reached over HTTP. Adapters are pure: they build requests and classify responses; the
+/// shared `HTTPTransport` executes them concurrently.
+///
+///     let request = try adapter.request(for: envelope)
+///     let outcome = adapter.classify(transport.perform(request))
+public protocol HTTPAdapter: Sendable {
+    /// The provider's name as stored in `notification_deliveries.provider`: "webhook", "apns", …
+    var provider: String { get }
+    func request(for envelope: Envelope) throws -> HTTPRequest
+    func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse
+}
+
+/// How a channel is delivered in this run.
+public enum ChannelRoute: Sendable {
+    /// Printed as a JSON line (development, demos, dry runs of a channel).
+    case log
+    /// Written to the `inbox` table in the same transaction that records the row as sent.
+    case inbox
+    /// Sent through a provider over HTTP.
+    case http(any HTTPAdapter)
+
+    public var provider: String {
+        switch self {
+        case .log: "log"
+        case .inbox: "inbox"
+        case .http(let a): a.provider
+        }
+    }
+}
+
+/// Raised while building a request from a row that cannot be sent as it is.
+public struct AdapterError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

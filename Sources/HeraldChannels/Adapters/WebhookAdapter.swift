@@ -1,0 +1,124 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldHTTP
+
+/// A signed JSON POST per Standard Webhooks v1: `webhook-id` is the queue row id (the same on every
+/// retry, so receivers can drop repeats), `webhook-timestamp` the attempt's unix seconds, and
+/// `webhook-signature` one `v1,<base64 HMAC-SHA256>` per secret (several during a key rotation).
+///
+///     let hook = try WebhookAdapter(url: "https://example.com/hooks", secrets: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+public struct WebhookAdapter: HTTPAdapter {
+    public let provider = "webhook"
+    public let url: String
+    private let keys: [SymmetricKey]
+    public var timeout: Double
+
+    /// `secrets`: one or more space-separated `whsec_<base64>` secrets (a bare base64 string is accepted).
+    public init(url: String, secrets: String, timeout: Double = 15) throws {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
+              scheme == "https" || scheme == "http", parsed.host != nil else {
+            throw AdapterError("WEBHOOK_URL must be an http(s) URL, got '\(url)'")
+        }
+        let keys = try secrets.split(separator: " ").map { try WebhookAdapter.key(from: String($0)) }
+        guard !keys.isEmpty else { throw AdapterError("WEBHOOK_SECRET is empty: set it to whsec_<base64 of 24–64 random bytes>") }
+        self.url = url
+        self.keys = keys
+        self.timeout = timeout
+    }
+
+    static func key(from secret: String) throws -> SymmetricKey {
+        let encoded = secret.hasPrefix("whsec_") ? String(secret.dropFirst(6)) : secret
+        guard let bytes = Data(base64Encoded: encoded), !bytes.isEmpty else {
+            throw AdapterError("WEBHOOK_SECRET is not valid: expected whsec_ followed by base64")
+        }
+        return SymmetricKey(data: bytes)
+    }
+
+    /// The event body: `{"type":"notification.<kind>","timestamp":…,"data":{…}}`.
+    public static func body(for envelope: Envelope) -> String {
+        let item = envelope.item
+        let r = envelope.rendered
+        var data: [String: JSONValue] = [
+            "id": .string(item.id.uuidString.lowercased()),
+            "recipient_user_id": .string(item.recipientUserId.uuidString.lowercased()),
+            "kind": .string(item.kindRaw),
+            "priority": .string(item.priority.rawValue),
+            "title": .string(r.title),
+            "body": .string(r.body),
+            "locale": .string(r.locale),
+            "data": .object(r.data),
+        ]
+        if let m = item.memberUserId { data["member_user_id"] = .string(m.uuidString.lowercased()) }
+        if let s = item.severity { data["severity"] = .string(s.rawValue) }
+        if let link = r.deepLink { data["deep_link"] = .string(link) }
+        let event: JSONValue = [
+            "type": .string("notification.\(item.kindRaw)"),
+            "timestamp": .string(ISO8601.string(envelope.now)),
+            "data": .object(data),
+        ]
+        return event.jsonText
+    }
+
+    /// The `webhook-signature` header value for one message.
+    public func signature(id: String, timestamp: Int, body: [UInt8]) -> String {
+        var signed = Array("\(id).\(timestamp).".utf8)
+        signed.append(contentsOf: body)
+        return keys.map { key in
+            let mac = HMAC<SHA256>.authenticationCode(for: signed, using: key)
+            return "v1," + Data(mac).base64EncodedString()
+        }.joined(separator: " ")
+    }
+
+    public func request(for envelope: Envelope) throws -> HTTPRequest {
+        let id = envelope.item.id.uuidString.lowercased()
+        let timestamp = Int(envelope.now.timeIntervalSince1970)
+        let body = Array(WebhookAdapter.body(for: envelope).utf8)
+        return HTTPRequest(
+            method: "POST", url: url,
+            headers: [
+                ("content-type", "application/json"),
+                ("webhook-id", id),
+                ("webhook-timestamp", String(timestamp)),
+                ("webhook-signature", signature(id: id, timestamp: timestamp, body: body)),
+            ],
+            body: body, timeout: timeout, version: .http2)
+    }
+
+    /// 2xx delivered; 3xx, 410 and other 4xx permanent (with the receiver's reason); 408, 429 and 5xx
+    /// retried, after `Retry-After` when given; transport failures retried.
+    public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
+        switch result {
+        case .failure(let error):
+            return ClassifiedResponse(error.asOutcome)
+        case .success(let response):
+            let status = response.status
+            let latency = Int(response.seconds * 1000)
+            let reason = Self.reason(response)
+            let outcome: DeliveryOutcome
+            switch status {
+            case 200..<300:
+                outcome = .delivered(messageId: nil)
+            case 408, 429, 500..<600:
+                let after = response.header("retry-after").flatMap { Backoff.parseRetryAfter($0, now: now) }
+                outcome = .retry(after: after, code: "http_\(status)", message: "webhook answered \(status)\(reason)")
+            case 300..<400:
+                outcome = .permanent(code: "http_\(status)",
+                                     message: "webhook answered a redirect (\(status)); update WEBHOOK_URL")
+            case 410:
+                outcome = .permanent(code: "http_410", message: "webhook endpoint is gone (410)\(reason)")
+            default:
+                outcome = .permanent(code: "http_\(status)", message: "webhook answered \(status)\(reason)")
+            }
+            return ClassifiedResponse(outcome, httpStatus: status, latencyMs: latency)
+        }
+    }
+
+    /// The first 200 characters of the receiver's answer, for `last_error`.
+    static func reason(_ response: HTTPResponse) -> String {
+        let text = String(decoding: response.body.prefix(600), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty else { return "" }
+        return ": " + Truncation.prefix(text, maxUTF8Bytes: 200)
+    }
+}

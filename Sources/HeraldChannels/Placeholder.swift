@@ -1,1 +1,0 @@
-// HeraldChannels: being written.

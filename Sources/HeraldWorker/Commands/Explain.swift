@@ -1,0 +1,112 @@
+import Foundation
+import HeraldCore
+import HeraldPostgres
+
+/// `herald explain ID`: why did this person get, or not get, this notification? The row, its decision
+/// trail (every claim, skip, deferral, send and failure with the inputs that decided it), and each
+/// delivery attempt.
+public enum Explain {
+    public struct NotFound: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public static func report(_ db: PGConnection, id: UUID) throws -> JSONValue {
+        guard let row = try db.query("""
+            select id, recipient_user_id, member_user_id, alert_state_id, channel, kind, severity, priority,
+                   status, attempts, max_attempts, permanent, last_error, skip_reason, scheduled_at, run_after,
+                   locked_until, locked_by, dedupe_key, provider_message_id, sent_at, created_at, updated_at
+              from notification_queue where id = \(id)
+            """).first else {
+            throw NotFound(description: "no notification_queue row has id \(id.uuidString.lowercased())")
+        }
+        var r: [String: JSONValue] = [:]
+        for key in ["id", "recipient_user_id", "member_user_id", "alert_state_id", "channel", "kind", "severity",
+                    "priority", "status", "last_error", "skip_reason", "locked_by", "dedupe_key",
+                    "provider_message_id"] {
+            if let s = row[key].string { r[key] = .string(s) }
+        }
+        for key in ["attempts", "max_attempts"] { if let n = row[key].int { r[key] = .number(Double(n)) } }
+        r["permanent"] = .bool(row["permanent"].bool ?? false)
+        for key in ["scheduled_at", "run_after", "locked_until", "sent_at", "created_at", "updated_at"] {
+            if let d = row[key].date { r[key] = .string(ISO8601.string(d)) }
+        }
+
+        var events: [JSONValue] = []
+        for e in try db.query("""
+            select at, pass_id, event, reason, details::text as details from notification_events
+             where queue_id = \(id) order by id
+            """) {
+            var o: [String: JSONValue] = ["event": .string(e["event"].string ?? "")]
+            if let d = e["at"].date { o["at"] = .string(ISO8601.string(d)) }
+            if let s = e["pass_id"].string { o["pass_id"] = .string(s) }
+            if let s = e["reason"].string { o["reason"] = .string(s) }
+            if let s = e["details"].string, let v = try? JSONValue.parse(s), v != .null { o["details"] = v }
+            events.append(.object(o))
+        }
+        var deliveries: [JSONValue] = []
+        for d in try db.query("""
+            select at, attempt, provider, destination, outcome, http_status, provider_error_code,
+                   provider_message_id, error, latency_ms
+              from notification_deliveries where queue_id = \(id) order by id
+            """) {
+            var o: [String: JSONValue] = [
+                "attempt": .number(Double(d["attempt"].int ?? 0)),
+                "provider": .string(d["provider"].string ?? ""),
+                "destination": .string(Redact.destination(d["destination"].string ?? "")),
+                "outcome": .string(d["outcome"].string ?? ""),
+            ]
+            if let x = d["at"].date { o["at"] = .string(ISO8601.string(x)) }
+            if let x = d["http_status"].int { o["http_status"] = .number(Double(x)) }
+            if let x = d["provider_error_code"].string { o["provider_error_code"] = .string(x) }
+            if let x = d["provider_message_id"].string { o["provider_message_id"] = .string(x) }
+            if let x = d["error"].string { o["error"] = .string(x) }
+            if let x = d["latency_ms"].int { o["latency_ms"] = .number(Double(x)) }
+            deliveries.append(.object(o))
+        }
+        return ["row": .object(r), "events": .array(events), "deliveries": .array(deliveries)]
+    }
+
+    /// The trail as readable lines: one per event, with the inputs that decided it.
+    public static func text(_ report: JSONValue) -> String {
+        let row = report["row"]?.objectValue ?? [:]
+        func s(_ k: String) -> String { row[k]?.stringValue ?? "-" }
+        var lines = [
+            "notification \(s("id"))",
+            "  to \(s("recipient_user_id")) by \(s("channel")), kind \(s("kind")), severity \(s("severity")), priority \(s("priority"))",
+            "  status \(s("status"))" + (row["skip_reason"].map { " (\($0.stringValue ?? ""))" } ?? "")
+                + ", attempts \(s("attempts"))/\(s("max_attempts"))"
+                + (row["permanent"]?.boolValue == true ? ", failed for good" : ""),
+            "  scheduled \(s("scheduled_at")), run after \(s("run_after"))"
+                + (row["sent_at"].map { ", sent \($0.stringValue ?? "")" } ?? ""),
+        ]
+        if let e = row["last_error"]?.stringValue { lines.append("  last error: \(e)") }
+        lines.append("")
+        lines.append("trail:")
+        if case .array(let events)? = report["events"] {
+            for e in events {
+                var line = "  \(e["at"]?.stringValue ?? "?")  \(e["event"]?.stringValue ?? "")"
+                if let r = e["reason"]?.stringValue { line += " (\(r))" }
+                if let p = e["pass_id"]?.stringValue { line += "  pass \(p)" }
+                lines.append(line)
+                if case .object(let d)? = e["details"] {
+                    for k in d.keys.sorted() {
+                        lines.append("      \(k): \(d[k]!.stringValue ?? d[k]!.jsonText)")
+                    }
+                }
+            }
+        }
+        if case .array(let deliveries)? = report["deliveries"], !deliveries.isEmpty {
+            lines.append("")
+            lines.append("deliveries:")
+            for d in deliveries {
+                var line = "  attempt \(d["attempt"]?.intValue ?? 0)  \(d["provider"]?.stringValue ?? "") → \(d["destination"]?.stringValue ?? "")  \(d["outcome"]?.stringValue ?? "")"
+                if let h = d["http_status"]?.intValue { line += "  HTTP \(h)" }
+                if let c = d["provider_error_code"]?.stringValue { line += "  \(c)" }
+                if let m = d["latency_ms"]?.intValue { line += "  \(m) ms" }
+                lines.append(line)
+                if let e = d["error"]?.stringValue { lines.append("      \(e)") }
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}

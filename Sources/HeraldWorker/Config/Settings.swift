@@ -1,0 +1,94 @@
+import Foundation
+
+/// Where herald's settings come from, highest first: flags (applied by the CLI), the environment, then an
+/// optional config file of `KEY=VALUE` lines (`HERALD_CONFIG=/etc/herald.env`). A secret may come from a
+/// file: `WEBHOOK_SECRET_FILE=/run/secrets/webhook` is read when `WEBHOOK_SECRET` is not set.
+///
+///     let settings = try Settings.load()
+///     let url = settings["DATABASE_URL"]
+public struct Settings: Sendable {
+    private var values: [String: String]
+
+    public init(_ values: [String: String]) {
+        self.values = values
+    }
+
+    /// The process environment, over the config file named by `HERALD_CONFIG` when there is one.
+    public static func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Settings {
+        var merged: [String: String] = [:]
+        if let path = environment["HERALD_CONFIG"], !path.isEmpty {
+            merged = try parseConfigFile(at: path)
+        }
+        merged.merge(environment) { _, env in env }
+        return Settings(merged)
+    }
+
+    /// `KEY=VALUE` lines; `#` starts a comment; values may be wrapped in single or double quotes.
+    static func parseConfigFile(at path: String) throws -> [String: String] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw ConfigError("HERALD_CONFIG names \(path), which cannot be read")
+        }
+        var out: [String: String] = [:]
+        for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            var line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            if line.hasPrefix("export ") { line = String(line.dropFirst(7)) }
+            guard let eq = line.firstIndex(of: "=") else {
+                throw ConfigError("\(path):\(n + 1): expected KEY=VALUE")
+            }
+            let key = line[..<eq].trimmingCharacters(in: .whitespaces)
+            var value = line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, let f = value.first, f == "\"" || f == "'", value.last == f {
+                value = String(value.dropFirst().dropLast())
+            }
+            out[key] = value
+        }
+        return out
+    }
+
+    /// A plain value; empty counts as unset.
+    public subscript(_ key: String) -> String? {
+        guard let v = values[key], !v.isEmpty else { return nil }
+        return v
+    }
+
+    /// A secret: `KEY`, else the contents of the file named by `KEY_FILE` (trailing newline trimmed).
+    public func secret(_ key: String) throws -> String? {
+        if let v = self[key] { return v }
+        guard let path = self[key + "_FILE"] else { return nil }
+        guard let data = FileManager.default.contents(atPath: path),
+              let text = String(data: data, encoding: .utf8) else {
+            throw ConfigError("\(key)_FILE names \(path), which cannot be read")
+        }
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { throw ConfigError("\(key)_FILE names \(path), which is empty") }
+        return trimmed
+    }
+
+    public func int(_ key: String) throws -> Int? {
+        guard let v = self[key] else { return nil }
+        guard let n = Int(v) else { throw ConfigError("\(key) must be an integer, got '\(v)'") }
+        return n
+    }
+
+    public func bool(_ key: String) throws -> Bool? {
+        guard let v = self[key]?.lowercased() else { return nil }
+        switch v {
+        case "1", "true", "yes", "on": return true
+        case "0", "false", "no", "off": return false
+        default: throw ConfigError("\(key) must be true or false, got '\(v)'")
+        }
+    }
+
+    public func with(_ key: String, _ value: String?) -> Settings {
+        var copy = self
+        copy.values[key] = value
+        return copy
+    }
+}
+
+/// A configuration problem: exit code 1, before any row is touched. The message says what to set.
+public struct ConfigError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,64 @@
+import Foundation
+
+/// The pass's figures in the Prometheus text format, for node_exporter's textfile collector — how cron
+/// jobs are usually watched: alert when `herald_last_success_timestamp_seconds` grows old.
+///
+///     herald run --metrics-file /var/lib/node_exporter/textfile_collector/herald.prom
+public enum Metrics {
+    public static func text(_ s: Summary, now: Date = Date()) -> String {
+        var out = ""
+        func metric(_ name: String, _ help: String, _ type: String, _ samples: [(String, Double)]) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+            for (labels, v) in samples {
+                let value = v == v.rounded() ? String(Int(v)) : String(v)
+                out += "\(name)\(labels) \(value)\n"
+            }
+        }
+        func label(_ pairs: [(String, String)]) -> String {
+            "{" + pairs.map { "\($0)=\"\(escape($1))\"" }.joined(separator: ",") + "}"
+        }
+        metric("herald_pass_rows", "Rows the last pass recorded, by outcome.", "gauge", [
+            (label([("outcome", "sent")]), Double(s.sent)),
+            (label([("outcome", "skipped")]), Double(s.skipped)),
+            (label([("outcome", "failed")]), Double(s.failed)),
+            (label([("outcome", "deferred")]), Double(s.deferred)),
+        ])
+        metric("herald_pass_rows_by_channel", "Rows the last pass recorded, by channel and outcome.", "gauge",
+               s.byChannel.sorted { $0.key < $1.key }.flatMap { channel, counts in
+                   counts.sorted { $0.key < $1.key }.map { (label([("channel", channel), ("outcome", $0.key)]), Double($0.value)) }
+               })
+        metric("herald_pass_skip_reasons", "Rows the last pass skipped, by reason.", "gauge",
+               s.skipReasons.sorted { $0.key < $1.key }.map { (label([("reason", $0.key)]), Double($0.value)) })
+        metric("herald_pass_unroutable_rows", "Due rows whose channel has no adapter configured.", "gauge",
+               s.unroutable.sorted { $0.key < $1.key }.map { (label([("channel", $0.key)]), Double($0.value)) })
+        metric("herald_pass_retrying_rows", "Failed rows of the last pass that will be retried.", "gauge", [("", Double(s.retrying))])
+        metric("herald_pass_recovered_rows", "Rows returned to the queue after an expired lease.", "gauge", [("", Double(s.recovered))])
+        metric("herald_pass_deliveries", "Sends attempted by the last pass, one per destination.", "gauge", [("", Double(s.deliveries))])
+        metric("herald_pass_batches", "Batches the last pass claimed.", "gauge", [("", Double(s.batches))])
+        metric("herald_pass_duration_seconds", "Wall time of the last pass.", "gauge", [("", Double(s.durationMs) / 1000)])
+        metric("herald_pass_success", "1 when the last pass completed, 0 when it failed or was interrupted.", "gauge",
+               [("", s.ok && !s.interrupted ? 1 : 0)])
+        metric("herald_last_run_timestamp_seconds", "When the last pass finished.", "gauge",
+               [("", now.timeIntervalSince1970.rounded())])
+        if s.ok && !s.interrupted {
+            metric("herald_last_success_timestamp_seconds", "When the last successful pass finished.", "gauge",
+                   [("", now.timeIntervalSince1970.rounded())])
+        }
+        return out
+    }
+
+    /// Written to a temporary file and renamed, so the collector never reads half a file.
+    public static func write(_ s: Summary, to path: String) throws {
+        let tmp = path + ".\(getpid()).tmp"
+        try text(s).write(toFile: tmp, atomically: false, encoding: .utf8)
+        if rename(tmp, path) != 0 {
+            unlink(tmp)
+            throw ConfigError("cannot rename \(tmp) to \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    static func escape(_ s: String) -> String {
+        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+}

@@ -1,0 +1,370 @@
+import Foundation
+import HeraldChannels
+import HeraldCore
+import HeraldHTTP
+import Logging
+
+/// The `deliver` phase: claim a batch, decide each row, send, record — batch after batch until the
+/// batch budget, the deadline, an empty queue or a stop signal.
+///
+/// Network I/O happens only between transactions: the claim commits before the first request, and each
+/// record flush is its own short transaction.
+final class DeliveryPass {
+    let store: QueueStore
+    let routes: ChannelRoutes
+    let transport: HTTPTransport
+    let options: PassOptions
+    let clock: PassClock
+    let logger: Logger
+    let outbox: Outbox
+    let renderer: Renderer
+    var summary: Summary
+    var rng = SystemRandomNumberGenerator()
+    private var lastProgress = 0.0
+
+    init(store: QueueStore, routes: ChannelRoutes, transport: HTTPTransport, options: PassOptions,
+         clock: PassClock, logger: Logger, outbox: Outbox, summary: Summary) {
+        self.store = store
+        self.routes = routes
+        self.transport = transport
+        self.options = options
+        self.clock = clock
+        self.logger = logger
+        self.outbox = outbox
+        self.renderer = Renderer(options: options.render)
+        self.summary = summary
+    }
+
+    var routableChannels: [String] { routes.routable.map(\.rawValue) }
+
+    func run() throws {
+        let channels = routableChannels
+        summary.unroutable = try store.countUnroutable(now: clock.now(), channels: channels)
+        if !summary.unroutable.isEmpty {
+            logger.warning("due rows wait for channels with no adapter; they stay pending", metadata: [
+                "unroutable": .dictionary(summary.unroutable.mapValues { .stringConvertible($0) }),
+                "hint": "configure the channel's provider, or set HERALD_CHANNEL_<CHANNEL>=log",
+            ])
+        }
+
+        if options.dryRun {
+            let budget = options.batchSize * (options.drain ? 100 : (options.maxBatches ?? 1))
+            let items = try store.peekDue(limit: budget, now: clock.now(), channels: channels)
+            summary.batches = items.isEmpty ? 0 : 1
+            try decide(items.map { Claimed(item: $0, maxAttempts: Int.max) }, dryRun: true)
+            return
+        }
+
+        while true {
+            if StopSignal.requested {
+                summary.interrupted = true
+                logger.notice("stop requested: claiming nothing more")
+                break
+            }
+            if clock.elapsed >= options.deadline {
+                logger.notice("deadline reached: claiming nothing more", metadata: ["deadline_s": "\(options.deadline)"])
+                break
+            }
+            if let max = options.maxBatches, summary.batches >= max { break }
+            let claimed = try store.claimRows(limit: options.batchSize, now: clock.now(), channels: channels,
+                                              leaseSeconds: options.leaseSeconds)
+            if claimed.isEmpty { break }
+            summary.batches += 1
+            logger.debug("claimed batch", metadata: ["rows": "\(claimed.count)", "batch": "\(summary.batches)"])
+            try decide(claimed, dryRun: false)
+            showProgress()
+        }
+        if options.progress { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+
+    // MARK: - One batch
+
+    /// A row being sent: what the decision said, and the outcome of each destination so far.
+    struct InFlight {
+        var claimed: Claimed
+        var trail: JSONValue
+        var rendered: RenderedNotification
+        var provider: String
+        var expected: Int
+        var results: [(Destination, ClassifiedResponse)] = []
+        var inbox: InboxRecord?
+        var previouslyDelivered: Bool
+        var done: Bool { results.count >= expected }
+    }
+
+    func decide(_ batch: [Claimed], dryRun: Bool) throws {
+        let now = clock.now()
+        let ctx = try store.loadContext(for: batch.map(\.item), now: now)
+        var decider = Decider(
+            options: DecisionOptions(maxAge: options.maxAge, rateLimits: options.rateLimits, now: now),
+            history: ctx.history)
+
+        var immediate = RecordBatch()
+        var flights: [InFlight] = []
+        var requests: [HTTPRequest] = []
+        var owners: [(flight: Int, destination: Destination, adapter: any HTTPAdapter)] = []
+
+        for claimed in batch {
+            let item = claimed.item
+            let prefs = ctx.profiles[item.recipientUserId]
+            let route = item.channel.flatMap { routes[$0] }
+            let destinations = prefs.map { self.destinations(for: item, prefs: $0, route: route, ctx: ctx) } ?? []
+            let context = DecisionContext(
+                preferences: prefs, alert: item.alertStateId.flatMap { ctx.alerts[$0] },
+                destinations: destinations, unreadInApp: ctx.unreadInApp[item.recipientUserId] ?? 0)
+
+            var result = decider.decide(item, context)
+            if case .send = result.decision, let problem = ctx.profileErrors[item.recipientUserId] {
+                result.decision = .fail("recipient \(item.recipientUserId): \(problem)")
+            }
+            if dryRun {
+                printDryRun(item, result, destinations: destinations.count)
+                continue
+            }
+
+            switch result.decision {
+            case .fail(let message):
+                var r = RowRecord(id: item.id, status: .failed, event: "failed")
+                r.permanent = true
+                r.lastError = message
+                r.reason = "invalid_row"
+                r.details = result.trail
+                immediate.rows.append(r)
+                logger.warning("row failed permanently", metadata: [
+                    "queue_id": "\(item.id)", "error": .string(message)])
+            case .skip(let reason):
+                var r = RowRecord(id: item.id, status: .skipped, event: reason == .superseded ? "superseded" : "skipped")
+                r.skipReason = reason.rawValue
+                r.reason = reason.rawValue
+                r.details = result.trail
+                immediate.rows.append(r)
+            case .deferUntil(let until, let reason):
+                var r = RowRecord(id: item.id, status: .pending, event: "deferred")
+                r.runAfter = until
+                r.attemptsDelta = -1
+                r.reason = reason.rawValue
+                r.details = result.trail
+                immediate.rows.append(r)
+            case .send:
+                guard let prefs, let route else { continue }  // decide() fails rows without these
+                let rendered = renderer.render(item, preferences: prefs,
+                                               unreadInApp: ctx.unreadInApp[item.recipientUserId] ?? 0, now: now)
+                let already = ctx.delivered[item.id] ?? []
+                let todo = destinations.filter { !already.contains(storedAddress($0)) }
+                var flight = InFlight(claimed: claimed, trail: result.trail, rendered: rendered,
+                                      provider: route.provider, expected: todo.count,
+                                      previouslyDelivered: !already.isEmpty)
+                let index = flights.count
+                for destination in todo {
+                    let envelope = Envelope(item: item, rendered: rendered, destination: destination, now: now)
+                    switch route {
+                    case .log:
+                        outbox.deliver(envelope)
+                        flight.results.append((destination, ClassifiedResponse(.delivered(messageId: nil))))
+                    case .inbox:
+                        flight.inbox = InboxRecord(
+                            queueId: item.id, userId: item.recipientUserId, type: item.kindRaw,
+                            priority: item.priority.rawValue, title: rendered.title, body: rendered.body,
+                            deepLink: rendered.deepLink, data: .object(rendered.data))
+                        flight.results.append((destination, ClassifiedResponse(.delivered(messageId: nil))))
+                    case .http(let adapter):
+                        do {
+                            requests.append(try adapter.request(for: envelope))
+                            owners.append((index, destination, adapter))
+                        } catch {
+                            flight.results.append((destination, ClassifiedResponse(
+                                .permanent(code: "request_build", message: "could not build the request: \(error)"))))
+                        }
+                    }
+                }
+                flights.append(flight)
+            }
+        }
+        if dryRun { return }
+
+        // Rows whose fate is already known are recorded before any network I/O.
+        for (i, flight) in flights.enumerated() where flight.done {
+            immediate.append(finish(flight))
+            flights[i].expected = -1  // recorded
+        }
+        try flush(&immediate, batch: batch)
+
+        guard !requests.isEmpty else { return }
+        var pending = RecordBatch()
+        var lastFlush = clock.elapsed
+        var flushError: Error?
+        transport.perform(requests) { index, response in
+            let owner = owners[index]
+            let classified = owner.adapter.classify(response, now: clock.now())
+            flights[owner.flight].results.append((owner.destination, classified))
+            summary.deliveries += 1
+            if flights[owner.flight].done {
+                pending.append(finish(flights[owner.flight]))
+                if flushError == nil && (pending.rows.count >= options.recordChunk || clock.elapsed - lastFlush > 0.25) {
+                    do { try flush(&pending, batch: batch) } catch { flushError = error }
+                    lastFlush = clock.elapsed
+                }
+            }
+        }
+        if let flushError { throw flushError }
+        try flush(&pending, batch: batch)
+    }
+
+    /// Writes a flush and counts what was recorded. Rows this pass no longer holds are reported.
+    func flush(_ records: inout RecordBatch, batch: [Claimed]) throws {
+        guard !records.isEmpty else { return }
+        let recorded = try store.record(records)
+        let channelOf = Dictionary(batch.map { ($0.item.id, $0.item.channelRaw) }, uniquingKeysWith: { a, _ in a })
+        var lost = 0
+        for row in records.rows {
+            if recorded.contains(row.id) {
+                summary.count(row, channel: channelOf[row.id] ?? "?")
+            } else {
+                lost += 1
+            }
+        }
+        if lost > 0 {
+            logger.warning("rows were taken over by another pass after this pass's lease expired; their outcome was not recorded here",
+                           metadata: ["rows": "\(lost)"])
+        }
+        summary.deliveries += records.deliveries.filter { $0.provider == "log" || $0.provider == "inbox" }.count
+        records = RecordBatch()
+    }
+
+    // MARK: - Outcomes
+
+    /// Folds a row's per-destination outcomes into its record: sent when any destination got it (now or
+    /// on an earlier attempt), retried while any transient failure remains and attempts are left, failed
+    /// for good otherwise.
+    func finish(_ flight: InFlight) -> RecordBatch {
+        let item = flight.claimed.item
+        let now = clock.now()
+        var out = RecordBatch()
+
+        for (destination, response) in flight.results {
+            var d = DeliveryRecord(
+                queueId: item.id, attempt: item.attempts, channel: item.channelRaw, provider: destination.provider,
+                destination: storedAddress(destination), deviceTokenId: destination.deviceTokenId,
+                outcome: response.outcome.label, httpStatus: response.httpStatus, errorCode: response.outcome.code,
+                messageId: nil, error: response.outcome.message, latencyMs: response.latencyMs)
+            if case .delivered(let id) = response.outcome { d.messageId = id }
+            out.deliveries.append(d)
+            if case .destinationInvalid(let code, let message) = response.outcome, let token = destination.deviceTokenId {
+                out.deactivations.append(TokenDeactivation(deviceTokenId: token, reason: code ?? message))
+            }
+        }
+        if let inbox = flight.inbox { out.inbox.append(inbox) }
+
+        let outcomes = flight.results.map(\.1.outcome)
+        let delivered = outcomes.compactMap { o -> String?? in
+            if case .delivered(let id) = o { return .some(id) } else { return nil }
+        }
+        let retries = outcomes.filter { if case .retry = $0 { return true } else { return false } }
+        let failures = outcomes.filter {
+            switch $0 { case .permanent, .destinationInvalid: return true; default: return false }
+        }
+        let messages = (retries + failures).compactMap(\.message)
+
+        var r: RowRecord
+        if let firstRetry = retries.first {
+            if item.attempts < flight.claimed.maxAttempts {
+                r = RowRecord(id: item.id, status: .failed, event: "failed")
+                let retryAfter = retries.compactMap { o -> Double? in
+                    if case .retry(let after, _, _) = o { return after } else { return nil }
+                }.max()
+                let delay = Backoff.delay(attempt: item.attempts, retryAfter: retryAfter,
+                                          random: Double.random(in: 0..<1, using: &rng))
+                r.runAfter = now.addingTimeInterval(delay)
+                r.reason = firstRetry.code ?? "retry"
+                r.lastError = messages.first
+                r.details = ["retry_in_s": .number(delay.rounded()), "attempt": .number(Double(item.attempts))]
+            } else {
+                r = RowRecord(id: item.id, status: .failed, event: "failed")
+                r.permanent = true
+                r.reason = "attempts_exhausted"
+                r.lastError = "gave up after \(item.attempts) attempts: \(messages.first ?? "transient failure")"
+            }
+        } else if !delivered.isEmpty || flight.previouslyDelivered {
+            r = RowRecord(id: item.id, status: .sent, event: "sent")
+            r.sentAt = now
+            r.providerMessageId = delivered.compactMap { $0 }.first
+            r.lastError = messages.isEmpty ? nil : "some destinations failed: " + messages.joined(separator: "; ")
+            r.details = flight.trail
+            r.reason = flight.provider
+        } else if failures.isEmpty {
+            // Nothing to send to and nothing delivered: every destination was delivered before.
+            r = RowRecord(id: item.id, status: .sent, event: "sent")
+            r.sentAt = now
+            r.details = flight.trail
+        } else {
+            r = RowRecord(id: item.id, status: .failed, event: "failed")
+            r.permanent = true
+            let allInvalid = outcomes.allSatisfy { if case .destinationInvalid = $0 { return true } else { return false } }
+            r.reason = allInvalid ? "destinations_invalid" : (failures.first?.code ?? "permanent")
+            r.lastError = messages.joined(separator: "; ")
+        }
+        out.rows.append(r)
+        return out
+    }
+
+    // MARK: - Destinations
+
+    /// Where a row's channel reaches its recipient. Decided before sending, so a recipient without any
+    /// is skipped as `no_destination`.
+    func destinations(for item: QueueItem, prefs: Preferences, route: ChannelRoute?, ctx: BatchContext) -> [Destination] {
+        guard let channel = item.channel, let route else { return [] }
+        switch channel {
+        case .push:
+            return ctx.deviceTokens[item.recipientUserId] ?? []
+        case .sms, .whatsapp:
+            return prefs.phoneE164.map { [Destination(provider: route.provider, address: $0)] } ?? []
+        case .email:
+            return prefs.email.map { [Destination(provider: route.provider, address: $0)] } ?? []
+        case .webhook:
+            if case .http(let adapter as WebhookAdapter) = route {
+                return [Destination(provider: "webhook", address: adapter.url)]
+            }
+            return [Destination(provider: route.provider, address: "webhook")]
+        case .inApp:
+            return [Destination(provider: "inbox", address: item.recipientUserId.uuidString.lowercased())]
+        }
+    }
+
+    /// A destination as stored in `notification_deliveries`: URLs lose their query string (which may
+    /// carry a receiver's secret).
+    func storedAddress(_ d: Destination) -> String {
+        guard d.address.hasPrefix("http"), let q = d.address.firstIndex(of: "?") else { return d.address }
+        return String(d.address[..<q])
+    }
+
+    // MARK: - Output
+
+    func printDryRun(_ item: QueueItem, _ result: DecisionResult, destinations: Int) {
+        var line: [String: JSONValue] = [
+            "dry_run": true, "id": .string(item.id.uuidString.lowercased()),
+            "channel": .string(item.channelRaw), "kind": .string(item.kindRaw),
+            "destinations": .number(Double(destinations)), "trail": result.trail,
+        ]
+        switch result.decision {
+        case .send: line["decision"] = "send"; summary.sent += 1
+        case .skip(let r): line["decision"] = "skip"; line["reason"] = .string(r.rawValue); summary.skipped += 1
+        case .deferUntil(let d, let r):
+            line["decision"] = "defer"; line["reason"] = .string(r.rawValue)
+            line["until"] = .string(ISO8601.string(d)); summary.deferred += 1
+        case .fail(let m): line["decision"] = "fail"; line["error"] = .string(m); summary.failed += 1
+        }
+        summary.processed += 1
+        print(JSONValue.object(line).jsonText)
+    }
+
+    func showProgress() {
+        guard options.progress else { return }
+        let t = clock.elapsed
+        guard t - lastProgress > 0.2 else { return }
+        lastProgress = t
+        let rate = t > 0 ? Double(summary.processed) / t : 0
+        let line = "\rherald: \(summary.processed) rows (\(summary.sent) sent, \(summary.skipped) skipped, "
+            + "\(summary.deferred) deferred, \(summary.failed) failed), \(Int(rate)) rows/s   "
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import HeraldChannels
+import HeraldCore
+import Logging
+
+/// The `log` adapter's output: each rendered notification as one JSON line.
+///
+/// With `HERALD_LOG_ADAPTER_FILE=path` the full notification (title, body, data) is appended to that
+/// file — what a developer or a demo wants to read. The structured log only says that it was delivered,
+/// with a masked destination; the full text appears in the log at debug level only.
+public final class Outbox: @unchecked Sendable {
+    private let handle: FileHandle?
+    private let logger: Logger
+    private let lock = NSLock()
+
+    public init(path: String?, logger: Logger) throws {
+        self.logger = logger
+        guard let path else {
+            handle = nil
+            return
+        }
+        if !FileManager.default.fileExists(atPath: path) {
+            guard FileManager.default.createFile(atPath: path, contents: nil) else {
+                throw ConfigError("HERALD_LOG_ADAPTER_FILE names \(path), which cannot be created")
+            }
+        }
+        guard let h = FileHandle(forWritingAtPath: path) else {
+            throw ConfigError("HERALD_LOG_ADAPTER_FILE names \(path), which cannot be opened for writing")
+        }
+        h.seekToEndOfFile()
+        handle = h
+    }
+
+    public func deliver(_ envelope: Envelope) {
+        let item = envelope.item
+        let r = envelope.rendered
+        var line: [String: JSONValue] = [
+            "adapter": "log",
+            "queue_id": .string(item.id.uuidString.lowercased()),
+            "channel": .string(item.channelRaw),
+            "kind": .string(item.kindRaw),
+            "recipient_user_id": .string(item.recipientUserId.uuidString.lowercased()),
+            "provider": .string(envelope.destination.provider),
+            "destination": .string(Redact.destination(envelope.destination.address)),
+            "title": .string(r.title),
+            "body": .string(r.body),
+            "badge": .number(Double(r.badge)),
+            "locale": .string(r.locale),
+            "data": .object(r.data),
+            "at": .string(ISO8601.string(envelope.now)),
+        ]
+        if let link = r.deepLink { line["deep_link"] = .string(link) }
+        if let s = item.severity { line["severity"] = .string(s.rawValue) }
+        let text = JSONValue.object(line).jsonText
+        if let handle {
+            lock.lock()
+            handle.write(Data((text + "\n").utf8))
+            lock.unlock()
+        }
+        logger.info("log adapter delivered", metadata: [
+            "queue_id": .string(item.id.uuidString.lowercased()), "channel": .string(item.channelRaw),
+            "kind": .string(item.kindRaw), "destination": .string(Redact.destination(envelope.destination.address)),
+        ])
+        logger.debug("log adapter notification", metadata: ["notification": .string(text)])
+    }
+
+    deinit {
+        try? handle?.close()
+    }
+}

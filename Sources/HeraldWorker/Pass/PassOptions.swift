@@ -1,0 +1,52 @@
+import Foundation
+import HeraldCore
+
+/// The phases of a pass (`--only`). A pass runs them in this order.
+public enum Phase: String, CaseIterable, Sendable {
+    case patterns, forecasts, prompts, reminders, deliver, receipts
+
+    /// The phases this version of herald implements; the others are refused with a clear message.
+    public static let available: [Phase] = [.deliver]
+}
+
+/// How one `herald run` behaves. Defaults are the seed's cron body (batch 50) and DESIGN §1.
+public struct PassOptions: Sendable {
+    public var batchSize = 50
+    /// Batches to claim; nil with `drain` means until nothing is due or the deadline passes.
+    public var maxBatches: Int? = 1
+    public var drain = false
+    /// Seconds after which no new batch is claimed (inside the cron interval).
+    public var deadline: Double = 240
+    /// Overrides the clock for every decision (tests, backfills, replays).
+    public var now: Date?
+    public var phases: [Phase] = Phase.available
+    public var dryRun = false
+    /// Pending rows older than this are skipped as `expired`.
+    public var maxAge: TimeInterval = 24 * 3600
+    /// A claimed row's lease; it must outlast the deadline plus one send timeout.
+    public var leaseSeconds = 600
+    public var retentionDays = 30
+    /// Rows recorded per flush while sends are still in flight.
+    public var recordChunk = 200
+    public var metricsFile: String?
+    /// Show progress on stderr (set when stderr is a terminal and the pass drains).
+    public var progress = false
+    public var rateLimits = RateLimits()
+    public var render = RenderOptions()
+
+    public init() {}
+}
+
+/// The pass's clock: `--now` (or the real time at start) advanced by the real time elapsed since.
+public struct PassClock: Sendable {
+    public let start: Date
+    private let startedAt: UInt64
+
+    public init(now: Date?) {
+        start = now ?? Date()
+        startedAt = DispatchTime.now().uptimeNanoseconds
+    }
+
+    public var elapsed: Double { Double(DispatchTime.now().uptimeNanoseconds - startedAt) / 1e9 }
+    public func now() -> Date { start.addingTimeInterval(elapsed) }
+}

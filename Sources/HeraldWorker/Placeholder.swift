@@ -1,1 +1,0 @@
-// HeraldWorker: being written.

@@ -1,0 +1,122 @@
+import Foundation
+import HeraldCore
+import HeraldPostgres
+
+/// Everything the decisions of one batch need, loaded in a fixed number of queries (one per table,
+/// for the whole batch), never one query per row.
+public struct BatchContext: Sendable {
+    public var profiles: [UUID: Preferences] = [:]
+    public var alerts: [UUID: AlertState] = [:]
+    /// Active push tokens per user.
+    public var deviceTokens: [UUID: [Destination]] = [:]
+    public var unreadInApp: [UUID: Int] = [:]
+    /// Recent sends of the batch's recipients, for the rate limits.
+    public var history: [SentRecord] = []
+    /// Destinations already delivered by an earlier attempt of a row: a retry skips them.
+    public var delivered: [UUID: Set<String>] = [:]
+
+    public init() {}
+
+    /// Profiles whose columns could not be read (for example a quiet-hours time PostgreSQL stored but
+    /// herald cannot parse); their rows fail with this message.
+    public var profileErrors: [UUID: String] = [:]
+}
+
+extension QueueStore {
+    /// Loads the context of a claimed batch. `now` bounds the history window of the rate limits.
+    public func loadContext(for items: [QueueItem], now: Date) throws -> BatchContext {
+        var ctx = BatchContext()
+        guard !items.isEmpty else { return ctx }
+        let recipients = Array(Set(items.map(\.recipientUserId)))
+        let alertIds = Array(Set(items.compactMap(\.alertStateId)))
+        let needsTokens = items.contains { $0.channelRaw == Channel.push.rawValue }
+        let retried = items.filter { $0.attempts > 1 }.map(\.id)
+
+        for row in try db.query("""
+            select user_id, timezone, locale, email, phone_e164, notify_in_app, notify_push, notify_email,
+                   notify_sms, notify_whatsapp, champion_notify_email, champion_notify_sms,
+                   quiet_hours_start::text as qs, quiet_hours_end::text as qe,
+                   quiet_hours_notification_level as ql, quiet_hours_action as qa
+              from user_profiles where user_id = any(\(recipients)::uuid[])
+            """) {
+            guard let id = row["user_id"].uuid else { continue }
+            var problems: [String] = []
+            let level = QuietLevel(rawValue: row["ql"].string ?? "none")
+            let action = QuietAction(rawValue: row["qa"].string ?? "skip")
+            if level == nil { problems.append("unknown quiet_hours_notification_level '\(row["ql"].string ?? "")'") }
+            if action == nil { problems.append("unknown quiet_hours_action '\(row["qa"].string ?? "")'") }
+            let start = row["qs"].string.flatMap(LocalTime.init)
+            let end = row["qe"].string.flatMap(LocalTime.init)
+            if !problems.isEmpty { ctx.profileErrors[id] = problems.joined(separator: "; ") }
+            ctx.profiles[id] = Preferences(
+                userId: id, timezone: row["timezone"].string ?? "UTC", locale: row["locale"].string ?? "en",
+                email: row["email"].string, phoneE164: row["phone_e164"].string,
+                notifyInApp: row["notify_in_app"].bool ?? true, notifyPush: row["notify_push"].bool ?? false,
+                notifyEmail: row["notify_email"].bool ?? false, notifySMS: row["notify_sms"].bool ?? false,
+                notifyWhatsApp: row["notify_whatsapp"].bool ?? false,
+                championNotifyEmail: row["champion_notify_email"].bool ?? true,
+                championNotifySMS: row["champion_notify_sms"].bool ?? false,
+                quietHoursStart: start, quietHoursEnd: end,
+                quietLevel: level ?? .none, quietAction: action ?? .skip)
+        }
+
+        if !alertIds.isEmpty {
+            for row in try db.query("""
+                select id, episode_status, current_level, last_notified_level, severity,
+                       snooze_until::text as snooze_until, dismissed_at, resolved_at
+                  from pattern_alert_state where id = any(\(alertIds)::uuid[])
+                """) {
+                guard let id = row["id"].uuid else { continue }
+                ctx.alerts[id] = AlertState(
+                    id: id, episodeStatus: row["episode_status"].string ?? "active",
+                    currentLevel: row["current_level"].int ?? 3,
+                    lastNotifiedLevel: row["last_notified_level"].int ?? 0,
+                    severity: row["severity"].string.flatMap(Severity.init(rawValue:)) ?? .watch,
+                    snoozeUntil: row["snooze_until"].string.flatMap(LocalDate.init),
+                    dismissedAt: row["dismissed_at"].date, resolvedAt: row["resolved_at"].date)
+            }
+        }
+
+        if needsTokens {
+            for row in try db.query("""
+                select id, user_id, device_token, provider, locale from device_tokens
+                 where user_id = any(\(recipients)::uuid[]) and is_active
+                 order by user_id, created_at, id
+                """) {
+                guard let user = row["user_id"].uuid, let token = row["device_token"].string else { continue }
+                ctx.deviceTokens[user, default: []].append(Destination(
+                    provider: row["provider"].string ?? "apns", address: token,
+                    deviceTokenId: row["id"].uuid, locale: row["locale"].string))
+            }
+            for row in try db.query("""
+                select user_id, count(*)::int as n from inbox
+                 where user_id = any(\(recipients)::uuid[]) and not is_read group by user_id
+                """) {
+                if let user = row["user_id"].uuid { ctx.unreadInApp[user] = row["n"].int ?? 0 }
+            }
+        }
+
+        // 48 hours covers the recipient's whole local day in any time zone, and the shorter windows.
+        for row in try db.query("""
+            select recipient_user_id, channel, kind, sent_at from notification_queue
+             where status = 'sent' and recipient_user_id = any(\(recipients)::uuid[])
+               and sent_at > \(now.addingTimeInterval(-48 * 3600)) and sent_at <= \(now.addingTimeInterval(60))
+            """) {
+            guard let user = row["recipient_user_id"].uuid, let at = row["sent_at"].date,
+                  let channel = row["channel"].string.flatMap(Channel.init(rawValue:)) else { continue }
+            ctx.history.append(SentRecord(recipient: user, channel: channel, kind: row["kind"].string ?? "", at: at))
+        }
+
+        if !retried.isEmpty {
+            for row in try db.query("""
+                select queue_id, destination from notification_deliveries
+                 where queue_id = any(\(retried)::uuid[]) and outcome = 'delivered'
+                """) {
+                if let id = row["queue_id"].uuid, let dest = row["destination"].string {
+                    ctx.delivered[id, default: []].insert(dest)
+                }
+            }
+        }
+        return ctx
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import HeraldCore
+
+/// What a pass writes back for one claimed row. Built by the pass, written in batches by `QueueStore`.
+public struct RowRecord: Sendable {
+    public var id: UUID
+    /// `sent`, `failed`, `skipped`, or `pending` (deferred: back in the queue, the attempt not counted).
+    public var status: QueueStatus
+    public var permanent: Bool = false
+    public var lastError: String?
+    public var skipReason: String?
+    public var runAfter: Date?
+    public var sentAt: Date?
+    public var providerMessageId: String?
+    /// Added to `attempts`: −1 gives back the attempt the claim counted (a deferral is not an attempt).
+    public var attemptsDelta: Int = 0
+    /// The trail: `sent`, `skipped`, `deferred`, `failed`, `superseded`.
+    public var event: String
+    public var reason: String?
+    public var details: JSONValue = .null
+
+    public init(id: UUID, status: QueueStatus, event: String) {
+        self.id = id
+        self.status = status
+        self.event = event
+    }
+
+    var json: JSONValue {
+        var o: [String: JSONValue] = [
+            "id": .string(id.uuidString),
+            "status": .string(status.rawValue),
+            "permanent": .bool(permanent),
+            "attempts_delta": .number(Double(attemptsDelta)),
+            "event": .string(event),
+            "details": details,
+        ]
+        if let v = lastError { o["last_error"] = .string(v) }
+        if let v = skipReason { o["skip_reason"] = .string(v) }
+        if let v = runAfter { o["run_after"] = .string(ISO8601.string(v)) }
+        if let v = sentAt { o["sent_at"] = .string(ISO8601.string(v)) }
+        if let v = providerMessageId { o["provider_message_id"] = .string(v) }
+        if let v = reason { o["reason"] = .string(v) }
+        return .object(o)
+    }
+}
+
+/// One attempt to one destination: a row of `notification_deliveries`.
+public struct DeliveryRecord: Sendable {
+    public var queueId: UUID
+    public var attempt: Int
+    public var channel: String
+    public var provider: String
+    public var destination: String
+    public var deviceTokenId: UUID?
+    public var outcome: String
+    public var httpStatus: Int?
+    public var errorCode: String?
+    public var messageId: String?
+    public var error: String?
+    public var latencyMs: Int?
+
+    var json: JSONValue {
+        var o: [String: JSONValue] = [
+            "queue_id": .string(queueId.uuidString),
+            "attempt": .number(Double(attempt)),
+            "channel": .string(channel),
+            "provider": .string(provider),
+            "destination": .string(destination),
+            "outcome": .string(outcome),
+        ]
+        if let v = deviceTokenId { o["device_token_id"] = .string(v.uuidString) }
+        if let v = httpStatus { o["http_status"] = .number(Double(v)) }
+        if let v = errorCode { o["provider_error_code"] = .string(v) }
+        if let v = messageId { o["provider_message_id"] = .string(v) }
+        if let v = error { o["error"] = .string(v) }
+        if let v = latencyMs { o["latency_ms"] = .number(Double(v)) }
+        return .object(o)
+    }
+}
+
+/// An in-app notification: a row of `inbox`, written with the record that marks its queue row sent.
+public struct InboxRecord: Sendable {
+    public var queueId: UUID
+    public var userId: UUID
+    public var type: String
+    public var priority: String
+    public var title: String
+    public var body: String
+    public var deepLink: String?
+    public var data: JSONValue
+
+    var json: JSONValue {
+        var o: [String: JSONValue] = [
+            "queue_id": .string(queueId.uuidString),
+            "user_id": .string(userId.uuidString),
+            "type": .string(type),
+            "priority": .string(priority),
+            "title": .string(title),
+            "body": .string(body),
+            "data": data,
+        ]
+        if let v = deepLink { o["deep_link"] = .string(v) }
+        return .object(o)
+    }
+}
+
+/// A destination that turned out to be dead: deactivate the device token, with the provider's reason.
+public struct TokenDeactivation: Sendable {
+    public var deviceTokenId: UUID
+    public var reason: String
+
+    var json: JSONValue { ["id": .string(deviceTokenId.uuidString), "reason": .string(reason)] }
+}
+
+/// Everything one flush writes, in one transaction.
+public struct RecordBatch: Sendable {
+    public var rows: [RowRecord] = []
+    public var deliveries: [DeliveryRecord] = []
+    public var inbox: [InboxRecord] = []
+    public var deactivations: [TokenDeactivation] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { rows.isEmpty }
+
+    public mutating func append(_ other: RecordBatch) {
+        rows += other.rows
+        deliveries += other.deliveries
+        inbox += other.inbox
+        deactivations += other.deactivations
+    }
+}

@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import HeraldWorker
+
+struct Explain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the decision trail of one queue row: what was decided, when, and why.",
+        discussion: "Answers \"why did this person get, or not get, this notification?\"")
+
+    @Argument(help: "The notification_queue id.")
+    var id: String
+
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+
+    @OptionGroup var common: CommonOptions
+
+    func validate() throws {
+        guard UUID(uuidString: id) != nil else { throw ValidationError("'\(id)' is not a uuid") }
+    }
+
+    func run() throws {
+        let settings: Settings
+        do {
+            _ = try common.logger()
+            settings = try Settings.load()
+        } catch {
+            throw configurationFailure(error)
+        }
+        let db = try connect(settings)
+        defer { db.close() }
+        do {
+            let report = try databaseStep { try HeraldWorker.Explain.report(db, id: UUID(uuidString: id)!) }
+            print(json ? report.jsonText : HeraldWorker.Explain.text(report))
+        } catch let e as HeraldWorker.Explain.NotFound {
+            FileHandle.standardError.write(Data("herald: \(e)\n".utf8))
+            throw ExitNow(code: .configuration)
+        }
+    }
+}

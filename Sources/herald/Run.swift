@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldWorker
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run one pass: claim due notifications, decide, send, record, print a summary.",
+        discussion: """
+            Prints one JSON summary on stdout, e.g. {"ok":true,"processed":5,"sent":2,"skipped":3,…}, and \
+            structured logs on stderr. Many passes may run at once: rows are claimed with SKIP LOCKED.
+            Exit codes: 0 done (failed deliveries are retried by later passes), 1 configuration error, \
+            2 database error, 3 interrupted by SIGTERM/SIGINT (in-flight rows recorded first).
+            """)
+
+    @Option(help: "Rows claimed per batch.")
+    var batchSize: Int = 50
+
+    @Option(help: "Batches to claim in this pass (default 1).")
+    var maxBatches: Int?
+
+    @Flag(help: "Claim batch after batch until nothing is due or the deadline passes.")
+    var drain = false
+
+    @Option(help: "Seconds after which no new batch is claimed; keep it inside the cron interval.")
+    var deadline: Double = 240
+
+    @Option(help: "Decide as if it were this instant (ISO 8601 with a zone, e.g. 2026-01-25T03:00:00Z).")
+    var now: String?
+
+    @Option(help: "Run only these phases, comma-separated: patterns, forecasts, prompts, reminders, deliver, receipts.")
+    var only: String?
+
+    @Flag(help: "Decide everything and print what would be sent; change nothing.")
+    var dryRun = false
+
+    @Option(help: "Skip pending rows older than this many hours as expired.")
+    var maxAge: Double = 24
+
+    @Option(help: "Write the pass's figures here in the Prometheus text format (node_exporter textfile collector).")
+    var metricsFile: String?
+
+    @Flag(help: "Print the summary as JSON (the default; kept for scripts that pass it).")
+    var json = false
+
+    @OptionGroup var common: CommonOptions
+
+    func validate() throws {
+        guard batchSize >= 1 && batchSize <= 100_000 else { throw ValidationError("--batch-size must be between 1 and 100000") }
+        if let m = maxBatches, m < 1 { throw ValidationError("--max-batches must be at least 1") }
+        if drain && maxBatches != nil { throw ValidationError("use either --max-batches or --drain, not both") }
+        guard deadline > 0 else { throw ValidationError("--deadline must be positive") }
+        guard maxAge > 0 else { throw ValidationError("--max-age must be positive") }
+        if let now, ISO8601.parse(now) == nil {
+            throw ValidationError("--now must be an ISO 8601 instant with a zone, e.g. 2026-01-25T03:00:00Z; got '\(now)'")
+        }
+        _ = try phases()
+    }
+
+    func phases() throws -> [Phase] {
+        guard let only else { return Phase.available }
+        var out: [Phase] = []
+        for name in only.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
+            guard let p = Phase(rawValue: name) else {
+                throw ValidationError("unknown phase '\(name)'; phases: \(Phase.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            out.append(p)
+        }
+        guard !out.isEmpty else { throw ValidationError("--only needs at least one phase") }
+        return out
+    }
+
+    func run() throws {
+        let logger: Logger
+        let settings: Settings
+        do {
+            logger = try common.logger()
+            settings = try Settings.load()
+        } catch {
+            throw configurationFailure(error)
+        }
+        var options = PassOptions()
+        options.batchSize = batchSize
+        options.drain = drain
+        options.maxBatches = drain ? nil : (maxBatches ?? 1)
+        options.deadline = deadline
+        options.now = now.flatMap(ISO8601.parse)
+        options.phases = try phases()
+        options.dryRun = dryRun
+        options.maxAge = maxAge * 3600
+        options.metricsFile = metricsFile
+        options.progress = drain && isatty(STDERR_FILENO) == 1 && !common.quiet
+
+        StopSignal.install()
+        let (summary, code) = Runner(settings: settings, options: options, logger: logger).run()
+        printJSON(summary.json.jsonText)
+        if code != .ok { throw ExitNow(code: code) }
+    }
+}
+
+import Logging
