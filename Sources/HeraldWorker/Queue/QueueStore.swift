@@ -82,6 +82,10 @@ public struct QueueStore {
         payload::text as payload, scheduled_at, created_at, run_after, attempts, max_attempts, dedupe_key
         """
 
+    /// The channels herald knows. A row with any other channel is claimed whatever the routes, so the
+    /// decision can fail it with a readable last_error instead of leaving it pending forever.
+    static let knownChannels = Channel.allCases.map(\.rawValue)
+
     /// Claims up to `limit` due rows for this pass in one short transaction: SKIP LOCKED so concurrent
     /// passes split the queue, a materialised CTE so no more than `limit` rows are locked, and a lease
     /// so a dead pass's rows come back. Appends a `claimed` event per row in the same statement.
@@ -91,7 +95,7 @@ public struct QueueStore {
               select id from notification_queue
                where (status = 'pending' or (status = 'failed' and not permanent))
                  and run_after <= \(now) and attempts < max_attempts
-                 and channel = any(\(channels)::text[])
+                 and (channel = any(\(channels)::text[]) or not channel = any(\(QueueStore.knownChannels)::text[]))
                order by priority_rank, run_after, id
                limit \(limit)
                for update skip locked
@@ -120,19 +124,20 @@ public struct QueueStore {
             select \(unescaped: QueueStore.itemColumns) from notification_queue
              where (status = 'pending' or (status = 'failed' and not permanent))
                and run_after <= \(now) and attempts < max_attempts
-               and channel = any(\(channels)::text[])
+               and (channel = any(\(channels)::text[]) or not channel = any(\(QueueStore.knownChannels)::text[]))
              order by priority_rank, run_after, id
              limit \(limit)
             """)
         return result.compactMap(QueueStore.item)
     }
 
-    /// Due rows no adapter of this run can deliver: they stay pending and are reported.
+    /// Due rows of known channels that no adapter of this run serves: they stay pending and are reported.
     public func countUnroutable(now: Date, channels: [String]) throws -> [String: Int] {
         let result = try db.query("""
             select channel, count(*)::int as n from notification_queue
              where (status = 'pending' or (status = 'failed' and not permanent))
                and run_after <= \(now) and attempts < max_attempts
+               and channel = any(\(QueueStore.knownChannels)::text[])
                and not (channel = any(\(channels)::text[]))
              group by channel
             """)

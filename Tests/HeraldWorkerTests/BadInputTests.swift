@@ -1,0 +1,108 @@
+import Foundation
+import HeraldCore
+import HeraldPostgres
+import HeraldTestSupport
+import HeraldWorker
+import Testing
+
+/// Bad rows fail alone with a readable last_error; bad configuration stops the run before any row is
+/// touched; an unreachable database is exit code 2.
+@Suite struct BadInputTests {
+    @Test func badRowsFailAloneAndThePassGoesOn() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        // PostgreSQL accepts the POSIX zone 'UTC+3', which is not an IANA zone herald can apply.
+        let oddZone = try f.profile(timezone: "UTC+3")
+        let good = try f.profile()
+        let badZone = try f.enqueue(to: oddZone, at: seedInstant)
+        let badPayload = try f.enqueue(to: good, payload: #"["not", "an", "object"]"#, at: seedInstant)
+        let badChannel = try f.enqueue(to: good, channel: "pigeon", at: seedInstant)
+        let noProfile = try f.enqueue(to: UUID(), at: seedInstant)
+        let fine = try f.enqueue(to: good, kind: "reminder", at: seedInstant)
+
+        let (summary, code) = Worker(url: tdb.url).run(now: seedInstant)
+        #expect(code == .ok)
+        #expect(try f.row(fine)["status"].string == "sent")
+        for (id, words) in [(badZone, "UTC+3"), (badPayload, "payload"), (noProfile, "profile"), (badChannel, "pigeon")] {
+            let row = try f.row(id)
+            #expect(row["status"].string == "failed", "\(words)")
+            #expect(row["permanent"].bool == true, "\(words)")
+            #expect((row["last_error"].string ?? "").contains(words), "last_error should mention \(words): \(row["last_error"].string ?? "nil")")
+        }
+        #expect(summary.unroutable.isEmpty)
+        #expect(summary.failed == 4)
+        #expect(summary.sent == 1)
+    }
+
+    @Test func knownChannelWithoutAdapterStaysPendingAndIsReported() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let id = try f.enqueue(to: try f.profile(sms: true), channel: "sms", at: seedInstant)
+        let (s, code) = Worker(url: tdb.url).run(now: seedInstant)
+        #expect(code == .ok)
+        #expect(s.unroutable["sms"] == 1)
+        let row = try f.row(id)
+        #expect(row["status"].string == "pending")
+        #expect(row["attempts"].int == 0)
+    }
+
+    @Test func missingSecretStopsBeforeAnyRowIsTouched() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let id = try f.enqueue(to: try f.profile(), at: seedInstant)
+        let (summary, code) = Worker(url: tdb.url, settings: ["WEBHOOK_URL": "https://hooks.example.com/x"]).run(now: seedInstant)
+        #expect(code == .configuration)
+        #expect((summary.error ?? "").contains("WEBHOOK_SECRET"))
+        let row = try f.row(id)
+        #expect(row["status"].string == "pending")
+        #expect(row["attempts"].int == 0)
+        #expect(try f.count("select count(*)::int from herald_passes") == 0)
+    }
+
+    @Test func badSettingsNameTheVariable() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let cases: [([String: String], String)] = [
+            (["WEBHOOK_URL": "ftp://x", "WEBHOOK_SECRET": WebhookDeliveryTests.secret], "WEBHOOK_URL"),
+            (["WEBHOOK_URL": "https://x.example", "WEBHOOK_SECRET": "whsec_!!!"], "WEBHOOK_SECRET"),
+            (["WEBHOOK_URL": "https://x.example", "WEBHOOK_SECRET_FILE": "/nonexistent/secret"], "WEBHOOK_SECRET_FILE"),
+            (["HERALD_CA_FILE": "/nonexistent/ca.pem"], "HERALD_CA_FILE"),
+            (["HERALD_CHANNEL_PUSH": "carrier-pigeon"], "HERALD_CHANNEL_PUSH"),
+        ]
+        for (settings, variable) in cases {
+            let (summary, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant)
+            #expect(code == .configuration, "\(variable)")
+            #expect((summary.error ?? "").contains(variable), "error should name \(variable): \(summary.error ?? "nil")")
+        }
+    }
+
+    @Test func unreachableDatabaseIsExitCodeTwo() throws {
+        let (summary, code) = Worker(url: "postgresql://herald:s3cret-pw@127.0.0.1:1/none?connect_timeout=2").run()
+        #expect(code == .database)
+        let message = summary.error ?? ""
+        #expect(message.contains("database"))
+        #expect(!message.contains("s3cret-pw"), "the password leaked into the message")
+    }
+
+    @Test func cliRefusesBadFlagsWithExitCodeOne() throws {
+        for args in [["run", "--batch-size", "0"], ["run", "--now", "yesterday"], ["run", "--only", "gossip"],
+                     ["run", "--frobnicate"]] {
+            let p = Process()
+            p.executableURL = HeraldBinary.url
+            p.arguments = args
+            p.environment = ["DATABASE_URL": "postgresql://127.0.0.1:1/none"]
+            let err = Pipe()
+            p.standardError = err
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            p.waitUntilExit()
+            let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(p.terminationStatus == 1, "\(args): \(text)")
+            #expect(!text.isEmpty)
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import HeraldCore
+import HeraldPostgres
+import HeraldTestSupport
+import HeraldWorker
+import Logging
+
+/// Builds the rows a test needs, with readable defaults.
+struct Fixtures {
+    let db: PGConnection
+
+    @discardableResult
+    func profile(_ id: UUID = UUID(), timezone: String = "UTC", locale: String = "en", email: String? = nil,
+                 phone: String? = nil, push: Bool = true, inApp: Bool = true, emailOn: Bool = false, sms: Bool = false,
+                 championEmail: Bool = true, championSMS: Bool = false,
+                 quiet: (String, String)? = nil, level: String = "none", action: String = "skip") throws -> UUID {
+        try db.execute("""
+            insert into user_profiles (user_id, timezone, locale, email, phone_e164, notify_push, notify_in_app,
+                notify_email, notify_sms, champion_notify_email, champion_notify_sms, quiet_hours_start,
+                quiet_hours_end, quiet_hours_notification_level, quiet_hours_action)
+            values (\(id), \(timezone), \(locale), \(email), \(phone), \(push), \(inApp), \(emailOn), \(sms),
+                    \(championEmail), \(championSMS), \(quiet?.0)::time, \(quiet?.1)::time, \(level), \(action))
+            """)
+        return id
+    }
+
+    @discardableResult
+    func token(_ user: UUID, _ token: String = "tok-" + UUID().uuidString, provider: String = "apns") throws -> UUID {
+        try db.query("""
+            insert into device_tokens (user_id, device_token, platform, provider) values (\(user), \(token), 'ios', \(provider))
+            returning id
+            """).first!["id"].uuid!
+    }
+
+    @discardableResult
+    func alert(member: UUID, level: Int, severity: String, status: String = "active", snoozeUntil: String? = nil,
+               dismissed: Bool = false, metric: String = "sleep_minutes") throws -> UUID {
+        try db.query("""
+            insert into pattern_alert_state (user_id, metric_type, pattern_type, episode_status, active_since,
+                current_level, severity, snooze_until, dismissed_at, last_notified_level)
+            values (\(member), \(metric), 'drop_vs_baseline', \(status), \(LocalDate(year: 2026, month: 1, day: 1).description)::date
+                    + (random() * 300)::int, \(level), \(severity), \(snoozeUntil)::date,
+                    case when \(dismissed) then now() end, \(level))
+            returning id
+            """).first!["id"].uuid!
+    }
+
+    @discardableResult
+    func enqueue(to recipient: UUID, channel: String = "in_app", kind: String = "system", severity: String? = nil,
+                 member: UUID? = nil, alert: UUID? = nil, payload: String = #"{"title":"Hello","body":"World"}"#,
+                 at: Date, priority: String = "normal", maxAttempts: Int = 5) throws -> UUID {
+        try db.query("""
+            insert into notification_queue (recipient_user_id, member_user_id, alert_state_id, channel, kind, severity,
+                payload, scheduled_at, run_after, priority, max_attempts)
+            values (\(recipient), \(member ?? recipient), \(alert), \(channel), \(kind), \(severity), \(payload)::jsonb,
+                    \(at), \(at), \(priority), \(maxAttempts))
+            returning id
+            """).first!["id"].uuid!
+    }
+
+    /// Many rows in one statement.
+    func enqueueMany(_ n: Int, to recipients: [UUID], channel: String, kind: String = "system", at: Date) throws {
+        try db.execute("""
+            insert into notification_queue (recipient_user_id, member_user_id, channel, kind, payload, scheduled_at, run_after)
+            select r, r, \(channel), \(kind), jsonb_build_object('title', 'Hello ' || g, 'body', 'Row ' || g), \(at), \(at)
+              from generate_series(1, \(n)) g,
+                   lateral (select (\(recipients.map(\.uuidString))::uuid[])[1 + (g % \(recipients.count))] as r) x
+            """)
+    }
+
+    func row(_ id: UUID) throws -> PGRow {
+        try db.query("""
+            select status, skip_reason, last_error, attempts, permanent, run_after, sent_at, locked_by
+              from notification_queue where id = \(id)
+            """).first!
+    }
+
+    func count(_ sql: SQL) throws -> Int {
+        try db.query(sql).first?[0].int ?? -1
+    }
+}
+
+/// Runs passes in-process against a test database, with settings a test chooses.
+struct Worker {
+    let url: String
+    var settings: [String: String] = [:]
+
+    init(url: String, settings: [String: String] = [:]) {
+        self.url = url
+        self.settings = settings
+    }
+
+    func run(now: Date? = nil, batchSize: Int = 50, maxBatches: Int? = 1, drain: Bool = false,
+             dryRun: Bool = false, maxAgeHours: Double = 24, metricsFile: String? = nil,
+             configure: (inout PassOptions) -> Void = { _ in }) -> (Summary, ExitCode) {
+        var options = PassOptions()
+        options.now = now
+        options.batchSize = batchSize
+        options.maxBatches = drain ? nil : maxBatches
+        options.drain = drain
+        options.dryRun = dryRun
+        options.maxAge = maxAgeHours * 3600
+        options.metricsFile = metricsFile
+        configure(&options)
+        var s = settings
+        s["DATABASE_URL"] = url
+        var logger = Logger(label: "herald-test")
+        logger.logLevel = .warning
+        return Runner(settings: Settings(s), options: options, logger: logger).run()
+    }
+}
+
+/// 2026-01-25 03:00 UTC: seed 000's three-timezone instant.
+let seedInstant = ISO8601.parse("2026-01-25T03:00:00Z")!
+
+func instant(_ s: String) -> Date { ISO8601.parse(s)! }

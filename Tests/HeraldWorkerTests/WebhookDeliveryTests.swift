@@ -1,0 +1,263 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldPostgres
+import HeraldTestSupport
+import HeraldWorker
+import Testing
+
+/// Real HTTP to a loopback receiver that checks Standard Webhooks signatures.
+@Suite struct WebhookDeliveryTests {
+    static let secretBytes = Array("herald-test-secret-0123456789abcdef".utf8)
+    static var secret: String { "whsec_" + Data(secretBytes).base64EncodedString() }
+
+    /// Verifies a request the way a Standard Webhooks receiver does.
+    static func verify(_ r: FakeRequest) -> Bool {
+        func header(_ n: String) -> String? { r.headers.first { $0.0 == n }?.1 }
+        guard let id = header("webhook-id"), let ts = header("webhook-timestamp"),
+              let sig = header("webhook-signature") else { return false }
+        var signed = Array("\(id).\(ts).".utf8)
+        signed += r.body
+        let mac = HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: secretBytes))
+        let expected = "v1," + Data(mac).base64EncodedString()
+        return sig.split(separator: " ").contains { $0 == expected }
+    }
+
+    static func settings(_ server: FakeHTTPServer) -> [String: String] {
+        ["WEBHOOK_URL": server.baseURL + "/hooks/herald", "WEBHOOK_SECRET": secret]
+    }
+
+    @Test func signedDeliveryWithQueueIdAsWebhookId() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let server = try FakeHTTPServer { _ in FakeResponse(status: 204) }
+        defer { server.shutdown() }
+        let p = try f.profile()
+        let id = try f.enqueue(to: p, channel: "webhook", kind: "reminder", at: seedInstant)
+        let (summary, code) = Worker(url: tdb.url, settings: Self.settings(server)).run(now: seedInstant)
+        #expect(code == .ok)
+        #expect(summary.sent == 1)
+        let requests = server.requests
+        #expect(requests.count == 1)
+        let r = try #require(requests.first)
+        #expect(r.path == "/hooks/herald")
+        #expect(Self.verify(r))
+        #expect(r.headers.first { $0.0 == "webhook-id" }?.1 == id.uuidString.lowercased())
+        let body = try JSONValue.parse(Data(r.body))
+        #expect(body["type"]?.stringValue == "notification.reminder")
+        #expect(body["data"]?["id"]?.stringValue == id.uuidString.lowercased())
+        #expect(try f.row(id)["status"].string == "sent")
+    }
+
+    @Test func serverErrorIsRetriedWithBackoffThenSent() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let calls = Counter()
+        let server = try FakeHTTPServer { _ in
+            calls.next() == 1 ? FakeResponse(status: 503, body: Array("busy".utf8)) : FakeResponse(status: 200)
+        }
+        defer { server.shutdown() }
+        let p = try f.profile()
+        let id = try f.enqueue(to: p, channel: "webhook", at: seedInstant)
+        let worker = Worker(url: tdb.url, settings: Self.settings(server))
+
+        _ = worker.run(now: seedInstant)
+        var row = try f.row(id)
+        #expect(row["status"].string == "failed")
+        #expect(row["permanent"].bool == false)
+        #expect((row["last_error"].string ?? "").contains("503"))
+        let retryAt = try #require(row["run_after"].date)
+        let delay = retryAt.timeIntervalSince(seedInstant)
+        #expect(delay >= 24 && delay <= 37, "30 s ± 20 % for the first retry, got \(delay)")
+
+        // Not due yet: nothing happens.
+        _ = worker.run(now: seedInstant.addingTimeInterval(5))
+        #expect(server.requests.count == 1)
+
+        _ = worker.run(now: retryAt.addingTimeInterval(1))
+        row = try f.row(id)
+        #expect(row["status"].string == "sent")
+        #expect(row["attempts"].int == 2)
+        #expect(server.requests.count == 2)
+        // Both attempts carried the same webhook-id, so a receiver can drop a repeat.
+        let ids = Set(server.requests.compactMap { r in r.headers.first { $0.0 == "webhook-id" }?.1 })
+        #expect(ids == [id.uuidString.lowercased()])
+    }
+
+    @Test func retryAfterIsHonoured() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let server = try FakeHTTPServer { _ in FakeResponse(status: 429, headers: [("retry-after", "120")]) }
+        defer { server.shutdown() }
+        let id = try f.enqueue(to: try f.profile(), channel: "webhook", at: seedInstant)
+        _ = Worker(url: tdb.url, settings: Self.settings(server)).run(now: seedInstant)
+        let row = try f.row(id)
+        let delay = try #require(row["run_after"].date).timeIntervalSince(seedInstant)
+        #expect(delay >= 119 && delay <= 125)
+    }
+
+    @Test func clientErrorFailsPermanentlyWithTheReason() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let server = try FakeHTTPServer { _ in
+            FakeResponse.json(422, #"{"error":"unknown recipient"}"#)
+        }
+        defer { server.shutdown() }
+        let id = try f.enqueue(to: try f.profile(), channel: "webhook", at: seedInstant)
+        _ = Worker(url: tdb.url, settings: Self.settings(server)).run(now: seedInstant)
+        let row = try f.row(id)
+        #expect(row["status"].string == "failed")
+        #expect(row["permanent"].bool == true)
+        #expect((row["last_error"].string ?? "").contains("422"))
+        #expect((row["last_error"].string ?? "").contains("unknown recipient"))
+        let d = try db.query("select outcome, http_status from notification_deliveries where queue_id = \(id)").first
+        #expect(d?["outcome"].string == "permanent")
+        #expect(d?["http_status"].int == 422)
+        // Not claimed again.
+        _ = Worker(url: tdb.url, settings: Self.settings(server)).run(now: seedInstant.addingTimeInterval(3600))
+        #expect(server.requests.count == 1)
+    }
+
+    @Test func retriesStopAtMaxAttempts() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let server = try FakeHTTPServer { _ in FakeResponse(status: 500) }
+        defer { server.shutdown() }
+        let id = try f.enqueue(to: try f.profile(), channel: "webhook", at: seedInstant, maxAttempts: 3)
+        var now = seedInstant
+        for _ in 0..<5 {
+            _ = Worker(url: tdb.url, settings: Self.settings(server)).run(now: now)
+            now = now.addingTimeInterval(7200)
+        }
+        let row = try f.row(id)
+        #expect(row["status"].string == "failed")
+        #expect(row["permanent"].bool == true)
+        #expect(row["attempts"].int == 3)
+        #expect(server.requests.count == 3)
+        #expect((row["last_error"].string ?? "").contains("gave up after 3 attempts"))
+    }
+
+    @Test func concurrentPassesDeliverEveryRowExactlyOnce() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let server = try FakeHTTPServer(threads: 2) { _ in FakeResponse(status: 200, delay: 0.002) }
+        defer { server.shutdown() }
+        var recipients: [UUID] = []
+        for _ in 0..<50 { recipients.append(try f.profile()) }
+        try f.enqueueMany(3000, to: recipients, channel: "webhook", at: seedInstant.addingTimeInterval(-60))
+        let worker = Worker(url: tdb.url, settings: Self.settings(server))
+
+        let passes = 4
+        let results = Results()
+        DispatchQueue.concurrentPerform(iterations: passes) { _ in
+            // No rate limits here: this test counts deliveries, not pacing.
+            let (s, code) = worker.run(now: seedInstant, batchSize: 200, drain: true) { o in
+                o.rateLimits = RateLimits(perDay: 1_000_000, kindSpacing: 0, perMinute: 1_000_000)
+            }
+            results.add(s, code)
+        }
+        #expect(results.codes.allSatisfy { $0 == .ok })
+        #expect(results.sent == 3000)
+        let ids = server.requests.compactMap { r in r.headers.first { $0.0 == "webhook-id" }?.1 }
+        #expect(ids.count == 3000)
+        #expect(Set(ids).count == 3000, "a row was delivered twice")
+        #expect(try f.count("select count(*)::int from notification_queue where status <> 'sent'") == 0)
+        #expect(try f.count("select count(*)::int from notification_deliveries") == 3000)
+        #expect(results.batchesByPass.filter { $0 > 0 }.count >= 2, "the passes should have shared the work")
+    }
+
+    @Test func killedPassIsFinishedByALaterPassAfterTheLease() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        // The receiver answers slowly, so the pass is mid-flight when it is killed.
+        let server = try FakeHTTPServer { _ in FakeResponse(status: 200, delay: 1.0) }
+        defer { server.shutdown() }
+        var recipients: [UUID] = []
+        for _ in 0..<10 { recipients.append(try f.profile()) }
+        try f.enqueueMany(40, to: recipients, channel: "webhook", at: seedInstant)
+
+        var env = ProcessInfo.processInfo.environment
+        env["DATABASE_URL"] = tdb.url
+        env["WEBHOOK_URL"] = server.baseURL + "/hooks"
+        env["WEBHOOK_SECRET"] = Self.secret
+        env["HERALD_LEASE_SECONDS"] = "3"
+        let process = Process()
+        process.executableURL = HeraldBinary.url
+        process.arguments = ["run", "--now", ISO8601.string(seedInstant), "--batch-size", "40", "--deadline", "2", "--quiet"]
+        process.environment = env
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        // Wait until the pass has claimed its batch, then kill it without a chance to record.
+        let deadline = Date().addingTimeInterval(20)
+        while try f.count("select count(*)::int from notification_queue where status = 'processing'") < 40 {
+            #expect(Date() < deadline, "the pass never claimed its batch")
+            if Date() >= deadline { process.terminate(); return }
+            usleep(20_000)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(try f.count("select count(*)::int from notification_queue where status = 'processing'") == 40)
+
+        // Before the lease expires, another pass leaves the rows alone.
+        let worker = Worker(url: tdb.url, settings: ["WEBHOOK_URL": server.baseURL + "/hooks", "WEBHOOK_SECRET": Self.secret])
+        let early = worker.run(now: seedInstant, batchSize: 100)
+        #expect(early.0.processed == 0)
+        sleep(4)
+        let (later, code) = worker.run(now: seedInstant, batchSize: 100) { o in
+            o.rateLimits = RateLimits(perDay: 1000, kindSpacing: 0, perMinute: 1000)
+        }
+        #expect(code == .ok)
+        #expect(later.recovered == 40)
+        #expect(later.sent == 40)
+        #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == 40)
+        #expect(try f.count("select count(*)::int from notification_events where event = 'recovered'") == 40)
+    }
+}
+
+/// A thread-safe counter for fake handlers with state.
+final class Counter: @unchecked Sendable {
+    private var n = 0
+    private let lock = NSLock()
+    func next() -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        n += 1
+        return n
+    }
+}
+
+final class Results: @unchecked Sendable {
+    private let lock = NSLock()
+    private(set) var sent = 0
+    private(set) var codes: [ExitCode] = []
+    private(set) var batchesByPass: [Int] = []
+    func add(_ s: Summary, _ code: ExitCode) {
+        lock.lock()
+        defer { lock.unlock() }
+        sent += s.sent
+        codes.append(code)
+        batchesByPass.append(s.batches)
+    }
+}
+
+/// The `herald` executable that `swift build` made, for tests that need a real process.
+enum HeraldBinary {
+    static var url: URL {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        for config in ["debug", "release"] {
+            let u = root.appendingPathComponent(".build/\(config)/herald")
+            if FileManager.default.isExecutableFile(atPath: u.path) { return u }
+        }
+        return root.appendingPathComponent(".build/debug/herald")
+    }
+}
