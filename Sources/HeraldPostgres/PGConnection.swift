@@ -143,6 +143,7 @@ public final class PGConnection {
     /// If the body swallowed an SQL error, the aborted transaction is rolled back and this throws.
     ///
     ///     let claimed = try conn.transaction { conn in try conn.query(claimSQL) }
+    @discardableResult
     public func transaction<T>(_ body: (PGConnection) throws -> T) throws -> T {
         let connection = try liveHandle()
         if PQtransactionStatus(connection) != PQTRANS_IDLE {
