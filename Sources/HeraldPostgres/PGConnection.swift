@@ -99,6 +99,13 @@ public final class PGConnection {
         handle.map { PQstatus($0) == CONNECTION_OK } ?? false
     }
 
+    /// Whether a transaction is open (including one aborted by an error and awaiting ROLLBACK).
+    public var isInTransaction: Bool {
+        guard let handle else { return false }
+        let status = PQtransactionStatus(handle)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
+    }
+
     // MARK: Statements
 
     /// Runs one statement; every interpolated value is a bound parameter (PQexecParams, text format).

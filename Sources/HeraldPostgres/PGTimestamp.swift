@@ -22,7 +22,8 @@ enum PGTimestamp {
         Date(timeIntervalSinceReferenceDate: Double(micros - referenceOffsetMicros) / 1_000_000)
     }
 
-    /// ISO-8601 in UTC with exactly six fractional digits: `2026-01-25T03:00:00.123456Z`.
+    /// ISO-8601 in UTC with exactly six fractional digits: `2026-01-25T03:00:00.123456Z`
+    /// (years before 1 as PostgreSQL reads them: `0001-12-30T00:00:00.000000Z BC`).
     static func format(_ date: Date) -> String {
         let micros = micros(date)
         var days = micros / microsPerDay
@@ -32,10 +33,12 @@ enum PGTimestamp {
         let seconds = rest / 1_000_000
         let fraction = rest % 1_000_000
 
-        guard (0...9999).contains(year) else {
-            // Outside PostgreSQL's four-digit ISO years: rare enough to format the slow way.
-            return "\(year)-\(pad(month, 2))-\(pad(day, 2))T\(pad(seconds / 3600, 2)):\(pad(seconds / 60 % 60, 2)):"
-                + "\(pad(seconds % 60, 2)).\(pad(fraction, 6))Z"
+        guard (1...9999).contains(year) else {
+            // Outside four-digit years, rare enough to format the slow way; PostgreSQL writes
+            // year 0 as 1 BC, -1 as 2 BC, and so on.
+            let time = "\(pad(seconds / 3600, 2)):\(pad(seconds / 60 % 60, 2)):\(pad(seconds % 60, 2)).\(pad(fraction, 6))Z"
+            if year < 1 { return "\(pad(1 - year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(time) BC" }
+            return "\(year)-\(pad(month, 2))-\(pad(day, 2))T\(time)"
         }
         return String(unsafeUninitializedCapacity: 27) { buffer in
             var i = 0

@@ -33,7 +33,7 @@ public struct PGValue: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A `uuid` column.
-    public var uuid: UUID? { string.flatMap { UUID(uuidString: $0) } }
+    public var uuid: UUID? { string.flatMap { PGUUID.parse($0) } }
 
     /// A `timestamptz` column as the session emits it (DateStyle=ISO, TimeZone=UTC):
     /// `2026-01-25 03:00:00+00`, `2026-01-25 03:00:00.123456+00`; also `timestamp` (read as UTC),
@@ -105,5 +105,40 @@ enum PGArrayParser {
         let text = String(scalars)
         if !wasQuoted && text.uppercased() == "NULL" { return nil }
         return text
+    }
+}
+
+/// Parses the canonical `8-4-4-4-12` hex text PostgreSQL emits for `uuid`, without Foundation's
+/// general parser (several times faster, which matters for result sets of thousands of rows).
+enum PGUUID {
+    static func parse(_ text: String) -> UUID? {
+        var text = text
+        return text.withUTF8 { bytes -> UUID? in
+            guard bytes.count == 36 else { return UUID(uuidString: String(decoding: bytes, as: UTF8.self)) }
+            var out: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            let ok = withUnsafeMutableBytes(of: &out) { raw -> Bool in
+                var i = 0
+                for index in 0..<16 {
+                    if i == 8 || i == 13 || i == 18 || i == 23 {
+                        guard bytes[i] == UInt8(ascii: "-") else { return false }
+                        i += 1
+                    }
+                    guard let high = nibble(bytes[i]), let low = nibble(bytes[i + 1]) else { return false }
+                    raw[index] = high << 4 | low
+                    i += 2
+                }
+                return true
+            }
+            return ok ? UUID(uuid: out) : nil
+        }
+    }
+
+    @inline(__always) private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 }

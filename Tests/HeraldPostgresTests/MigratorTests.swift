@@ -35,7 +35,7 @@ final class Locked<Value>: @unchecked Sendable {
 /// A fresh database with no migrations applied.
 func emptyDatabase() throws -> TestDB {
     let empty = try MigrationDirectory([:])
-    return try TestDatabase.create(migrationsDirectory: empty.url)
+    return try withExtendedLifetime(empty) { try TestDatabase.create(migrationsDirectory: empty.url) }
 }
 
 @Suite struct MigratorTests {
@@ -95,7 +95,9 @@ func emptyDatabase() throws -> TestDB {
         let db = try emptyDatabase()
         defer { db.drop() }
         let conn = try db.connect()
-        let migrator = try Migrator(directory: MigrationDirectory(files).url)
+        try conn.execute("drop table schema_migrations")  // the (empty) template has one
+        let dir = try MigrationDirectory(files)
+        let migrator = try Migrator(directory: dir.url)
         #expect(try migrator.migrate(conn, dryRun: true).map(\.version) == [1, 2, 10])
         let row = try conn.query("select to_regclass('schema_migrations') is null as a, to_regclass('things') is null as b")[0]
         #expect(row["a"].bool == true)
@@ -147,7 +149,8 @@ func emptyDatabase() throws -> TestDB {
         defer { db.drop() }
         var slowFiles = files
         slowFiles["1_create.sql"] = files["1_create.sql"]! + "\nselect pg_sleep(0.5);"
-        let migrator = try Migrator(directory: MigrationDirectory(slowFiles).url)
+        let dir = try MigrationDirectory(slowFiles)
+        let migrator = try Migrator(directory: dir.url)
 
         let results = Locked<[Result<[Int], any Error>]>([])
         let url = db.url
@@ -205,6 +208,7 @@ func emptyDatabase() throws -> TestDB {
     @Test func parallelCreatesShareOneTemplate() throws {
         // A schema no other test uses, so its template is built here, by racing threads.
         let dir = try MigrationDirectory(["1_t.sql": "create table t (id int); -- \(UUID())"])
+        defer { withExtendedLifetime(dir) {} }
         let made = Locked<[Result<TestDB, any Error>]>([])
         let url = dir.url
         for _ in 0..<4 {

@@ -79,7 +79,11 @@ import Testing
         #expect(PGTimestamp.format(utc(2026, 1, 25, 3, 0, 0, micros: 123_456)) == "2026-01-25T03:00:00.123456Z")
         #expect(PGTimestamp.format(utc(2024, 2, 29, 23, 59, 59, micros: 999_999)) == "2024-02-29T23:59:59.999999Z")
         #expect(PGTimestamp.format(utc(1969, 12, 31, 23, 59, 59, micros: 500_000)) == "1969-12-31T23:59:59.500000Z")
-        #expect(PGTimestamp.format(utc(1, 1, 1)) == "0001-01-01T00:00:00.000000Z")
+        // Foundation's distantPast is 0001-01-01 in the Julian calendar: 0000-12-30 proleptic
+        // Gregorian (PostgreSQL's calendar), which PostgreSQL writes as 1 BC.
+        #expect(PGTimestamp.format(.distantPast) == "0001-12-30T00:00:00.000000Z BC")
+        #expect(PGTimestamp.parse("0001-12-30 00:00:00+00 BC") == .distantPast)
+        #expect(PGTimestamp.format(PGTimestamp.date(micros: 253_402_300_800_000_000)) == "10000-01-01T00:00:00.000000Z")
         #expect(PGTimestamp.format(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000000Z")
     }
 
@@ -126,6 +130,14 @@ import Testing
         #expect(PGValue("f").bool == false)
         #expect(PGValue("x").bool == nil)
         #expect(PGValue("6f1c2a8e-0d6b-4b8e-9d1a-3c5e7f9a1b2c").uuid == UUID(uuidString: "6F1C2A8E-0D6B-4B8E-9D1A-3C5E7F9A1B2C"))
+        for _ in 0..<100 {
+            let id = UUID()
+            #expect(PGValue(id.uuidString.lowercased()).uuid == id)
+            #expect(PGValue(id.uuidString).uuid == id)
+        }
+        #expect(PGValue("6f1c2a8e-0d6b-4b8e-9d1a-3c5e7f9a1b2g").uuid == nil)
+        #expect(PGValue("6f1c2a8e00d6b-4b8e-9d1a-3c5e7f9a1b2c").uuid == nil)
+        #expect(PGValue("{6f1c2a8e-0d6b-4b8e-9d1a-3c5e7f9a1b2c}").uuid == nil)
         #expect(PGValue(nil).isNull)
         #expect(PGValue(nil).int == nil)
         #expect(!PGValue("").isNull)
