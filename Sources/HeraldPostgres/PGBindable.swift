@@ -1,0 +1,80 @@
+import Foundation
+
+/// A Swift value that can be bound as a query parameter, in PostgreSQL's text format.
+///
+///     extension Severity: PGBindable { public var pgText: String { rawValue } }
+///     try conn.execute("update t set severity = \(severity) where id = \(id)")
+public protocol PGBindable {
+    /// The value as PostgreSQL's text input format reads it.
+    var pgText: String { get }
+}
+
+/// A value that can be an element of a bound array (`[String]`, `[UUID]`, `[Int]`, …), bound as a
+/// PostgreSQL array literal: `= any(\(ids)::uuid[])`.
+public protocol PGArrayElement: PGBindable {}
+
+extension String: PGArrayElement {
+    public var pgText: String { self }
+}
+
+extension Substring: PGArrayElement {
+    public var pgText: String { String(self) }
+}
+
+extension Int: PGArrayElement {
+    public var pgText: String { String(self) }
+}
+
+extension Int64: PGArrayElement {
+    public var pgText: String { String(self) }
+}
+
+extension Int32: PGArrayElement {
+    public var pgText: String { String(self) }
+}
+
+extension Double: PGArrayElement {
+    /// Shortest text that reads back to the same Double; `Infinity`, `-Infinity`, `NaN` as PostgreSQL spells them.
+    public var pgText: String {
+        if isNaN { return "NaN" }
+        if isInfinite { return self < 0 ? "-Infinity" : "Infinity" }
+        return description
+    }
+}
+
+extension Bool: PGArrayElement {
+    public var pgText: String { self ? "t" : "f" }
+}
+
+extension UUID: PGArrayElement {
+    public var pgText: String { uuidString }
+}
+
+extension Date: PGArrayElement {
+    /// ISO-8601 in UTC with microseconds: `2026-01-25T03:00:00.123456Z`.
+    public var pgText: String { PGTimestamp.format(self) }
+}
+
+extension Array: PGBindable where Element: PGArrayElement {
+    /// A PostgreSQL array literal with every element double-quoted: `{"a","b\"c","d\\e"}`.
+    public var pgText: String {
+        var text = "{"
+        text.reserveCapacity(count * 40 + 2)
+        for (index, element) in enumerated() {
+            if index > 0 { text += "," }
+            text += "\""
+            let value = element.pgText
+            if value.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+                for scalar in value.unicodeScalars {
+                    if scalar == "\"" || scalar == "\\" { text.unicodeScalars.append("\\") }
+                    text.unicodeScalars.append(scalar)
+                }
+            } else {
+                text += value
+            }
+            text += "\""
+        }
+        text += "}"
+        return text
+    }
+}

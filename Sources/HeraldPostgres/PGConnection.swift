@@ -1,0 +1,323 @@
+import CLibPQ
+import Foundation
+
+/// One PostgreSQL connection (libpq's `PGconn`). Owns the handle and closes it exactly once, in
+/// `close()` or `deinit`. Not for sharing between threads: give each thread its own.
+///
+///     let conn = try PGConnection("postgresql://herald@db.internal/herald")
+///     let due = try conn.query("select id from notification_queue where run_after <= \(Date())")
+///     try conn.transaction { conn in
+///         try conn.execute("update notification_queue set status = 'sent' where id = \(id)")
+///     }
+///
+/// The session runs with `TimeZone=UTC`, `DateStyle=ISO`, `extra_float_digits=3`,
+/// `client_encoding=UTF8`, so `PGValue` can read what the server sends.
+public final class PGConnection {
+    private var handle: OpaquePointer?
+    /// Passwords from the conninfo and environment, scrubbed from every error message.
+    private let secrets: [String]
+    private var savepointDepth = 0
+
+    /// Seconds libpq waits for a connection unless the conninfo or `PGCONNECT_TIMEOUT` says otherwise.
+    public static let defaultConnectTimeout = 10
+
+    /// Connects. `conninfo` is a URI (`postgresql://user:pw@host:5432/db?sslmode=require`) or
+    /// key=value conninfo (`host=… dbname=…`); `""` means libpq's `PG*` environment variables and
+    /// `~/.pgpass`. Throws `PGError` with `isConnectionFailure` if the server cannot be reached.
+    public init(_ conninfo: String, applicationName: String = "herald") throws {
+        var secrets: [String] = []
+        if let password = Self.uriPassword(conninfo) { secrets.append(password) }
+        if let password = ProcessInfo.processInfo.environment["PGPASSWORD"], !password.isEmpty {
+            secrets.append(password)
+        }
+
+        var hasConnectTimeout = ProcessInfo.processInfo.environment["PGCONNECT_TIMEOUT"] != nil
+        if !conninfo.isEmpty {
+            var errorMessage: UnsafeMutablePointer<CChar>?
+            guard let options = PQconninfoParse(conninfo, &errorMessage) else {
+                let message = errorMessage.map { String(cString: $0) } ?? "invalid connection string"
+                if let errorMessage { PQfreemem(errorMessage) }
+                throw PGError(isConnectionFailure: true, message: Self.scrub(message, secrets))
+            }
+            defer { PQconninfoFree(options) }
+            var option = options
+            while let keyword = option.pointee.keyword {
+                let name = String(cString: keyword)
+                if let value = option.pointee.val {
+                    if name == "password" { secrets.append(String(cString: value)) }
+                    if name == "connect_timeout" { hasConnectTimeout = true }
+                }
+                option += 1
+            }
+        }
+        self.secrets = secrets.filter { !$0.isEmpty }
+
+        // Entries before `dbname` are defaults the conninfo may override; entries after it win.
+        var parameters: [(String, String)] = []
+        if !hasConnectTimeout { parameters.append(("connect_timeout", String(Self.defaultConnectTimeout))) }
+        parameters.append(("fallback_application_name", applicationName))
+        parameters.append(("dbname", conninfo))
+        parameters.append(("client_encoding", "UTF8"))
+
+        let connection = Self.withCStrings(parameters.map(\.0)) { keywords in
+            Self.withCStrings(parameters.map(\.1)) { values in
+                PQconnectdbParams(keywords, values, 1)
+            }
+        }
+        guard let connection else {
+            throw PGError(isConnectionFailure: true, message: "out of memory allocating a PostgreSQL connection")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.trimmed(PQerrorMessage(connection)) ?? "could not connect"
+            PQfinish(connection)
+            throw PGError(isConnectionFailure: true, message: Self.scrub(message, self.secrets))
+        }
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)  // NOTICEs would go to stderr otherwise
+        handle = connection
+        do {
+            try executeScript("SET TimeZone = 'UTC'; SET DateStyle = 'ISO'; SET extra_float_digits = 3")
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit {
+        if let handle { PQfinish(handle) }
+    }
+
+    /// Closes the connection. Safe to call more than once; later calls to `query` throw.
+    public func close() {
+        if let handle {
+            PQfinish(handle)
+            self.handle = nil
+        }
+    }
+
+    /// Whether the connection is open and healthy as far as libpq knows.
+    public var isOpen: Bool {
+        handle.map { PQstatus($0) == CONNECTION_OK } ?? false
+    }
+
+    /// Whether a transaction is open (including one aborted by an error and awaiting ROLLBACK).
+    public var isInTransaction: Bool {
+        guard let handle else { return false }
+        let status = PQtransactionStatus(handle)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
+    }
+
+    // MARK: Statements
+
+    /// Runs one statement; every interpolated value is a bound parameter (PQexecParams, text format).
+    ///
+    ///     let rows = try conn.query("select id from t where kind = \(kind) limit \(limit)")
+    @discardableResult
+    public func query(_ sql: SQL) throws -> PGResult {
+        let connection = try liveHandle()
+        let text = sql.text
+        let bindings = sql.bindings
+        let result: OpaquePointer?
+        if bindings.isEmpty {
+            result = PQexecParams(connection, text, 0, nil, nil, nil, nil, 0)
+        } else {
+            guard bindings.count <= 65535 else {
+                throw PGError(message: "a statement takes at most 65535 parameters, not \(bindings.count)")
+            }
+            result = try Self.withParameterValues(bindings) { values in
+                PQexecParams(connection, text, Int32(bindings.count), nil, values, nil, nil, 0)
+            }
+        }
+        return try consume(result, connection)
+    }
+
+    /// Runs one statement and returns the number of rows it affected.
+    ///
+    ///     let n = try conn.execute("delete from t where created_at < \(cutoff)")
+    @discardableResult
+    public func execute(_ sql: SQL) throws -> Int {
+        try query(sql).affectedRows
+    }
+
+    /// Runs a script of one or more statements without parameters (PQexec): migrations only.
+    /// Without an explicit transaction in the script or around the call, the statements run in one
+    /// implicit transaction.
+    public func executeScript(_ text: String) throws {
+        let connection = try liveHandle()
+        _ = try consume(PQexec(connection, text), connection)
+    }
+
+    /// Runs `body` between BEGIN and COMMIT; ROLLBACK if it throws. Nested calls use a savepoint.
+    /// If the body swallowed an SQL error, the aborted transaction is rolled back and this throws.
+    ///
+    ///     let claimed = try conn.transaction { conn in try conn.query(claimSQL) }
+    @discardableResult
+    public func transaction<T>(_ body: (PGConnection) throws -> T) throws -> T {
+        let connection = try liveHandle()
+        if PQtransactionStatus(connection) != PQTRANS_IDLE {
+            return try savepoint(body)
+        }
+        try executeScript("BEGIN")
+        let value: T
+        do {
+            value = try body(self)
+        } catch {
+            rollbackQuietly()
+            throw error
+        }
+        if let handle, PQtransactionStatus(handle) == PQTRANS_INERROR {
+            rollbackQuietly()
+            throw PGError(sqlState: "25P02", message: "the transaction was aborted by an earlier error, and was rolled back")
+        }
+        let commit = try query("COMMIT")
+        if commit.commandStatus == "ROLLBACK" {
+            throw PGError(sqlState: "25P02", message: "the transaction was aborted by an earlier error, and was rolled back")
+        }
+        return value
+    }
+
+    private func savepoint<T>(_ body: (PGConnection) throws -> T) throws -> T {
+        savepointDepth += 1
+        defer { savepointDepth -= 1 }
+        let name = "herald_savepoint_\(savepointDepth)"
+        try executeScript("SAVEPOINT \(name)")
+        do {
+            let value = try body(self)
+            try executeScript("RELEASE SAVEPOINT \(name)")
+            return value
+        } catch {
+            try? executeScript("ROLLBACK TO SAVEPOINT \(name); RELEASE SAVEPOINT \(name)")
+            throw error
+        }
+    }
+
+    private func rollbackQuietly() {
+        guard let handle, PQstatus(handle) == CONNECTION_OK, PQtransactionStatus(handle) != PQTRANS_IDLE else { return }
+        try? executeScript("ROLLBACK")
+    }
+
+    /// Sets the session's `statement_timeout`, `lock_timeout` and `idle_in_transaction_session_timeout`,
+    /// in milliseconds (0 disables); `nil` leaves a setting as it is.
+    ///
+    ///     try conn.setTimeouts(statement: 30_000, lock: 5_000, idleInTransaction: 60_000)
+    public func setTimeouts(statement: Int?, lock: Int?, idleInTransaction: Int?) throws {
+        var statements: [String] = []
+        // Integers formatted here are safe as literals; SET takes no parameters.
+        for (name, value) in [("statement_timeout", statement), ("lock_timeout", lock),
+                              ("idle_in_transaction_session_timeout", idleInTransaction)] {
+            guard let value else { continue }
+            guard value >= 0, value <= Int(Int32.max) else {
+                throw PGError(message: "\(name) must be between 0 and \(Int32.max) ms, not \(value)")
+            }
+            statements.append("SET \(name) = \(value)")
+        }
+        if !statements.isEmpty { try executeScript(statements.joined(separator: "; ")) }
+    }
+
+    // MARK: Results and errors
+
+    private func liveHandle() throws -> OpaquePointer {
+        guard let handle else { throw PGError(isConnectionFailure: true, message: "the connection is closed") }
+        return handle
+    }
+
+    /// Turns a libpq result into a `PGResult` or a thrown `PGError`, and frees it.
+    private func consume(_ result: OpaquePointer?, _ connection: OpaquePointer) throws -> PGResult {
+        guard let result else {
+            throw PGError(
+                message: scrub(Self.trimmed(PQerrorMessage(connection)) ?? "no result from the server"),
+                isConnectionFailure: PQstatus(connection) == CONNECTION_BAD)
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return PGResult(result)
+        case PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_COPY_BOTH:
+            throw PGError(message: "COPY is not supported by PGConnection", isConnectionFailure: false)
+        default:
+            func field(_ code: Character) -> String? {
+                PQresultErrorField(result, Int32(code.asciiValue!)).map { String(cString: $0) }
+            }
+            let sqlState = field("C")
+            let message = field("M")
+                ?? Self.trimmed(PQresultErrorMessage(result))
+                ?? Self.trimmed(PQerrorMessage(connection))
+                ?? "unknown error"
+            let lost = PQstatus(connection) == CONNECTION_BAD || (sqlState?.hasPrefix("08") ?? false)
+            throw PGError(
+                sqlState: sqlState, message: scrub(message), detail: field("D").map(scrub), hint: field("H"),
+                constraint: field("n"), isConnectionFailure: lost)
+        }
+    }
+
+    private func scrub(_ message: String) -> String {
+        Self.scrub(message, secrets)
+    }
+
+    static func scrub(_ message: String, _ secrets: [String]) -> String {
+        var message = message
+        for secret in secrets where !secret.isEmpty {
+            message = message.replacingOccurrences(of: secret, with: "***")
+        }
+        return message
+    }
+
+    static func trimmed(_ text: UnsafePointer<CChar>?) -> String? {
+        guard let text else { return nil }
+        let string = String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+        return string.isEmpty ? nil : string
+    }
+
+    /// The password as written in a `postgres://user:password@host/…` URI (libpq also gives us the
+    /// decoded one); found the way libpq finds it: user info ends at the first `@` before any `/`.
+    static func uriPassword(_ conninfo: String) -> String? {
+        guard let scheme = conninfo.range(of: "://"),
+              conninfo.hasPrefix("postgres://") || conninfo.hasPrefix("postgresql://")
+        else { return nil }
+        let rest = conninfo[scheme.upperBound...]
+        guard let end = rest.firstIndex(where: { $0 == "@" || $0 == "/" }), rest[end] == "@" else { return nil }
+        let userInfo = rest[..<end]
+        guard let colon = userInfo.firstIndex(of: ":") else { return nil }
+        let password = String(userInfo[userInfo.index(after: colon)...])
+        return password.isEmpty ? nil : password
+    }
+
+    // MARK: C strings
+
+    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+        let copies = strings.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        let pointers = copies.map { UnsafePointer($0) } + [nil]
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+
+    /// NUL-terminated copies of the bindings in one buffer, NULL for `nil`.
+    private static func withParameterValues<R>(
+        _ bindings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R
+    ) throws -> R {
+        var total = 0
+        for binding in bindings { total += (binding?.utf8.count ?? 0) + 1 }
+        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: total)
+        defer { buffer.deallocate() }
+        var pointers: [UnsafePointer<CChar>?] = []
+        pointers.reserveCapacity(bindings.count)
+        var offset = 0
+        for (index, binding) in bindings.enumerated() {
+            guard var binding else {
+                pointers.append(nil)
+                continue
+            }
+            let start = buffer + offset
+            let count = binding.withUTF8 { bytes -> Int in
+                if !bytes.isEmpty { start.update(from: bytes.baseAddress!, count: bytes.count) }
+                return bytes.count
+            }
+            if memchr(start, 0, count) != nil {
+                throw PGError(message: "parameter $\(index + 1) contains a NUL character, which PostgreSQL text cannot hold")
+            }
+            start[count] = 0
+            pointers.append(UnsafeRawPointer(start).assumingMemoryBound(to: CChar.self))
+            offset += count + 1
+        }
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+}

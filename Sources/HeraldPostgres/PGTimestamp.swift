@@ -1,0 +1,194 @@
+import Foundation
+
+/// Fast conversion between `Date` and PostgreSQL's timestamp text, by hand: batches of thousands of
+/// rows parse one timestamp per cell, and `DateFormatter` is far too slow for that.
+///
+///     PGTimestamp.format(date)                              // "2026-01-25T03:00:00.123456Z"
+///     PGTimestamp.parse("2026-01-25 03:00:00.123456+00")    // a Date
+enum PGTimestamp {
+    /// Seconds from 1970-01-01 to 2001-01-01 (Foundation's reference date).
+    private static let referenceOffsetMicros: Int64 = 978_307_200_000_000
+    private static let microsPerDay: Int64 = 86_400_000_000
+
+    /// Microseconds since 1970-01-01 UTC, rounded to the nearest microsecond (PostgreSQL's precision).
+    static func micros(_ date: Date) -> Int64 {
+        let scaled = (date.timeIntervalSinceReferenceDate * 1_000_000).rounded()
+        let limit = 9.0e18
+        let clamped = scaled.isNaN ? 0 : Swift.min(Swift.max(scaled, -limit), limit)
+        return Int64(clamped) + referenceOffsetMicros
+    }
+
+    static func date(micros: Int64) -> Date {
+        Date(timeIntervalSinceReferenceDate: Double(micros - referenceOffsetMicros) / 1_000_000)
+    }
+
+    /// ISO-8601 in UTC with exactly six fractional digits: `2026-01-25T03:00:00.123456Z`
+    /// (years before 1 as PostgreSQL reads them: `0001-12-30T00:00:00.000000Z BC`).
+    static func format(_ date: Date) -> String {
+        let micros = micros(date)
+        var days = micros / microsPerDay
+        var rest = micros % microsPerDay
+        if rest < 0 { rest += microsPerDay; days -= 1 }
+        let (year, month, day) = civil(fromDays: days)
+        let seconds = rest / 1_000_000
+        let fraction = rest % 1_000_000
+
+        guard (1...9999).contains(year) else {
+            // Outside four-digit years, rare enough to format the slow way; PostgreSQL writes
+            // year 0 as 1 BC, -1 as 2 BC, and so on.
+            let time = "\(pad(seconds / 3600, 2)):\(pad(seconds / 60 % 60, 2)):\(pad(seconds % 60, 2)).\(pad(fraction, 6))Z"
+            if year < 1 { return "\(pad(1 - year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(time) BC" }
+            return "\(year)-\(pad(month, 2))-\(pad(day, 2))T\(time)"
+        }
+        return String(unsafeUninitializedCapacity: 27) { buffer in
+            var i = 0
+            func put(_ value: Int64, _ width: Int) {
+                var value = value
+                for position in stride(from: i + width - 1, through: i, by: -1) {
+                    buffer[position] = UInt8(truncatingIfNeeded: 48 + value % 10)
+                    value /= 10
+                }
+                i += width
+            }
+            func put(_ char: Unicode.Scalar) {
+                buffer[i] = UInt8(ascii: char)
+                i += 1
+            }
+            put(year, 4); put("-"); put(month, 2); put("-"); put(day, 2); put("T")
+            put(seconds / 3600, 2); put(":"); put(seconds / 60 % 60, 2); put(":"); put(seconds % 60, 2)
+            put("."); put(fraction, 6); put("Z")
+            return i
+        }
+    }
+
+    private static func pad(_ value: Int64, _ width: Int) -> String {
+        let digits = String(value)
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    }
+
+    /// Parses `YYYY-MM-DD[ |T]HH:MM:SS[.ffffff][Z|±HH[:MM[:SS]]]`, a bare date `YYYY-MM-DD`
+    /// (midnight UTC), `infinity` and `-infinity`. No offset means UTC. Nil for anything else.
+    static func parse(_ text: String) -> Date? {
+        if let result = text.utf8.withContiguousStorageIfAvailable({ parse(bytes: $0) }) {
+            return result
+        }
+        return Array(text.utf8).withUnsafeBufferPointer { parse(bytes: $0) }
+    }
+
+    static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+        guard let micros = parseMicros(bytes) else {
+            let text = String(decoding: bytes, as: UTF8.self)
+            if text == "infinity" { return .distantFuture }
+            if text == "-infinity" { return .distantPast }
+            return nil
+        }
+        return date(micros: micros)
+    }
+
+    private static func parseMicros(_ b: UnsafeBufferPointer<UInt8>) -> Int64? {
+        var i = 0
+        let n = b.count
+
+        @inline(__always) func digit(_ at: Int) -> Int64? {
+            guard at < n else { return nil }
+            let value = Int64(b[at]) - 48
+            return (0...9).contains(value) ? value : nil
+        }
+        /// Reads exactly `count` digits at `i`.
+        @inline(__always) func fixed(_ count: Int) -> Int64? {
+            var value: Int64 = 0
+            for _ in 0..<count {
+                guard let d = digit(i) else { return nil }
+                value = value * 10 + d
+                i += 1
+            }
+            return value
+        }
+        @inline(__always) func expect(_ char: UInt8) -> Bool {
+            guard i < n, b[i] == char else { return false }
+            i += 1
+            return true
+        }
+
+        // Year: four or more digits.
+        var year: Int64 = 0
+        let yearStart = i
+        while let d = digit(i) { year = year * 10 + d; i += 1; if i - yearStart > 9 { return nil } }
+        guard i - yearStart >= 4, expect(UInt8(ascii: "-")),
+              let month = fixed(2), (1...12).contains(month), expect(UInt8(ascii: "-")),
+              let day = fixed(2), (1...31).contains(day)
+        else { return nil }
+
+        var seconds: Int64 = 0
+        var fraction: Int64 = 0
+        var offset: Int64 = 0
+        if i < n, b[i] == UInt8(ascii: " ") || b[i] == UInt8(ascii: "T") {
+            i += 1
+            guard let hour = fixed(2), hour <= 24, expect(UInt8(ascii: ":")),
+                  let minute = fixed(2), minute <= 59, expect(UInt8(ascii: ":")),
+                  let second = fixed(2), second <= 60
+            else { return nil }
+            seconds = hour * 3600 + minute * 60 + second
+            if expect(UInt8(ascii: ".")) {
+                var scale: Int64 = 100_000
+                let start = i
+                while let d = digit(i) {
+                    fraction += d * scale
+                    scale /= 10
+                    i += 1
+                }
+                guard i > start else { return nil }
+            }
+            if i < n {
+                let sign = b[i]
+                if sign == UInt8(ascii: "Z") {
+                    i += 1
+                } else if sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+                    i += 1
+                    guard let oh = fixed(2) else { return nil }
+                    var total = oh * 3600
+                    if expect(UInt8(ascii: ":")) {
+                        guard let om = fixed(2) else { return nil }
+                        total += om * 60
+                        if expect(UInt8(ascii: ":")) {
+                            guard let os = fixed(2) else { return nil }
+                            total += os
+                        }
+                    }
+                    offset = sign == UInt8(ascii: "+") ? total : -total
+                }
+            }
+        }
+        if i < n {
+            // " BC": year 1 BC is astronomical year 0.
+            guard n - i == 3, b[i] == UInt8(ascii: " "), b[i + 1] == UInt8(ascii: "B"), b[i + 2] == UInt8(ascii: "C")
+            else { return nil }
+            year = 1 - year
+        }
+        let days = daysFromCivil(year: year, month: month, day: day)
+        return (days * 86_400 + seconds - offset) * 1_000_000 + fraction
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+    static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (month <= 2 ? yoe + era * 400 + 1 : yoe + era * 400, month, day)
+    }
+}

@@ -1,1 +1,0 @@
-// HeraldPostgres: being written.

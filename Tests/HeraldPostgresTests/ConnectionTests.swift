@@ -1,0 +1,290 @@
+import Foundation
+import HeraldPostgres
+import HeraldTestSupport
+import Testing
+
+struct TestFailure: Error {}
+
+/// A connection to the test server's `postgres` database; tests here use temp tables only.
+func serverConnection() throws -> PGConnection {
+    try PGConnection(TestDatabase.serverURL())
+}
+
+@Suite struct BindingRoundTripTests {
+    @Test func strings() throws {
+        let conn = try serverConnection()
+        let values = ["plain", "it's", "say \"hi\"", #"back\slash"#, #"\\double \" mix '"#, "", " padded ",
+                      "NULL", "{a,b}", "line\nbreak\ttab", "héllo 日本語 🎉 \u{0301}", "$1", String(repeating: "x", count: 100_000)]
+        for value in values {
+            let row = try conn.query("select \(value)::text as v, length(\(value)::text) as n")[0]
+            #expect(row["v"].string == value)
+            #expect(row["n"].int == value.unicodeScalars.count)
+        }
+        try conn.execute("create temp table strings (v text)")
+        for value in values { try conn.execute("insert into strings values (\(value))") }
+        let stored = try conn.query("select v from strings").map { $0["v"].string }
+        #expect(stored == values)
+    }
+
+    @Test func integersDoublesBools() throws {
+        let conn = try serverConnection()
+        for value in [0, 1, -1, 42, Int.max, Int.min] {
+            #expect(try conn.query("select \(value)::int8 + 0 as v")[0]["v"].int == value)
+        }
+        for value: Int64 in [0, Int64.max, Int64.min] {
+            #expect(try conn.query("select \(value)::int8 as v")[0]["v"].int.map(Int64.init) == value)
+        }
+        for value in [0.0, 0.1, -2.5e-300, 1e300, Double.pi, 1.0 / 3.0, .greatestFiniteMagnitude, .infinity, -.infinity] {
+            #expect(try conn.query("select \(value)::float8 as v")[0]["v"].double == value)
+        }
+        #expect(try conn.query("select \(Double.nan)::float8 as v")[0]["v"].double?.isNaN == true)
+        #expect(try conn.query("select 1.25::numeric as v")[0]["v"].double == 1.25)
+        for value in [true, false] {
+            let row = try conn.query("select \(value)::bool as v, not \(value)::bool as w")[0]
+            #expect(row["v"].bool == value)
+            #expect(row["w"].bool == !value)
+        }
+    }
+
+    @Test func uuids() throws {
+        let conn = try serverConnection()
+        let id = UUID()
+        let row = try conn.query("select \(id)::uuid as v, \(id)::uuid::text as t")[0]
+        #expect(row["v"].uuid == id)
+        #expect(row["t"].string == id.uuidString.lowercased())
+    }
+
+    @Test func datesWithMicroseconds() throws {
+        let conn = try serverConnection()
+        let micros: [Int64] = [0, 1_769_310_000_123_456, 1_769_310_000_000_001, -1, -86_400_000_000 * 365 * 70 + 999_999,
+                               951_782_400_000_000 /* 2000-02-29 */, PGTimestamp_micros(Date())]
+        for value in micros {
+            let date = Date(timeIntervalSince1970: Double(value) / 1_000_000)
+            let row = try conn.query("""
+                select \(date)::timestamptz as v, (extract(epoch from \(date)::timestamptz) * 1000000)::int8 as us
+                """)[0]
+            // The server read the microseconds we meant …
+            #expect(row["us"].int.map(Int64.init) == value)
+            // … and we read back what it sent.
+            let back = try #require(row["v"].date)
+            #expect(abs(back.timeIntervalSince1970 - date.timeIntervalSince1970) < 0.000_000_5)
+        }
+        let row = try conn.query("select '2026-01-25 03:00:00.123456+00'::timestamptz as a, '2026-01-25 03:00:00+00'::timestamptz as b")[0]
+        #expect(row["a"].string == "2026-01-25 03:00:00.123456+00")
+        #expect(row["b"].string == "2026-01-25 03:00:00+00")
+        let b = try #require(row["b"].date)
+        #expect(b.timeIntervalSince1970 == 1_769_310_000)
+        let a = try #require(row["a"].date)
+        #expect(abs(a.timeIntervalSince1970 - 1_769_310_000.123456) < 0.000_000_5)
+
+        for date in [Date.distantPast, Date(timeIntervalSince1970: 253_402_300_800.5)] {
+            let row = try conn.query("select \(date)::timestamptz as v")[0]
+            #expect(row["v"].date == date, "\(row["v"])")
+        }
+        #expect(try conn.query("select 'infinity'::timestamptz as v")[0]["v"].date == .distantFuture)
+    }
+
+    @Test func arrays() throws {
+        let conn = try serverConnection()
+        let strings = ["a", "b\"c", #"d\e"#, #"\""#, "", "NULL", "x,y", "{}", " sp ", "日本 🎉", "'quoted'"]
+        // The server's own unnest, independent of our array parser.
+        let unnested = try conn.query("select v from unnest(\(strings)::text[]) with ordinality as u(v, i) order by i")
+        #expect(unnested.map { $0["v"].string } == strings)
+        #expect(try conn.query("select \(strings)::text[] as v")[0]["v"].array == strings)
+        #expect(try conn.query("select cardinality(\([String]())::text[]) as n")[0]["n"].int == 0)
+
+        let ids = (0..<1000).map { _ in UUID() }
+        try conn.execute("create temp table ids (id uuid primary key)")
+        #expect(try conn.execute("insert into ids select unnest(\(ids)::uuid[])") == 1000)
+        let some = Array(ids[10..<20])
+        let found = try conn.query("select id from ids where id = any(\(some)::uuid[])").compactMap { $0["id"].uuid }
+        #expect(Set(found) == Set(some))
+
+        let ints = [3, -1, Int.max]
+        #expect(try conn.query("select \(ints)::int8[] as v")[0]["v"].array == ["3", "-1", String(Int.max)])
+    }
+
+    @Test func nullsAndOptionals() throws {
+        let conn = try serverConnection()
+        let none: String? = nil
+        let noneID: UUID? = nil
+        let some: Int? = 5
+        let row = try conn.query("select \(none)::text as a, \(noneID)::uuid as b, \(some)::int as c, \(none)::text is null as d")[0]
+        #expect(row["a"].isNull)
+        #expect(row["b"].uuid == nil)
+        #expect(row["c"].int == 5)
+        #expect(row["d"].bool == true)
+        #expect(row["no_such_column"].isNull)
+        #expect(row[99].isNull)
+        #expect(row[2].int == 5)
+        #expect(row.columns == ["a", "b", "c", "d"])
+    }
+
+    @Test func queriesBuiltInPiecesExecute() throws {
+        let conn = try serverConnection()
+        // Parameters are untyped: where the server cannot infer a type, the SQL casts.
+        var sql: SQL = "select x from generate_series(\(1)::int, \(100)::int) as x where x % \(7) = 0"
+        sql += " and x > \(20)"
+        sql += " and x <> all(\([28, 35])::int[])"
+        sql.append(" order by x limit \(3)")
+        #expect(try conn.query(sql).map { $0["x"].int } == [21, 42, 49])
+    }
+
+    @Test func largeResults() throws {
+        let conn = try serverConnection()
+        let result = try conn.query("""
+            select i, 'row ' || i as s, now() + i * interval '1 second' as at, gen_random_uuid() as id
+            from generate_series(1, \(10_000)) as i
+            """)
+        #expect(result.count == 10_000)
+        #expect(result.reduce(0) { $0 + ($1["i"].int ?? 0) } == 50_005_000)
+        #expect(result[9_999]["s"].string == "row 10000")
+        #expect(result.allSatisfy { $0["at"].date != nil && $0["id"].uuid != nil })
+    }
+}
+
+@Suite struct ErrorTests {
+    @Test func sqlErrorsCarrySQLStateAndLeaveTheConnectionUsable() throws {
+        let conn = try serverConnection()
+        try conn.execute("create temp table uniq (id int primary key)")
+        try conn.execute("insert into uniq values (\(1))")
+        let error = try #require(throws: PGError.self) { try conn.execute("insert into uniq values (\(1))") }
+        #expect(error.sqlState == "23505")
+        #expect(error.sqlState == PGError.uniqueViolation)
+        #expect(error.constraint == "uniq_pkey")
+        #expect(error.detail?.contains("(id)=(1)") == true)
+        #expect(!error.isConnectionFailure)
+        #expect(try conn.query("select count(*) as n from uniq")[0]["n"].int == 1)
+
+        let syntax = try #require(throws: PGError.self) { try conn.query("selec 1") }
+        #expect(syntax.sqlState == "42601")
+        #expect(try conn.query("select 2 as v")[0]["v"].int == 2)
+
+        let twoStatements = try #require(throws: PGError.self) { try conn.query("select 1; select 2") }
+        #expect(twoStatements.sqlState == "42601")
+    }
+
+    @Test func affectedRows() throws {
+        let conn = try serverConnection()
+        try conn.execute("create temp table t (id int)")
+        #expect(try conn.execute("insert into t select generate_series(1, \(5))") == 5)
+        #expect(try conn.execute("update t set id = id + 1 where id > \(2)") == 3)
+        #expect(try conn.execute("delete from t where id = \(-1)") == 0)
+    }
+
+    @Test func statementTimeout() throws {
+        let conn = try serverConnection()
+        try conn.setTimeouts(statement: 100, lock: 50, idleInTransaction: 60_000)
+        #expect(try conn.query("show statement_timeout")[0][0].string == "100ms")
+        #expect(try conn.query("show lock_timeout")[0][0].string == "50ms")
+        #expect(try conn.query("show idle_in_transaction_session_timeout")[0][0].string == "1min")
+        let error = try #require(throws: PGError.self) { try conn.query("select pg_sleep(2)") }
+        #expect(error.sqlState == PGError.queryCanceled)
+        try conn.setTimeouts(statement: 0, lock: nil, idleInTransaction: nil)
+        #expect(try conn.query("show statement_timeout")[0][0].string == "0")
+        #expect(try conn.query("show lock_timeout")[0][0].string == "50ms")
+    }
+
+    @Test func sessionSettings() throws {
+        let conn = try serverConnection()
+        let row = try conn.query("""
+            select current_setting('TimeZone') as tz, current_setting('DateStyle') as ds,
+                   current_setting('application_name') as app, current_setting('client_encoding') as enc
+            """)[0]
+        #expect(row["tz"].string == "UTC")
+        #expect(row["ds"].string?.hasPrefix("ISO") == true)
+        #expect(row["app"].string == "herald")
+        #expect(row["enc"].string == "UTF8")
+    }
+
+    @Test func connectionFailureHidesThePassword() throws {
+        let password = "s3cret-Pa55word"
+        for conninfo in ["postgresql://herald:\(password)@127.0.0.1:1/postgres",
+                         "host=127.0.0.1 port=1 user=herald password=\(password) dbname=postgres connect_timeout=3"] {
+            let error = try #require(throws: PGError.self) { _ = try PGConnection(conninfo) }
+            #expect(error.isConnectionFailure)
+            #expect(error.sqlState == nil)
+            #expect(!error.message.isEmpty)
+            #expect(!error.message.contains(password))
+            #expect(!error.description.contains(password))
+            #expect(error.message.contains("127.0.0.1") || error.message.localizedCaseInsensitiveContains("connect"))
+        }
+        let bad = try #require(throws: PGError.self) { _ = try PGConnection("postgresql://u:\(password)@host:notaport/db?bogus=1") }
+        #expect(bad.isConnectionFailure)
+        #expect(!bad.message.contains(password))
+    }
+
+    @Test func lostConnectionIsAConnectionFailure() throws {
+        let conn = try serverConnection()
+        let pid = try #require(try conn.query("select pg_backend_pid() as pid")[0]["pid"].int)
+        let other = try serverConnection()
+        #expect(try other.query("select pg_terminate_backend(\(pid)) as ok")[0]["ok"].bool == true)
+        let error = try #require(throws: PGError.self) { try conn.query("select 1") }
+        #expect(error.isConnectionFailure)
+        #expect(!conn.isOpen)
+    }
+
+    @Test func closeIsIdempotent() throws {
+        let conn = try serverConnection()
+        #expect(conn.isOpen)
+        conn.close()
+        conn.close()
+        #expect(!conn.isOpen)
+        let error = try #require(throws: PGError.self) { try conn.query("select 1") }
+        #expect(error.isConnectionFailure)
+    }
+}
+
+@Suite struct TransactionTests {
+    @Test func commitsAndRollsBackOnThrow() throws {
+        let conn = try serverConnection()
+        try conn.execute("create temp table t (id int)")
+        let value = try conn.transaction { conn in
+            try conn.execute("insert into t values (\(1))")
+            return "done"
+        }
+        #expect(value == "done")
+        #expect(throws: TestFailure.self) {
+            try conn.transaction { conn in
+                try conn.execute("insert into t values (\(2))")
+                throw TestFailure()
+            }
+        }
+        #expect(try conn.query("select id from t").map { $0["id"].int } == [1])
+        #expect(!conn.isInTransaction)
+        #expect(throws: PGError.self) { try conn.execute("savepoint outside") }  // only inside a transaction block
+        try conn.transaction { conn in #expect(conn.isInTransaction) }
+    }
+
+    @Test func nestedTransactionsUseSavepoints() throws {
+        let conn = try serverConnection()
+        try conn.execute("create temp table t (id int)")
+        try conn.transaction { conn in
+            try conn.execute("insert into t values (\(1))")
+            _ = try? conn.transaction { conn in
+                try conn.execute("insert into t values (\(2))")
+                throw TestFailure()
+            }
+            try conn.transaction { conn in try conn.execute("insert into t values (\(3))") }
+        }
+        #expect(try conn.query("select id from t order by id").map { $0["id"].int } == [1, 3])
+    }
+
+    @Test func aSwallowedSQLErrorRollsBack() throws {
+        let conn = try serverConnection()
+        try conn.execute("create temp table t (id int primary key)")
+        let error = try #require(throws: PGError.self) {
+            try conn.transaction { conn in
+                try conn.execute("insert into t values (\(1))")
+                _ = try? conn.execute("insert into t values (\(1))")  // fails; transaction aborted
+            }
+        }
+        #expect(error.sqlState == "25P02")
+        #expect(try conn.query("select count(*) as n from t")[0]["n"].int == 0)
+    }
+}
+
+/// Microseconds of a date via the same arithmetic the server uses (not PGTimestamp).
+func PGTimestamp_micros(_ date: Date) -> Int64 {
+    Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+}
