@@ -31,9 +31,20 @@ public enum Zone {
         defer { lock.unlock() }
         if let hit = cache[id] { return hit }
         var zone: TimeZone? = nil
-        if known.contains(id), let tz = TimeZone(identifier: id) { zone = tz }
+        if let tz = TimeZone(identifier: id), isIANA(id, resolvedAs: tz.identifier) { zone = tz }
         cache[id] = zone
         return zone
+    }
+
+    /// Foundation resolves loose spellings ("GMT+5" → "GMT+0500", "america/new_york"); IANA names only
+    /// resolve to themselves. ICU's known list holds the canonical names (it lacks some current aliases
+    /// such as "Asia/Kolkata"), so a name is accepted when it is known or resolves to itself, and is not
+    /// an ad-hoc offset.
+    private static func isIANA(_ id: String, resolvedAs resolved: String) -> Bool {
+        if known.contains(id) { return true }
+        guard resolved == id else { return false }
+        let adHocOffset = ["GMT+", "GMT-", "UTC+", "UTC-"].contains { id.hasPrefix($0) }
+        return !adHocOffset
     }
 
     // MARK: Instant → wall clock
