@@ -1,0 +1,166 @@
+import Foundation
+
+/// Decides, row by row, what a pass does with a batch of claimed rows. One per batch: it carries the
+/// rate limiter, so a send decided for one row counts against the next (the 11th row of a day is deferred).
+///
+///     var decider = Decider(options: DecisionOptions(now: now), history: recentlySent)
+///     for (item, context) in batch {
+///         let result = decider.decide(item, context)     // .send / .skip / .deferUntil / .fail + trail
+///     }
+///
+/// Rules, in order; the first that applies wins (DESIGN §4):
+/// 0. validation: unknown channel or kind, payload not an object, no profile, unknown timezone,
+///    linked episode missing → fail
+/// 1. expired: older than `maxAge`, or a daily forecast for another local date
+/// 2. alert episode: dismissed, snoozed, resolved, superseded by a higher level
+/// 3. the channel's toggle is off → channel_disabled
+/// 4. no destination
+/// 5. quiet hours → skip or defer to the window's end
+/// 6. rate limits, unless critical → defer
+/// 7. send
+public struct Decider: Sendable {
+    public let options: DecisionOptions
+    public private(set) var limiter: RateLimiter
+
+    public init(options: DecisionOptions, history: [SentRecord]) {
+        self.options = options
+        self.limiter = RateLimiter(limits: options.rateLimits, history: history)
+    }
+
+    /// Decides one row. A `.send` is counted into the rate limiter.
+    public mutating func decide(_ item: QueueItem, _ context: DecisionContext) -> DecisionResult {
+        let now = options.now
+        var trail: [String: JSONValue] = [:]
+        func result(_ d: Decision, _ rule: String) -> DecisionResult {
+            trail["rule"] = .string(rule)
+            return DecisionResult(decision: d, trail: .object(trail))
+        }
+
+        // 0. Validation: a bad row fails permanently with a readable message; the pass goes on.
+        guard let channel = item.channel else {
+            return result(.fail("unknown channel '\(item.channelRaw)'"), "unknown_channel")
+        }
+        guard let kind = item.kind else {
+            return result(.fail("unknown kind '\(item.kindRaw)'"), "unknown_kind")
+        }
+        guard let payload = item.payload else {
+            return result(.fail("malformed payload: not a JSON object: \(item.payloadText.prefix(80))"),
+                          "malformed_payload")
+        }
+        var forecastDate: LocalDate? = nil
+        if kind == .dailyForecast, let raw = payload["date"] {
+            guard let text = raw.stringValue, let d = LocalDate(text) else {
+                return result(.fail("malformed payload: daily_forecast date '\(raw.stringValue ?? raw.jsonText)' is not YYYY-MM-DD"),
+                              "malformed_payload")
+            }
+            forecastDate = d
+        }
+        guard let prefs = context.preferences else {
+            return result(.fail("recipient \(item.recipientUserId.uuidString.lowercased()) has no user_profiles row"),
+                          "missing_profile")
+        }
+        trail["timezone"] = .string(prefs.timezone)
+        guard let zone = Zone.named(prefs.timezone) else {
+            return result(.fail("unknown timezone '\(prefs.timezone)' for recipient \(item.recipientUserId.uuidString.lowercased())"),
+                          "unknown_timezone")
+        }
+        let alert = context.alert
+        if let id = item.alertStateId, alert == nil {
+            return result(.fail("alert episode \(id.uuidString.lowercased()) not found"), "alert_not_found")
+        }
+
+        let wall = Zone.local(now, in: zone)
+        let window = QuietWindow(start: prefs.quietHoursStart, end: prefs.quietHoursEnd)
+        let inQuiet = window.contains(wall.time)
+        let severity = alert?.severity ?? item.severity ?? .watch
+        trail["recipient_local_time"] = .string(wall.description)
+        trail["quiet_window"] = window.trailText.map(JSONValue.string) ?? .null
+        trail["quiet_level"] = .string(prefs.quietLevel.rawValue)
+        trail["quiet_action"] = .string(prefs.quietAction.rawValue)
+        trail["in_quiet_hours"] = .bool(inQuiet)
+        trail["severity"] = .string(severity.rawValue)
+
+        // 1. Expired.
+        if now.timeIntervalSince(item.scheduledAt) > options.maxAge {
+            return result(.skip(.expired), SkipReason.expired.rawValue)
+        }
+        if let d = forecastDate, d != wall.date {
+            return result(.skip(.expired), SkipReason.expired.rawValue)
+        }
+
+        // 2. The alert episode.
+        if let alert {
+            if alert.dismissedAt != nil { return result(.skip(.alertDismissed), SkipReason.alertDismissed.rawValue) }
+            if let until = alert.snoozeUntil, wall.date <= until {
+                return result(.skip(.alertSnoozed), SkipReason.alertSnoozed.rawValue)
+            }
+            if alert.episodeStatus == "resolved" || alert.resolvedAt != nil {
+                return result(.skip(.alertResolved), SkipReason.alertResolved.rawValue)
+            }
+            if let level = payload["level"]?.intValue, level < alert.currentLevel {
+                return result(.skip(.superseded), SkipReason.superseded.rawValue)
+            }
+        }
+
+        // 3. The channel's toggle.
+        if !Decider.channelEnabled(channel, prefs, aboutAnotherMember: item.isAboutAnotherMember) {
+            return result(.skip(.channelDisabled), SkipReason.channelDisabled.rawValue)
+        }
+
+        // 4. Somewhere to deliver it.
+        if context.destinations.isEmpty {
+            return result(.skip(.noDestination), SkipReason.noDestination.rawValue)
+        }
+
+        // 5. Quiet hours.
+        if inQuiet && !Decider.quietLets(severity, through: prefs.quietLevel) {
+            switch prefs.quietAction {
+            case .skip:
+                return result(.skip(.quietHours), SkipReason.quietHours.rawValue)
+            case .defer:
+                let until = window.end(after: now, in: zone)
+                trail["until"] = .string(iso(until))
+                return result(.deferUntil(until, .quietHours), DeferReason.quietHours.rawValue)
+            }
+        }
+
+        // 6. Rate limits; critical notifications are not held back, but they count.
+        let check = limiter.check(recipient: item.recipientUserId, channel: channel, kind: item.kindRaw,
+                                  now: now, zone: zone)
+        trail["counters"] = check.counters.json
+        if severity != .critical, let until = check.until, let reason = check.reason {
+            trail["until"] = .string(iso(until))
+            return result(.deferUntil(until, reason), reason.rawValue)
+        }
+
+        // 7. Send.
+        limiter.record(SentRecord(recipient: item.recipientUserId, channel: channel, kind: item.kindRaw, at: now))
+        return result(.send, "send")
+    }
+
+    /// Rule 3: the recipient's toggle for this channel. Webhook is the operator's channel: always on.
+    public static func channelEnabled(_ channel: Channel, _ p: Preferences, aboutAnotherMember: Bool) -> Bool {
+        switch channel {
+        case .push: p.notifyPush
+        case .email: aboutAnotherMember ? p.championNotifyEmail : p.notifyEmail
+        case .sms: aboutAnotherMember ? p.championNotifySMS : p.notifySMS
+        case .whatsapp: p.notifyWhatsApp
+        case .inApp: p.notifyInApp
+        case .webhook: true
+        }
+    }
+
+    /// Rule 5: whether quiet hours at `level` let a notification of `severity` through.
+    public static func quietLets(_ severity: Severity, through level: QuietLevel) -> Bool {
+        switch level {
+        case .all: true
+        case .criticalOnly: severity == .critical
+        case .none: false
+        }
+    }
+
+    private func iso(_ d: Date) -> String {
+        let z = Zone.local(d, in: TimeZone(secondsFromGMT: 0)!)
+        return "\(z)Z"
+    }
+}

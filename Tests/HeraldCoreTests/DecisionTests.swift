@@ -1,0 +1,352 @@
+import Foundation
+import Testing
+@testable import HeraldCore
+
+/// Builds a decision for one row with sensible defaults; each test changes what it is about.
+struct Scenario {
+    var now = utc(2026, 1, 25, 3)                          // seed 000's instant
+    var prefs = Preferences(userId: alice, timezone: "Europe/London", notifyPush: true,
+                            quietHoursStart: t("22:00"), quietHoursEnd: t("07:00"))
+    var alert: AlertState? = AlertState(id: episodeId)
+    var destinations = aPhone
+    var history: [SentRecord] = []
+    var channel = "push"
+    var kind = "pattern_alert"
+    var severity: Severity? = nil
+    var payload = "{}"
+    var member: UUID? = nil
+    var scheduledAt: Date? = nil
+    var linksAlert = true
+
+    func decide() -> DecisionResult {
+        var decider = Decider(options: DecisionOptions(now: now), history: history)
+        return decider.decide(row, DecisionContext(preferences: prefs, alert: alert, destinations: destinations))
+    }
+
+    var row: QueueItem {
+        item(channel, kind: kind, about: member, alert: linksAlert ? episodeId : nil, severity: severity,
+             payload: payload, scheduledAt: scheduledAt ?? now.addingTimeInterval(-60))
+    }
+}
+
+@Suite struct DecisionMatrixTests {
+    /// Seed 000's decision matrix, one row per case. London at 03:00 is inside 22:00–07:00; at 12:00 it is not.
+    @Test func row1PushDisabledSkips() {
+        var s = Scenario(); s.prefs.notifyPush = false
+        #expect(s.decide().decision == .skip(.channelDisabled))
+    }
+    @Test func row2NotInQuietHoursSends() {
+        var s = Scenario(); s.now = utc(2026, 1, 25, 12)
+        #expect(s.decide().decision == .send)
+    }
+    @Test func row3QuietLevelNoneSkips() {
+        var s = Scenario(); s.prefs.quietLevel = .none; s.alert?.severity = .critical
+        #expect(s.decide().decision == .skip(.quietHours))
+    }
+    @Test func row4CriticalOnlyWatchSkips() {
+        var s = Scenario(); s.prefs.quietLevel = .criticalOnly; s.alert?.severity = .watch
+        #expect(s.decide().decision == .skip(.quietHours))
+    }
+    @Test func row5CriticalOnlyAttentionSkips() {
+        var s = Scenario(); s.prefs.quietLevel = .criticalOnly; s.alert?.severity = .attention
+        #expect(s.decide().decision == .skip(.quietHours))
+    }
+    @Test func row6CriticalOnlyCriticalSends() {
+        var s = Scenario(); s.prefs.quietLevel = .criticalOnly; s.alert?.severity = .critical
+        #expect(s.decide().decision == .send)
+    }
+    @Test func row7QuietLevelAllSends() {
+        var s = Scenario(); s.prefs.quietLevel = .all
+        #expect(s.decide().decision == .send)
+    }
+    @Test func row8SnoozedSkips() {
+        var s = Scenario(); s.now = utc(2026, 1, 25, 12); s.alert?.snoozeUntil = day("2026-01-27")
+        #expect(s.decide().decision == .skip(.alertSnoozed))
+    }
+    @Test func row9DismissedSkips() {
+        var s = Scenario(); s.now = utc(2026, 1, 25, 12); s.alert?.dismissedAt = utc(2026, 1, 24)
+        #expect(s.decide().decision == .skip(.alertDismissed))
+    }
+
+    @Test(arguments: [("America/Los_Angeles", true), ("Europe/London", false), ("Asia/Tokyo", true)])
+    func seed000ThreeTimezones(_ tz: String, _ sends: Bool) {
+        var s = Scenario(); s.prefs.timezone = tz
+        let r = s.decide()
+        #expect(r.decision == (sends ? .send : .skip(.quietHours)))
+        #expect(r.trail["in_quiet_hours"] == .bool(!sends))
+    }
+}
+
+@Suite struct DecisionRuleTests {
+    // MARK: 0. Validation
+
+    @Test func unknownChannelFails() {
+        var s = Scenario(); s.channel = "fax"
+        #expect(s.decide().decision == .fail("unknown channel 'fax'"))
+        #expect(s.decide().rule == "unknown_channel")
+    }
+    @Test func unknownKindFails() {
+        var s = Scenario(); s.kind = "horoscope"
+        #expect(s.decide().decision == .fail("unknown kind 'horoscope'"))
+    }
+    @Test(arguments: ["[1,2]", "not json", "\"text\"", ""])
+    func payloadNotAnObjectFails(_ payload: String) {
+        var s = Scenario(); s.payload = payload
+        guard case .fail(let message) = s.decide().decision else { Issue.record("expected fail"); return }
+        #expect(message.hasPrefix("malformed payload: "))
+        #expect(s.decide().rule == "malformed_payload")
+    }
+    @Test func missingProfileFails() {
+        var decider = Decider(options: DecisionOptions(now: utc(2026, 1, 25)), history: [])
+        let r = decider.decide(item(scheduledAt: utc(2026, 1, 25)), DecisionContext(preferences: nil))
+        #expect(r.decision == .fail("recipient 00000000-0000-0000-0000-00000000000a has no user_profiles row"))
+    }
+    @Test func unknownTimezoneFails() {
+        var s = Scenario(); s.prefs.timezone = "Mars/Olympus"
+        #expect(s.decide().decision == .fail("unknown timezone 'Mars/Olympus' for recipient 00000000-0000-0000-0000-00000000000a"))
+        #expect(s.decide().rule == "unknown_timezone")
+    }
+    @Test func missingEpisodeFails() {
+        var s = Scenario(); s.alert = nil
+        #expect(s.decide().decision == .fail("alert episode 00000000-0000-0000-0000-0000000000e1 not found"))
+    }
+    @Test func validationComesBeforeEverything() {
+        var s = Scenario(); s.channel = "fax"; s.prefs.notifyPush = false; s.scheduledAt = utc(2020, 1, 1)
+        #expect(s.decide().decision == .fail("unknown channel 'fax'"))
+    }
+
+    // MARK: 1. Expired
+
+    @Test func olderThanMaxAgeExpires() {
+        var s = Scenario(); s.now = utc(2026, 1, 25, 12)
+        s.scheduledAt = s.now.addingTimeInterval(-24 * 3600 - 1)
+        #expect(s.decide().decision == .skip(.expired))
+        s.scheduledAt = s.now.addingTimeInterval(-24 * 3600)
+        #expect(s.decide().decision == .send)
+    }
+    @Test func expiryComesBeforeDismissal() {
+        var s = Scenario(); s.scheduledAt = utc(2026, 1, 20); s.alert?.dismissedAt = utc(2026, 1, 21)
+        #expect(s.decide().decision == .skip(.expired))
+    }
+    @Test func forecastOnlyOnItsOwnLocalDate() {
+        var s = Scenario(); s.kind = "daily_forecast"; s.linksAlert = false; s.alert = nil
+        s.prefs.timezone = "America/New_York"; s.prefs.quietHoursStart = nil
+        s.now = utc(2026, 1, 25, 3)                            // 22:00 on the 24th in New York
+        s.payload = #"{"date":"2026-01-24","risk_level":"LOW"}"#
+        #expect(s.decide().decision == .send)
+        s.payload = #"{"date":"2026-01-25","risk_level":"LOW"}"#   // the UTC date, not the recipient's
+        #expect(s.decide().decision == .skip(.expired))
+        s.payload = #"{"date":"25/01/2026"}"#
+        guard case .fail(let m) = s.decide().decision else { Issue.record("expected fail"); return }
+        #expect(m.hasPrefix("malformed payload: "))
+    }
+
+    // MARK: 2. The alert episode
+
+    @Test func snoozeIsJudgedOnTheRecipientsLocalDate() {
+        var s = Scenario(); s.prefs.timezone = "America/New_York"; s.prefs.quietHoursStart = nil
+        s.alert?.snoozeUntil = day("2026-01-25")
+        s.now = utc(2026, 1, 26, 4, 59, 59)                   // 23:59:59 on the 25th in New York
+        #expect(s.decide().decision == .skip(.alertSnoozed))
+        s.now = utc(2026, 1, 26, 5)                            // midnight: the 26th
+        #expect(s.decide().decision == .send)
+        s.prefs.timezone = "Asia/Tokyo"; s.now = utc(2026, 1, 25, 14, 59)   // 23:59 on the 25th in Tokyo
+        #expect(s.decide().decision == .skip(.alertSnoozed))
+        s.now = utc(2026, 1, 25, 15)                           // 00:00 on the 26th in Tokyo
+        #expect(s.decide().decision == .send)
+    }
+    @Test func dismissedBeforeSnoozed() {
+        var s = Scenario(); s.alert?.dismissedAt = utc(2026, 1, 24); s.alert?.snoozeUntil = day("2026-02-01")
+        #expect(s.decide().decision == .skip(.alertDismissed))
+    }
+    @Test func resolvedEpisodeSkips() {
+        var s = Scenario(); s.now = utc(2026, 1, 25, 12); s.alert?.episodeStatus = "resolved"
+        #expect(s.decide().decision == .skip(.alertResolved))
+        s.alert?.episodeStatus = "active"; s.alert?.resolvedAt = utc(2026, 1, 25, 11)
+        #expect(s.decide().decision == .skip(.alertResolved))
+    }
+    @Test func lowerLevelThanTheEpisodeIsSuperseded() {
+        var s = Scenario(); s.now = utc(2026, 1, 25, 12); s.alert?.currentLevel = 7
+        s.payload = #"{"level":3}"#
+        #expect(s.decide().decision == .skip(.superseded))
+        s.payload = #"{"level":7}"#
+        #expect(s.decide().decision == .send)
+    }
+
+    // MARK: 3. Channel toggles
+
+    @Test func eachChannelHasItsToggle() {
+        var s = Scenario(); s.now = utc(2026, 1, 25, 12)
+        s.prefs = Preferences(userId: alice, timezone: "UTC", notifyInApp: false, notifyPush: false, notifyEmail: false,
+                              notifySMS: false, notifyWhatsApp: false, championNotifyEmail: false, championNotifySMS: false)
+        for channel in ["push", "email", "sms", "whatsapp", "in_app"] {
+            s.channel = channel
+            #expect(s.decide().decision == .skip(.channelDisabled), "\(channel)")
+        }
+        s.channel = "webhook"
+        #expect(s.decide().decision == .send)
+        s.prefs.notifyPush = true; s.prefs.notifyEmail = true; s.prefs.notifySMS = true
+        s.prefs.notifyWhatsApp = true; s.prefs.notifyInApp = true
+        for channel in ["push", "email", "sms", "whatsapp", "in_app"] {
+            s.channel = channel
+            #expect(s.decide().decision == .send, "\(channel)")
+        }
+    }
+    @Test func aboutAnotherMemberUsesChampionToggles() {
+        var s = Scenario(); s.now = utc(2026, 1, 25, 12); s.member = bob
+        s.prefs.notifyEmail = true; s.prefs.championNotifyEmail = false
+        s.prefs.notifySMS = false; s.prefs.championNotifySMS = true
+        s.channel = "email"
+        #expect(s.decide().decision == .skip(.channelDisabled))
+        s.channel = "sms"
+        #expect(s.decide().decision == .send)
+        s.member = alice                                        // about herself: her own toggles
+        #expect(s.decide().decision == .skip(.channelDisabled))
+        s.channel = "email"
+        #expect(s.decide().decision == .send)
+    }
+
+    // MARK: 4. No destination
+
+    @Test func noDestinationSkips() {
+        var s = Scenario(); s.now = utc(2026, 1, 25, 12); s.destinations = []
+        #expect(s.decide().decision == .skip(.noDestination))
+        s.prefs.notifyPush = false                                  // the toggle is judged first
+        #expect(s.decide().decision == .skip(.channelDisabled))
+    }
+
+    // MARK: 5. Quiet hours
+
+    @Test func deferToTheEndOfTheWindow() {
+        var s = Scenario(); s.prefs.quietAction = .defer
+        let r = s.decide()
+        #expect(r.decision == .deferUntil(utc(2026, 1, 25, 7), .quietHours))   // 07:00 in London
+        #expect(r.trail["until"] == "2026-01-25T07:00:00Z")
+    }
+    @Test func severityComesFromTheAlertThenTheRowThenWatch() {
+        var s = Scenario(); s.prefs.quietLevel = .criticalOnly
+        s.alert?.severity = .watch; s.severity = .critical           // the episode's severity wins
+        #expect(s.decide().decision == .skip(.quietHours))
+        s.linksAlert = false; s.alert = nil; s.kind = "reminder"
+        #expect(s.decide().decision == .send)                        // the row's own severity
+        s.severity = nil
+        #expect(s.decide().decision == .skip(.quietHours))           // default: watch
+        #expect(s.decide().trail["severity"] == "watch")
+    }
+    @Test func noWindowMeansNeverQuiet() {
+        var s = Scenario(); s.prefs.quietHoursEnd = t("22:00")
+        #expect(s.decide().decision == .send)
+        s.prefs.quietHoursEnd = nil
+        #expect(s.decide().decision == .send)
+        #expect(s.decide().trail["quiet_window"] == .null)
+    }
+    @Test func newYorkSpringForwardBothSides() {
+        // 22:00–07:00; on 2026-03-08 07:00 EDT is 11:00Z, the day before 07:00 EST was 12:00Z.
+        var s = Scenario(); s.prefs.timezone = "America/New_York"; s.prefs.quietAction = .defer
+        s.now = utc(2026, 3, 8, 10, 59)                               // 06:59 EDT
+        #expect(s.decide().decision == .deferUntil(utc(2026, 3, 8, 11), .quietHours))
+        s.now = utc(2026, 3, 8, 11)                                   // 07:00 EDT
+        #expect(s.decide().decision == .send)
+        s.now = utc(2026, 3, 7, 11, 30)                               // 06:30 EST, the day before
+        #expect(s.decide().decision == .deferUntil(utc(2026, 3, 7, 12), .quietHours))
+        s.now = utc(2026, 3, 8, 6, 59)                                // 01:59 EST, just before the jump
+        #expect(s.decide().trail["recipient_local_time"] == "2026-03-08T01:59:00")
+        #expect(s.decide().decision == .deferUntil(utc(2026, 3, 8, 11), .quietHours))
+    }
+    @Test func newYorkFallBackBothSides() {
+        // 22:00–07:00; on 2026-11-01 07:00 EST is 12:00Z; the day before 07:00 EDT was 11:00Z.
+        var s = Scenario(); s.prefs.timezone = "America/New_York"; s.prefs.quietAction = .defer
+        s.now = utc(2026, 11, 1, 5, 30)                               // 01:30 EDT
+        #expect(s.decide().decision == .deferUntil(utc(2026, 11, 1, 12), .quietHours))
+        s.now = utc(2026, 11, 1, 11, 30)                              // 06:30 EST
+        #expect(s.decide().decision == .deferUntil(utc(2026, 11, 1, 12), .quietHours))
+        s.now = utc(2026, 11, 1, 12)                                  // 07:00 EST
+        #expect(s.decide().decision == .send)
+        s.now = utc(2026, 10, 31, 10, 59)                             // 06:59 EDT the day before
+        #expect(s.decide().decision == .deferUntil(utc(2026, 10, 31, 11), .quietHours))
+        s.prefs.quietAction = .skip
+        s.now = utc(2026, 11, 2, 2, 30)                               // 21:30 EST on the 1st: not quiet
+        #expect(s.decide().decision == .send)
+        s.now = utc(2026, 11, 2, 3)                                   // 22:00 EST: quiet
+        #expect(s.decide().decision == .skip(.quietHours))
+    }
+
+    // MARK: 6. Rate limits
+
+    @Test func repeatedKindsInOneBatchAreSpaced() {
+        let now = utc(2026, 1, 25, 12)                                // noon in London
+        var decider = Decider(options: DecisionOptions(now: now), history: [])
+        let prefs = Preferences(userId: alice, timezone: "Europe/London", notifyPush: true)
+        let kinds = ["pattern_alert", "daily_forecast", "prompt", "reminder", "system"]
+        var decisions: [Decision] = []
+        for i in 0..<11 {
+            let row = item(kind: kinds[i % 5], payload: "{}", scheduledAt: now)
+            decisions.append(decider.decide(row, DecisionContext(preferences: prefs, destinations: aPhone)).decision)
+        }
+        // Rows 0–4 send; rows 5–10 repeat a kind within the hour and are spaced.
+        #expect(decisions.prefix(5).allSatisfy { $0 == .send })
+        #expect(decisions[5] == .deferUntil(now.addingTimeInterval(3600), .kindSpacing))
+    }
+
+    @Test func eleventhOfADayInOneBatchIsDeferredToLocalMidnight() {
+        let now = utc(2026, 1, 25, 12)
+        var options = DecisionOptions(now: now); options.rateLimits.sameKindSpacing = 0
+        var decider = Decider(options: options, history: [])
+        let prefs = Preferences(userId: alice, timezone: "Europe/London", notifyPush: true)
+        var results: [DecisionResult] = []
+        for _ in 0..<11 {
+            results.append(decider.decide(item(kind: "reminder", scheduledAt: now),
+                                          DecisionContext(preferences: prefs, destinations: aPhone)))
+        }
+        #expect(results.prefix(10).allSatisfy { $0.decision == .send })
+        #expect(results[10].decision == .deferUntil(utc(2026, 1, 26), .dailyLimit))
+        #expect(results[10].rule == "rate_limit_daily")
+        #expect(results[10].trail["counters"]?["sent_today"] == 10)
+    }
+
+    @Test func criticalIsExemptButCounts() {
+        let now = utc(2026, 1, 25, 12)
+        var decider = Decider(options: DecisionOptions(now: now), history: [])
+        let prefs = Preferences(userId: alice, timezone: "Europe/London", notifyPush: true)
+        let ctx = DecisionContext(preferences: prefs, destinations: aPhone)
+        #expect(decider.decide(item(kind: "reminder", severity: .critical, scheduledAt: now), ctx).decision == .send)
+        #expect(decider.decide(item(kind: "reminder", severity: .critical, scheduledAt: now), ctx).decision == .send)
+        // The two critical sends count: a non-critical one of the same kind is spaced.
+        #expect(decider.decide(item(kind: "reminder", severity: .watch, scheduledAt: now), ctx).decision
+                == .deferUntil(now.addingTimeInterval(3600), .kindSpacing))
+    }
+
+    @Test func historyCountsAndSkipsDoNot() {
+        let now = utc(2026, 1, 25, 12)
+        let prefs = Preferences(userId: alice, timezone: "Europe/London", notifyPush: true)
+        var decider = Decider(options: DecisionOptions(now: now),
+                              history: [SentRecord(recipient: alice, channel: .push, kind: "prompt", at: now.addingTimeInterval(-900))])
+        #expect(decider.decide(item(kind: "prompt", scheduledAt: now), DecisionContext(preferences: prefs, destinations: aPhone)).decision
+                == .deferUntil(now.addingTimeInterval(2700), .kindSpacing))
+        // A skipped row is not counted.
+        #expect(decider.decide(item(kind: "reminder", scheduledAt: now), DecisionContext(preferences: prefs)).decision
+                == .skip(.noDestination))
+        #expect(decider.decide(item(kind: "reminder", scheduledAt: now), DecisionContext(preferences: prefs, destinations: aPhone)).decision
+                == .send)
+    }
+
+    // MARK: The trail
+
+    @Test func trailRecordsTheInputs() {
+        var s = Scenario(); s.prefs.quietLevel = .criticalOnly; s.alert?.severity = .attention
+        let trail = s.decide().trail
+        #expect(trail["rule"] == "quiet_hours")
+        #expect(trail["recipient_local_time"] == "2026-01-25T03:00:00")
+        #expect(trail["timezone"] == "Europe/London")
+        #expect(trail["quiet_window"] == "22:00:00-07:00:00")
+        #expect(trail["quiet_level"] == "critical_only")
+        #expect(trail["quiet_action"] == "skip")
+        #expect(trail["in_quiet_hours"] == true)
+        #expect(trail["severity"] == "attention")
+
+        s.now = utc(2026, 1, 25, 12)
+        let sent = s.decide().trail
+        #expect(sent["rule"] == "send")
+        #expect(sent["counters"] == ["sent_today": 0, "minutes_since_last_same_kind": nil, "sent_last_minute": 0])
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+@testable import HeraldCore
+
+@Suite struct RateLimiterTests {
+    let ny = zone("America/New_York")
+    // 2026-01-25 20:00 EST; the next local midnight is 2026-01-26 05:00Z.
+    let now = utc(2026, 1, 26, 1)
+
+    /// `n` pushes to alice earlier today (local), of distinct kinds, two hours apart or more.
+    func today(_ n: Int, channel: Channel = .push) -> [SentRecord] {
+        (0..<n).map { SentRecord(recipient: alice, channel: channel, kind: "k\($0)", at: now.addingTimeInterval(-Double($0 + 1) * 3600 - 600)) }
+    }
+
+    @Test func tenPerChannelPerLocalDayThenNextLocalMidnight() {
+        let nine = RateLimiter(history: today(9))
+        let ok = nine.check(recipient: alice, channel: .push, kind: "reminder", now: now, zone: ny)
+        #expect(ok.isAllowed)
+        #expect(ok.counters.sentToday == 9)
+
+        let ten = RateLimiter(history: today(10))
+        let held = ten.check(recipient: alice, channel: .push, kind: "reminder", now: now, zone: ny)
+        #expect(held.until == utc(2026, 1, 26, 5))
+        #expect(held.reason == .dailyLimit)
+        #expect(held.counters.sentToday == 10)
+    }
+
+    @Test func theDayIsTheRecipientsLocalDay() {
+        // Ten sends on the previous local day (Jan 24 EST) do not count, even though some share the UTC date.
+        let yesterday = (0..<10).map {
+            SentRecord(recipient: alice, channel: .push, kind: "k\($0)", at: utc(2026, 1, 25, 4, $0))   // 23:0x EST on the 24th
+        }
+        let limiter = RateLimiter(history: yesterday)
+        #expect(limiter.check(recipient: alice, channel: .push, kind: "x", now: now, zone: ny).isAllowed)
+        // In London the same ten sends are at 04:0x on the 25th: the same local day as 21:00 that evening.
+        let london = zone("Europe/London")
+        let atLondonEvening = utc(2026, 1, 25, 21)
+        #expect(limiter.check(recipient: alice, channel: .push, kind: "x", now: atLondonEvening, zone: london).until
+                == utc(2026, 1, 26))
+    }
+
+    @Test func otherChannelsAndRecipientsDoNotCountTowardsTheDay() {
+        let limiter = RateLimiter(history: today(10, channel: .email) + today(10).map {
+            SentRecord(recipient: bob, channel: $0.channel, kind: $0.kind, at: $0.at)
+        })
+        let c = limiter.check(recipient: alice, channel: .push, kind: "x", now: now, zone: ny)
+        #expect(c.isAllowed)
+        #expect(c.counters.sentToday == 0)
+    }
+
+    @Test func dailyLimitAcrossSpringForwardMidnight() {
+        // Santiago's clocks change at midnight; use New York the evening before its change instead:
+        // 2026-03-07 23:00 EST → next midnight is 2026-03-08 00:00 EST = 05:00Z.
+        let evening = utc(2026, 3, 8, 4)
+        let h = (0..<10).map { SentRecord(recipient: alice, channel: .push, kind: "k\($0)", at: evening.addingTimeInterval(-Double($0) * 60 - 60)) }
+        let c = RateLimiter(history: h).check(recipient: alice, channel: .push, kind: "x", now: evening, zone: ny)
+        #expect(c.until == utc(2026, 3, 8, 5))
+    }
+
+    @Test func sameKindSpacingOfOneHour() {
+        let limiter = RateLimiter(history: [SentRecord(recipient: alice, channel: .push, kind: "reminder", at: now.addingTimeInterval(-1800))])
+        let same = limiter.check(recipient: alice, channel: .push, kind: "reminder", now: now, zone: ny)
+        #expect(same.until == now.addingTimeInterval(1800))
+        #expect(same.reason == .kindSpacing)
+        #expect(same.counters.minutesSinceLastSameKind == 30)
+        #expect(limiter.check(recipient: alice, channel: .push, kind: "prompt", now: now, zone: ny).isAllowed)
+        #expect(limiter.check(recipient: alice, channel: .sms, kind: "reminder", now: now, zone: ny).isAllowed)
+        #expect(limiter.check(recipient: alice, channel: .push, kind: "reminder", now: now.addingTimeInterval(1800), zone: ny).isAllowed)
+        #expect(!limiter.check(recipient: alice, channel: .push, kind: "reminder", now: now.addingTimeInterval(1799), zone: ny).isAllowed)
+    }
+
+    @Test func hundredPerMinuteAcrossChannels() {
+        let channels = Channel.allCases
+        let burst = (0..<100).map {
+            SentRecord(recipient: alice, channel: channels[$0 % channels.count], kind: "k\($0)",
+                       at: now.addingTimeInterval(-50 + Double($0) * 0.5))
+        }
+        let limits = RateLimits(perChannelPerDay: 1000)
+        let limiter = RateLimiter(limits: limits, history: burst)
+        let c = limiter.check(recipient: alice, channel: .webhook, kind: "new", now: now, zone: ny)
+        #expect(c.reason == .perMinute)
+        #expect(c.until == now.addingTimeInterval(10))          // the oldest (now − 50 s) + 60 s
+        #expect(c.counters.sentLastMinute == 100)
+        let allowedLimiter = RateLimiter(limits: limits, history: Array(burst.dropFirst()))
+        #expect(allowedLimiter.check(recipient: alice, channel: .webhook, kind: "new", now: now, zone: ny).isAllowed)
+    }
+
+    @Test func severalLimitsDeferToTheLatest() {
+        // Daily cap (→ 05:00Z) and spacing (→ now + 50 min): the daily cap is later.
+        var h = today(10)
+        h[0].kind = "reminder"
+        let c = RateLimiter(history: h).check(recipient: alice, channel: .push, kind: "reminder", now: now, zone: ny)
+        #expect(c.until == utc(2026, 1, 26, 5))
+        #expect(c.reason == .dailyLimit)
+    }
+
+    @Test func recordingCountsAndFutureSendsAreIgnored() {
+        var limiter = RateLimiter(history: [SentRecord(recipient: alice, channel: .push, kind: "reminder", at: now.addingTimeInterval(600))])
+        #expect(limiter.check(recipient: alice, channel: .push, kind: "reminder", now: now, zone: ny).isAllowed)
+        limiter.record(SentRecord(recipient: alice, channel: .push, kind: "reminder", at: now))
+        #expect(!limiter.check(recipient: alice, channel: .push, kind: "reminder", now: now, zone: ny).isAllowed)
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+@testable import HeraldCore
+
+@Suite struct RendererTests {
+    let queueId = UUID(uuidString: "00000000-0000-0000-0000-0000000000a1")!
+    let en = Preferences(userId: alice, locale: "en")
+    let ar = Preferences(userId: alice, locale: "ar")
+    let alertPayload = #"{"metric_type":"sleep_minutes","pattern_type":"drop_vs_baseline","level":7,"severity":"attention","baseline_value":420,"recent_value":315,"deviation_percent":-25.0}"#
+
+    func alertRow(priority: Priority = .normal) -> QueueItem {
+        item(about: bob, alert: episodeId, priority: priority, payload: alertPayload, scheduledAt: utc(2026, 1, 25), id: queueId)
+    }
+
+    @Test func alertIsGenericByDefault() {
+        let n = Renderer().render(alertRow(), preferences: en, unreadInApp: 2)
+        #expect(n.title == "Health update")
+        #expect(n.body == "There is a new update about someone in your family. Open the app to see it.")
+        #expect(!n.body.contains("Sleep") && !n.body.contains("25"))
+        #expect(n.deepLink == "herald://alerts/00000000-0000-0000-0000-0000000000e1")
+        #expect(n.badge == 3)
+        #expect(n.locale == "en")
+        #expect(n.sound == "default")
+        #expect(n.data["kind"] == "pattern_alert")
+        #expect(n.data["queue_id"] == "00000000-0000-0000-0000-0000000000a1")
+        #expect(n.data["deep_link"] == "herald://alerts/00000000-0000-0000-0000-0000000000e1")
+        #expect(n.data["metric"] == "sleep_minutes")
+        #expect(n.data["pattern"] == "drop_vs_baseline")
+        #expect(n.data["level"] == 7)
+        #expect(n.data["severity"] == "attention")
+        #expect(n.data["baseline"] == 420)
+        #expect(n.data["recent"] == 315)
+        #expect(n.data["deviation"] == -25)
+    }
+
+    @Test func alertInArabicIsGenericToo() {
+        let n = Renderer().render(alertRow(), preferences: ar, unreadInApp: 0)
+        #expect(n.title == "تحديث صحي")
+        #expect(n.body == "هناك تحديث جديد عن أحد أفراد عائلتك. افتح التطبيق للاطلاع عليه.")
+        #expect(n.locale == "ar")
+        #expect(n.badge == 1)
+    }
+
+    @Test func detailedWhenTheOperatorOptsIn() {
+        let r = Renderer(options: RenderOptions(detailedLockScreen: true))
+        let n = r.render(alertRow(), preferences: en, unreadInApp: 0)
+        #expect(n.body.hasPrefix("Sleep is down 25% for 7 days"))
+        let a = r.render(alertRow(), preferences: ar, unreadInApp: 0)
+        #expect(a.body.hasPrefix("انخفض النوم بنسبة 25% خلال 7 أيام"))
+        var rise = alertRow()
+        rise.payloadText = #"{"metric_type":"resting_hr","pattern_type":"rise_vs_baseline","level":14,"deviation_percent":21.6}"#
+        #expect(r.render(rise, preferences: en, unreadInApp: 0).body.hasPrefix("Resting heart rate is up 22% for 14 days"))
+        #expect(r.render(rise, preferences: ar, unreadInApp: 0).body.hasPrefix("ارتفع معدل ضربات القلب أثناء الراحة بنسبة 22% خلال 14 يومًا"))
+        // Missing figures: back to the generic text rather than a half sentence.
+        rise.payloadText = #"{"metric_type":"steps"}"#
+        #expect(r.render(rise, preferences: en, unreadInApp: 0).title == "Health update")
+    }
+
+    @Test func forecastFollowsSeed004() {
+        let summary = "Significant pressure drop expected. Take extra care today and rest."
+        let row = item(kind: "daily_forecast", payload: #"{"date":"2026-01-25","risk_level":"HIGH","summary":"\#(summary)"}"#,
+                       scheduledAt: utc(2026, 1, 25))
+        let n = Renderer().render(row, preferences: en, unreadInApp: 0)
+        #expect(n.title == "Daily Flare Forecast")
+        #expect(n.body == "Today's flare risk: HIGH - " + String(summary.prefix(50)))
+        #expect(n.body == "Today's flare risk: HIGH - Significant pressure drop expected. Take extra car")
+        #expect(n.deepLink == "herald://forecast/2026-01-25")
+        #expect(n.data["date"] == "2026-01-25")
+        #expect(n.data["risk_level"] == "HIGH")
+        #expect(n.data["type"] == "daily_forecast")
+        let noSummary = item(kind: "daily_forecast", payload: #"{"date":"2026-01-25","risk_level":"LOW"}"#, scheduledAt: utc(2026, 1, 25))
+        #expect(Renderer().render(noSummary, preferences: en, unreadInApp: 0).body == "Today's flare risk: LOW")
+        #expect(Renderer().render(noSummary, preferences: ar, unreadInApp: 0).body == "خطر النوبات اليوم: منخفض")
+    }
+
+    @Test func promptFollowsSeed002() {
+        let n = Renderer().render(item(kind: "prompt", scheduledAt: utc(2026, 1, 25)), preferences: en, unreadInApp: 0)
+        #expect(n.title == "Meditation Check-in")
+        #expect(n.body == "In the View?")
+        #expect(n.category == "PROMPT_CATEGORY")
+        let a = Renderer().render(item(kind: "prompt", scheduledAt: utc(2026, 1, 25)), preferences: ar, unreadInApp: 0)
+        #expect(a.category == "PROMPT_CATEGORY")
+        #expect(a.title != n.title)
+    }
+
+    @Test func reminderUsesThePayloadTextInTheRecipientsLanguage() {
+        let payload = #"{"title":"Take your dose","body":"Lactose, day 2","title_ar":"تناول جرعتك","body_ar":"اللاكتوز، اليوم الثاني"}"#
+        let row = item(kind: "reminder", payload: payload, scheduledAt: utc(2026, 1, 25))
+        let n = Renderer().render(row, preferences: en, unreadInApp: 0)
+        #expect(n.title == "Take your dose" && n.body == "Lactose, day 2")
+        let a = Renderer().render(row, preferences: ar, unreadInApp: 0)
+        #expect(a.title == "تناول جرعتك" && a.body == "اللاكتوز، اليوم الثاني")
+        #expect(n.deepLink == "herald://inbox")
+        // Only the English text: Arabic readers get it rather than nothing.
+        let onlyEn = item(kind: "reminder", payload: #"{"title":"Take your dose"}"#, scheduledAt: utc(2026, 1, 25))
+        let b = Renderer().render(onlyEn, preferences: ar, unreadInApp: 0)
+        #expect(b.title == "Take your dose")
+        #expect(b.body == "لديك تذكير. افتح التطبيق للاطلاع عليه.")
+    }
+
+    @Test func genericTextWhenThePayloadHasNone() {
+        let n = Renderer().render(item(kind: "system", scheduledAt: utc(2026, 1, 25)), preferences: en, unreadInApp: 4)
+        #expect(n.title == "Notification")
+        #expect(n.badge == 5)
+        let r = Renderer().render(item(kind: "reminder", scheduledAt: utc(2026, 1, 25)), preferences: ar, unreadInApp: 0)
+        #expect(r.title == "تذكير")
+    }
+
+    @Test func deepLinksFromThePayloadMustUseTheAppScheme() {
+        let own = item(kind: "system", payload: #"{"deep_link":"herald://settings"}"#, scheduledAt: utc(2026, 1, 25))
+        #expect(Renderer().render(own, preferences: en, unreadInApp: 0).deepLink == "herald://settings")
+        let foreign = item(kind: "system", payload: #"{"deep_link":"javascript:alert(1)"}"#, scheduledAt: utc(2026, 1, 25))
+        #expect(Renderer().render(foreign, preferences: en, unreadInApp: 0).deepLink == "herald://inbox")
+        let custom = Renderer(options: RenderOptions(deepLinkScheme: "flare"))
+        #expect(custom.render(foreign, preferences: en, unreadInApp: 0).deepLink == "flare://inbox")
+    }
+
+    @Test func otherLocalesFallBackToEnglishAndLowPriorityIsSilent() {
+        let fr = Preferences(userId: alice, locale: "fr")
+        let n = Renderer().render(alertRow(priority: .low), preferences: fr, unreadInApp: 0)
+        #expect(n.locale == "en")
+        #expect(n.title == "Health update")
+        #expect(n.sound == nil)
+        #expect(Renderer().render(alertRow(), preferences: Preferences(userId: alice, locale: "ar-SA"), unreadInApp: 0).locale == "ar")
+    }
+}
