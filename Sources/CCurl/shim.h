@@ -16,4 +16,8 @@ static inline CURLcode herald_curl_easy_getinfo_long(CURL *h, CURLINFO i, long *
 static inline CURLcode herald_curl_easy_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode herald_curl_easy_getinfo_pointer(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLMcode herald_curl_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+
+/* Macros that Swift does not import (expressions), as functions. */
+static inline CURLcode herald_curl_global_init_default(void) { return curl_global_init(CURL_GLOBAL_DEFAULT); }
+static inline long herald_curl_error_size(void) { return CURL_ERROR_SIZE; }
 #endif

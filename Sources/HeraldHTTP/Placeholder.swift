@@ -1,1 +1,0 @@
-// HeraldHTTP: being written.
