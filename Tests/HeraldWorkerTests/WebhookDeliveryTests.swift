@@ -159,7 +159,7 @@ import Testing
         DispatchQueue.concurrentPerform(iterations: passes) { _ in
             // No rate limits here: this test counts deliveries, not pacing.
             let (s, code) = worker.run(now: seedInstant, batchSize: 200, drain: true) { o in
-                o.rateLimits = RateLimits(perDay: 1_000_000, kindSpacing: 0, perMinute: 1_000_000)
+                o.rateLimits = RateLimits(perChannelPerDay: 1_000_000, sameKindSpacing: 0, perMinute: 1_000_000)
             }
             results.add(s, code)
         }
@@ -213,7 +213,7 @@ import Testing
         #expect(early.0.processed == 0)
         sleep(4)
         let (later, code) = worker.run(now: seedInstant, batchSize: 100) { o in
-            o.rateLimits = RateLimits(perDay: 1000, kindSpacing: 0, perMinute: 1000)
+            o.rateLimits = RateLimits(perChannelPerDay: 1000, sameKindSpacing: 0, perMinute: 1000)
         }
         #expect(code == .ok)
         #expect(later.recovered == 40)

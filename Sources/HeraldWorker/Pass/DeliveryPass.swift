@@ -148,7 +148,7 @@ final class DeliveryPass {
             case .send:
                 guard let prefs, let route else { continue }  // decide() fails rows without these
                 let rendered = renderer.render(item, preferences: prefs,
-                                               unreadInApp: ctx.unreadInApp[item.recipientUserId] ?? 0, now: now)
+                                               unreadInApp: ctx.unreadInApp[item.recipientUserId] ?? 0)
                 let already = ctx.delivered[item.id] ?? []
                 let todo = destinations.filter { !already.contains(storedAddress($0)) }
                 var flight = InFlight(claimed: claimed, trail: result.trail, rendered: rendered,
