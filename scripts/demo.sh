@@ -25,12 +25,13 @@ $HERALD run --now 2026-01-25T03:00:00Z --quiet | tee /tmp/herald-demo-summary.js
 echo
 echo "== what the log adapter sent ($outbox)"
 if command -v python3 >/dev/null; then
-  python3 -c '
+  python3 - "$outbox" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     n = json.loads(line)
-    print(f"  {n[\"channel\"]:7} → {n[\"recipient_user_id\"][-1]}  {n[\"title\"]!r}: {n[\"body\"]!r}")
-' "$outbox"
+    who = n["recipient_user_id"][-1]
+    print(f"  {n['channel']:7} to user {who} via {n['provider']:7} {n['title']!r}: {n['body']!r}")
+PY
 else
   cat "$outbox"
 fi

@@ -68,7 +68,7 @@ func configurationFailure(_ error: Error) -> ExitNow {
     return ExitNow(code: .configuration)
 }
 
+/// Writes a line to stdout unbuffered, so the summary is out before the process exits with a code.
 func printJSON(_ text: String) {
-    print(text)
-    fflush(stdout)
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }

@@ -11,7 +11,8 @@ import HeraldHTTP
 public struct WebhookAdapter: HTTPAdapter {
     public let provider = "webhook"
     public let url: String
-    private let keys: [SymmetricKey]
+    /// The secrets' raw bytes (SymmetricKey is not Sendable; a key is made per signature).
+    private let keys: [[UInt8]]
     public var timeout: Double
 
     /// `secrets`: one or more space-separated `whsec_<base64>` secrets (a bare base64 string is accepted).
@@ -27,12 +28,12 @@ public struct WebhookAdapter: HTTPAdapter {
         self.timeout = timeout
     }
 
-    static func key(from secret: String) throws -> SymmetricKey {
+    static func key(from secret: String) throws -> [UInt8] {
         let encoded = secret.hasPrefix("whsec_") ? String(secret.dropFirst(6)) : secret
         guard let bytes = Data(base64Encoded: encoded), !bytes.isEmpty else {
             throw AdapterError("WEBHOOK_SECRET is not valid: expected whsec_ followed by base64")
         }
-        return SymmetricKey(data: bytes)
+        return Array(bytes)
     }
 
     /// The event body: `{"type":"notification.<kind>","timestamp":…,"data":{…}}`.
@@ -65,7 +66,7 @@ public struct WebhookAdapter: HTTPAdapter {
         var signed = Array("\(id).\(timestamp).".utf8)
         signed.append(contentsOf: body)
         return keys.map { key in
-            let mac = HMAC<SHA256>.authenticationCode(for: signed, using: key)
+            let mac = HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: key))
             return "v1," + Data(mac).base64EncodedString()
         }.joined(separator: " ")
     }

@@ -60,3 +60,8 @@ public struct QueueItem: Sendable, Equatable {
         return m != recipientUserId
     }
 }
+
+extension UUID {
+    /// The lower-case text form PostgreSQL prints, for logs and payloads.
+    public var lowercased: String { uuidString.lowercased() }
+}

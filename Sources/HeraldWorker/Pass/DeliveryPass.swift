@@ -86,7 +86,8 @@ final class DeliveryPass {
         var rendered: RenderedNotification
         var provider: String
         var expected: Int
-        var results: [(Destination, ClassifiedResponse)] = []
+        /// Per destination: the provider that handled it and what it said.
+        var results: [(destination: Destination, provider: String, response: ClassifiedResponse)] = []
         var inbox: InboxRecord?
         var previouslyDelivered: Bool
         var done: Bool { results.count >= expected }
@@ -131,7 +132,7 @@ final class DeliveryPass {
                 r.details = result.trail
                 immediate.rows.append(r)
                 logger.warning("row failed permanently", metadata: [
-                    "queue_id": "\(item.id)", "error": .string(message)])
+                    "queue_id": .string(item.id.lowercased), "error": .string(message)])
             case .skip(let reason):
                 var r = RowRecord(id: item.id, status: .skipped, event: reason == .superseded ? "superseded" : "skipped")
                 r.skipReason = reason.rawValue
@@ -160,19 +161,19 @@ final class DeliveryPass {
                     switch route {
                     case .log:
                         outbox.deliver(envelope)
-                        flight.results.append((destination, ClassifiedResponse(.delivered(messageId: nil))))
+                        flight.results.append((destination, "log", ClassifiedResponse(.delivered(messageId: nil))))
                     case .inbox:
                         flight.inbox = InboxRecord(
                             queueId: item.id, userId: item.recipientUserId, type: item.kindRaw,
                             priority: item.priority.rawValue, title: rendered.title, body: rendered.body,
                             deepLink: rendered.deepLink, data: .object(rendered.data))
-                        flight.results.append((destination, ClassifiedResponse(.delivered(messageId: nil))))
+                        flight.results.append((destination, "inbox", ClassifiedResponse(.delivered(messageId: nil))))
                     case .http(let adapter):
                         do {
                             requests.append(try adapter.request(for: envelope))
                             owners.append((index, destination, adapter))
                         } catch {
-                            flight.results.append((destination, ClassifiedResponse(
+                            flight.results.append((destination, adapter.provider, ClassifiedResponse(
                                 .permanent(code: "request_build", message: "could not build the request: \(error)"))))
                         }
                     }
@@ -196,7 +197,7 @@ final class DeliveryPass {
         transport.perform(requests) { index, response in
             let owner = owners[index]
             let classified = owner.adapter.classify(response, now: clock.now())
-            flights[owner.flight].results.append((owner.destination, classified))
+            flights[owner.flight].results.append((owner.destination, owner.adapter.provider, classified))
             summary.deliveries += 1
             if flights[owner.flight].done {
                 pending.append(finish(flights[owner.flight]))
@@ -241,9 +242,9 @@ final class DeliveryPass {
         let now = clock.now()
         var out = RecordBatch()
 
-        for (destination, response) in flight.results {
+        for (destination, provider, response) in flight.results {
             var d = DeliveryRecord(
-                queueId: item.id, attempt: item.attempts, channel: item.channelRaw, provider: destination.provider,
+                queueId: item.id, attempt: item.attempts, channel: item.channelRaw, provider: provider,
                 destination: storedAddress(destination), deviceTokenId: destination.deviceTokenId,
                 outcome: response.outcome.label, httpStatus: response.httpStatus, errorCode: response.outcome.code,
                 messageId: nil, error: response.outcome.message, latencyMs: response.latencyMs)
@@ -255,7 +256,7 @@ final class DeliveryPass {
         }
         if let inbox = flight.inbox { out.inbox.append(inbox) }
 
-        let outcomes = flight.results.map(\.1.outcome)
+        let outcomes = flight.results.map(\.response.outcome)
         let delivered = outcomes.compactMap { o -> String?? in
             if case .delivered(let id) = o { return .some(id) } else { return nil }
         }

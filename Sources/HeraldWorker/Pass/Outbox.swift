@@ -58,7 +58,7 @@ public final class Outbox: @unchecked Sendable {
             lock.unlock()
         }
         logger.info("log adapter delivered", metadata: [
-            "queue_id": .string(item.id.uuidString.lowercased()), "channel": .string(item.channelRaw),
+            "queue_id": .string(item.id.lowercased), "channel": .string(item.channelRaw),
             "kind": .string(item.kindRaw), "destination": .string(Redact.destination(envelope.destination.address)),
         ])
         logger.debug("log adapter notification", metadata: ["notification": .string(text)])
