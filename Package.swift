@@ -11,7 +11,7 @@ import PackageDescription
 // - swift-argument-parser: the CLI.
 // - swift-crypto: HMAC-SHA256 (webhook signatures), ES256/RS256 JWTs (APNs, FCM).
 // - swift-log: structured logging to stderr.
-// - swift-nio, swift-nio-ssl: only for the fake providers used by tests and `make bench`
+// - swift-nio, swift-nio-ssl, swift-nio-http2: only for the fake providers used by tests and `make bench`
 //   (loopback servers that speak the providers' real protocols over real TLS).
 let package = Package(
     name: "herald",
@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.30.0"),
     ],
     targets: [
         // C libraries, through the system's pkg-config.
@@ -65,6 +66,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "NIOHTTP2", package: "swift-nio-http2"),
         ], path: "Tests/Support"),
 
         .executableTarget(name: "herald-bench", dependencies: [

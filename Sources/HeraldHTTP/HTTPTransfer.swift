@@ -1,4 +1,9 @@
 import CCurl
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// One HTTP request in flight on an easy handle: configures the handle from an ``HTTPRequest`` and
 /// collects the response through libcurl's callbacks, which receive this object as an unretained
@@ -27,7 +32,10 @@ final class HTTPTransfer {
         try easy.set(CURLOPT_NOSIGNAL, 1)
         try easy.set(CURLOPT_FOLLOWLOCATION, 0)
         try easy.set(CURLOPT_HTTP_VERSION, request.version.curlValue)
-        try easy.set(CURLOPT_PIPEWAIT, 1)
+        // Wait for an HTTP/2 connection being set up rather than open another one. Only where HTTP/2 is
+        // possible: for cleartext HTTP/1.1, libcurl would hold requests until the first response arrives.
+        if request.version.mayMultiplex(url: request.url) { try easy.set(CURLOPT_PIPEWAIT, 1) }
+        if Self.verbose { try easy.set(CURLOPT_VERBOSE, 1) }
         try easy.set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
         try easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.timeout))
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(min(options.connectTimeout, request.timeout)))
@@ -121,6 +129,9 @@ final class HTTPTransfer {
             httpVersion: HTTPVersion.number(fromCurlInfo: easy.info(long: CURLINFO_HTTP_VERSION) ?? 0),
             seconds: easy.info(double: CURLINFO_TOTAL_TIME) ?? 0))
     }
+
+    /// HERALD_CURL_VERBOSE=1 makes libcurl describe every transfer on stderr (for debugging).
+    private static let verbose = getenv("HERALD_CURL_VERBOSE").map { String(cString: $0) == "1" } ?? false
 
     private static func milliseconds(_ seconds: Double) -> Int {
         guard seconds.isFinite, seconds > 0 else { return 1 }

@@ -33,6 +33,9 @@ public final class HTTPTransport {
         try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, max(1, options.maxConnectionsPerHost))
         try multi.set(CURLMOPT_MAX_TOTAL_CONNECTIONS, max(1, options.maxTotalConnections))
         try multi.set(CURLMOPT_MAXCONNECTS, max(1, options.maxTotalConnections))
+        // libcurl's own cap on streams per HTTP/2 connection defaults to 100, beyond which it opens a
+        // connection per further request; let the server's SETTINGS decide instead.
+        try multi.set(CURLMOPT_MAX_CONCURRENT_STREAMS, max(100, options.maxTransfersInFlight))
     }
 
     deinit {

@@ -21,6 +21,15 @@ public enum HTTPVersion: Sendable, Hashable {
         }
     }
 
+    /// Whether a request for `url` with this version can share an HTTP/2 connection.
+    func mayMultiplex(url: String) -> Bool {
+        switch self {
+        case .http1_1: false
+        case .http2: url.prefix(8).lowercased() == "https://"
+        case .http2PriorKnowledge: true
+        }
+    }
+
     /// Converts a CURLINFO_HTTP_VERSION value to 10, 11, 20 or 30 (0 if unknown).
     static func number(fromCurlInfo value: Int) -> Int {
         switch value {

@@ -1,0 +1,43 @@
+import Foundation
+import HeraldHTTP
+
+/// Lock-protected state for fake-server handlers and completion callbacks.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withValue<R>(_ body: (inout Value) -> R) -> R {
+        lock.withLock { body(&value) }
+    }
+
+    var current: Value { withValue { $0 } }
+}
+
+/// Seconds `body` took.
+func seconds(_ body: () throws -> Void) rethrows -> Double {
+    let start = Date()
+    try body()
+    return Date().timeIntervalSince(start)
+}
+
+extension Result {
+    var success: Success? {
+        if case .success(let value) = self { return value }
+        return nil
+    }
+
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
+
+/// Runs `requests` and returns each index's results (normally exactly one each).
+func performAll(_ transport: HTTPTransport, _ requests: [HTTPRequest])
+    -> [Int: [Result<HTTPResponse, TransportError>]] {
+    var results: [Int: [Result<HTTPResponse, TransportError>]] = [:]
+    transport.perform(requests) { index, result in results[index, default: []].append(result) }
+    return results
+}

@@ -1,0 +1,268 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+
+/// A request as the fake server received it.
+public struct FakeRequest: Sendable {
+    public var method: String
+    /// The path with its query, e.g. "/3/device/abc?x=1".
+    public var path: String
+    /// Header fields, names lower-cased, in the order received (over HTTP/2, `:authority` becomes `host`).
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+    /// "1.1" or "2".
+    public var httpVersion: String
+    public var receivedAt: Date
+
+    /// The first value of the header `name` (case-insensitive).
+    public func header(_ name: String) -> String? {
+        let wanted = name.lowercased()
+        return headers.first(where: { $0.0 == wanted })?.1
+    }
+
+    /// The body as UTF-8 text.
+    public var text: String { String(decoding: body, as: UTF8.self) }
+}
+
+/// What the fake server answers.
+///
+///     FakeResponse.json(200, #"{"name":"projects/p/messages/1"}"#)
+///     FakeResponse(status: 503, headers: [("retry-after", "2")], delay: 0.05)
+public struct FakeResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+    /// Seconds to wait before answering, scheduled on the event loop (other requests proceed meanwhile).
+    public var delay: Double
+    /// Interim 1xx responses sent first (e.g. 103 Early Hints), each with its own header fields.
+    public var informational: [(status: Int, headers: [(String, String)])]
+
+    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = [], delay: Double = 0,
+                informational: [(status: Int, headers: [(String, String)])] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.delay = delay
+        self.informational = informational
+    }
+
+    /// A JSON response with `content-type: application/json`.
+    public static func json(_ status: Int, _ text: String, headers: [(String, String)] = [],
+                            delay: Double = 0) -> FakeResponse {
+        FakeResponse(status: status, headers: [("content-type", "application/json")] + headers,
+                     body: Array(text.utf8), delay: delay)
+    }
+
+    /// A plain-text response.
+    public static func text(_ status: Int, _ text: String, headers: [(String, String)] = [],
+                            delay: Double = 0) -> FakeResponse {
+        FakeResponse(status: status, headers: [("content-type", "text/plain")] + headers,
+                     body: Array(text.utf8), delay: delay)
+    }
+}
+
+/// A loopback HTTP server for tests and benchmarks: cleartext HTTP/1.1, or TLS with ALPN h2 and
+/// http/1.1. The handler runs on the server's event loop for every request (keep it quick; use a lock
+/// for state); answers are sent after `FakeResponse.delay` without blocking other requests.
+///
+///     let certificates = try TestCertificates.make()
+///     let attempts = Counter()   // some lock-protected state of the test's own
+///     let server = try FakeHTTPServer(tls: certificates) { request in
+///         attempts.increment() == 1 ? .json(503, "{}") : .json(200, #"{"ok":true}"#)
+///     }
+///     defer { server.shutdown() }
+///     // send to server.baseURL + "/send", trusting certificates.caFile
+public final class FakeHTTPServer: Sendable {
+    /// The TCP port, on 127.0.0.1.
+    public let port: Int
+    /// "https://localhost:PORT" with TLS, else "http://127.0.0.1:PORT".
+    public let baseURL: String
+    private let group: MultiThreadedEventLoopGroup
+    private let channel: any Channel
+    private let state: FakeServerState
+
+    /// - Parameters:
+    ///   - tls: nil for cleartext HTTP/1.1; else TLS with these certificates, ALPN h2 and http/1.1.
+    ///   - threads: event loop threads.
+    ///   - handler: answers each request.
+    public init(tls: TestCertificates? = nil, threads: Int = 1,
+                handler: @escaping @Sendable (FakeRequest) -> FakeResponse) throws {
+        let state = FakeServerState(handler: handler)
+        let sslContext: NIOSSLContext?
+        if let tls {
+            let chain = try NIOSSLCertificate.fromPEMFile(tls.certFile).map { NIOSSLCertificateSource.certificate($0) }
+            let key = try NIOSSLPrivateKey(file: tls.keyFile, format: .pem)
+            var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain,
+                                                                         privateKey: .privateKey(key))
+            configuration.minimumTLSVersion = .tlsv12
+            configuration.applicationProtocols = ["h2", "http/1.1"]
+            sslContext = try NIOSSLContext(configuration: configuration)
+        } else {
+            sslContext = nil
+        }
+
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, threads))
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 1024)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                state.connectionAccepted()
+                guard let sslContext else {
+                    return Self.configureHTTP1(channel, state: state)
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                }.flatMap {
+                    channel.configureHTTP2SecureUpgrade(
+                        h2ChannelConfigurator: { channel in Self.configureHTTP2(channel, state: state) },
+                        http1ChannelConfigurator: { channel in Self.configureHTTP1(channel, state: state) })
+                }
+            }
+        do {
+            channel = try bootstrap.bind(host: "127.0.0.1", port: 0).wait()
+        } catch {
+            try? group.syncShutdownGracefully()
+            throw error
+        }
+        self.group = group
+        self.state = state
+        port = channel.localAddress?.port ?? 0
+        baseURL = tls == nil ? "http://127.0.0.1:\(port)" : "https://localhost:\(port)"
+    }
+
+    deinit {
+        shutdown()
+    }
+
+    /// Every request received so far, in arrival order.
+    public var requests: [FakeRequest] { state.requests }
+
+    /// TCP connections accepted so far.
+    public var connectionCount: Int { state.connections }
+
+    /// Closes the listening socket and every connection, and stops the threads. Idempotent.
+    /// Call it from a test's thread, never from the handler.
+    public func shutdown() {
+        guard state.markShutDown() else { return }
+        try? channel.close().wait()
+        try? group.syncShutdownGracefully()
+    }
+
+    private static func configureHTTP1(_ channel: any Channel, state: FakeServerState) -> EventLoopFuture<Void> {
+        channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+            try channel.pipeline.syncOperations.addHandler(FakeRequestHandler(httpVersion: "1.1", state: state))
+        }
+    }
+
+    private static func configureHTTP2(_ channel: any Channel, state: FakeServerState) -> EventLoopFuture<Void> {
+        // Like real providers (APNs allows ~1,000), accept many concurrent streams per connection.
+        let settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000)]
+            + nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
+        return channel.configureHTTP2Pipeline(mode: .server, initialLocalSettings: settings) { stream in
+            stream.eventLoop.makeCompletedFuture {
+                try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
+                try stream.pipeline.syncOperations.addHandler(FakeRequestHandler(httpVersion: "2", state: state))
+            }
+        }.map { _ in () }
+    }
+}
+
+/// The fake server's shared, lock-protected state.
+private final class FakeServerState: @unchecked Sendable {
+    let handler: @Sendable (FakeRequest) -> FakeResponse
+    private let lock = NSLock()
+    private var _requests: [FakeRequest] = []
+    private var _connections = 0
+    private var _shutDown = false
+
+    init(handler: @escaping @Sendable (FakeRequest) -> FakeResponse) {
+        self.handler = handler
+    }
+
+    var requests: [FakeRequest] { lock.withLock { _requests } }
+    var connections: Int { lock.withLock { _connections } }
+    func connectionAccepted() { lock.withLock { _connections += 1 } }
+    func received(_ request: FakeRequest) { lock.withLock { _requests.append(request) } }
+    /// True the first time only.
+    func markShutDown() -> Bool {
+        lock.withLock {
+            defer { _shutDown = true }
+            return !_shutDown
+        }
+    }
+}
+
+/// Turns HTTP/1-style request parts (from the HTTP/1.1 decoder or the HTTP/2 stream codec) into a
+/// `FakeRequest`, asks the handler, and writes its answer.
+private final class FakeRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let httpVersion: String
+    private let state: FakeServerState
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+
+    init(httpVersion: String, state: FakeServerState) {
+        self.httpVersion = httpVersion
+        self.state = state
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+            body = []
+        case .body(var buffer):
+            body += buffer.readBytes(length: buffer.readableBytes) ?? []
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            let request = FakeRequest(
+                method: head.method.rawValue, path: head.uri,
+                headers: head.headers.map { ($0.name.lowercased(), $0.value) },
+                body: body, httpVersion: httpVersion, receivedAt: Date())
+            state.received(request)
+            let response = state.handler(request)
+            let keepAlive = head.isKeepAlive
+            let version = head.version
+            if response.delay > 0 {
+                context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(response.delay * 1e9))) {
+                    self.respond(context: context, response, version: version, keepAlive: keepAlive)
+                }
+            } else {
+                respond(context: context, response, version: version, keepAlive: keepAlive)
+            }
+        }
+    }
+
+    private func respond(context: ChannelHandlerContext, _ response: FakeResponse, version: NIOHTTP1.HTTPVersion,
+                         keepAlive: Bool) {
+        guard context.channel.isActive else { return }
+        for interim in response.informational {
+            var headers = HTTPHeaders()
+            for (name, value) in interim.headers { headers.add(name: name, value: value) }
+            let head = HTTPResponseHead(version: version, status: .init(statusCode: interim.status), headers: headers)
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+        }
+        var headers = HTTPHeaders()
+        for (name, value) in response.headers { headers.add(name: name, value: value) }
+        headers.replaceOrAdd(name: "content-length", value: String(response.body.count))
+        if httpVersion == "1.1", !keepAlive { headers.replaceOrAdd(name: "connection", value: "close") }
+        let head = HTTPResponseHead(version: version, status: .init(statusCode: response.status), headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if !response.body.isEmpty {
+            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: response.body)))),
+                          promise: nil)
+        }
+        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if httpVersion == "1.1", !keepAlive {
+            done.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        }
+    }
+}
