@@ -102,6 +102,7 @@ create or replace function register_device_token(
 ) returns jsonb
 language plpgsql security definer set search_path = public, pg_temp
 as $$
+#variable_conflict use_column
 declare
   caller uuid := auth.uid();
   chosen_provider text;

@@ -48,7 +48,7 @@ struct Bench {
         try admin.execute("drop database if exists \(unescaped: name) with (force)")
         try admin.execute("create database \(unescaped: name)")
         admin.close()
-        let url = serverURL.replacingOccurrences(of: "/postgres", with: "/\(name)")
+        let url = TestDatabase.url(serverURL, database: name)
         let db = try PGConnection(url)
         try Migrator(directory: root.appendingPathComponent("sql")).migrate(db)
         db.close()

@@ -75,7 +75,7 @@ import Testing
         let server = try FakeHTTPServer { _ in FakeResponse(status: 200, delay: 1.0) }
         defer { server.shutdown() }
         var recipients: [UUID] = []
-        for _ in 0..<20 { recipients.append(try f.profile()) }
+        for _ in 0..<60 { recipients.append(try f.profile()) }
         try f.enqueueMany(60, to: recipients, channel: "webhook", at: seedInstant)
         var env = ProcessInfo.processInfo.environment
         env["DATABASE_URL"] = tdb.url
@@ -110,7 +110,7 @@ import Testing
         let name = "herald_mig_\(UInt32.random(in: 0...UInt32.max))"
         try admin.execute("create database \(unescaped: name)")
         defer { _ = try? admin.execute("drop database if exists \(unescaped: name) with (force)") }
-        let url = server.replacingOccurrences(of: "/postgres", with: "/\(name)")
+        let url = TestDatabase.url(server, database: name)
         var env = ProcessInfo.processInfo.environment
         env["DATABASE_URL"] = url
         let sqlDir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -64,7 +64,7 @@ public enum TestDatabase {
             try server.execute("drop database if exists \(identifier: building) with (force)")
             try server.execute("create database \(identifier: building)")
             do {
-                let conn = try PGConnection(databaseURL(serverURL, database: building), applicationName: "herald-tests")
+                let conn = try PGConnection(url(serverURL, database: building), applicationName: "herald-tests")
                 defer { conn.close() }
                 try migrator.migrate(conn)
             } catch {
@@ -74,7 +74,7 @@ public enum TestDatabase {
             try server.execute("alter database \(identifier: building) rename to \(identifier: template)")
         }
         try server.execute("create database \(identifier: name) template \(identifier: template)")
-        return TestDB(name: name, url: databaseURL(serverURL, database: name), serverURL: serverURL)
+        return TestDB(name: name, url: url(serverURL, database: name), serverURL: serverURL)
     }
 
     /// Key of the advisory lock (taken in the server's `postgres` database) guarding template builds.
@@ -92,7 +92,7 @@ public enum TestDatabase {
 
     /// `serverURL` pointing at another database: the URI's path replaced, or `dbname=` appended to a
     /// key=value conninfo (the last occurrence wins).
-    static func databaseURL(_ serverURL: String, database: String) -> String {
+    public static func url(_ serverURL: String, database: String) -> String {
         if serverURL.hasPrefix("postgres://") || serverURL.hasPrefix("postgresql://"),
            var components = URLComponents(string: serverURL) {
             components.path = "/" + database
