@@ -3,6 +3,7 @@
 #   make test    every test, against a disposable PostgreSQL
 # and `make bench` for the performance figures.
 
+SHELL      := /bin/bash
 SWIFT      ?= swift
 PG          = scripts/pg.sh
 PG_URL      = $(shell $(PG) url)
@@ -19,11 +20,13 @@ deps:
 build: deps
 	$(SWIFT) build
 
-# Starts PostgreSQL, runs every test with the server's URL, stops the server whatever the outcome.
+# Starts PostgreSQL, runs every test with the server's URL, stops the server whatever the outcome,
+# and ends with one line: "tests: N passed, N failed".
 test: deps
 	$(SWIFT) build --build-tests
 	@url=$$($(PG) start) && trap '$(PG) stop' EXIT INT TERM && \
-	  HERALD_TEST_DATABASE_URL="$$url" $(SWIFT) test --skip-build
+	  HERALD_TEST_DATABASE_URL="$$url" $(SWIFT) test --skip-build 2>&1 | tee .build/test.log; \
+	  rc=$${PIPESTATUS[0]}; scripts/test-summary.sh .build/test.log; exit $$rc
 
 demo: deps
 	$(SWIFT) build

@@ -25,8 +25,30 @@ public struct Envelope: Sendable {
 public protocol HTTPAdapter: Sendable {
     /// The provider's name as stored in `notification_deliveries.provider`: "webhook", "apns", …
     var provider: String { get }
+    /// Work to do before a batch of sends, outside any transaction: fetch or refresh an access token
+    /// (FCM's OAuth exchange). Most adapters have nothing to do.
+    func prepare(now: Date, transport: HTTPTransport) throws
     func request(for envelope: Envelope) throws -> HTTPRequest
     func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse
+}
+
+extension HTTPAdapter {
+    public func prepare(now: Date, transport: HTTPTransport) throws {}
+}
+
+/// A provider that takes many messages in one request (Expo: up to 100) and answers for each.
+public protocol BatchHTTPAdapter: Sendable {
+    var provider: String { get }
+    /// The most envelopes one request may carry.
+    var maxBatch: Int { get }
+    func prepare(now: Date, transport: HTTPTransport) throws
+    func request(for envelopes: [Envelope]) throws -> HTTPRequest
+    /// One outcome per envelope, in the order of the request.
+    func classify(_ result: Result<HTTPResponse, TransportError>, count: Int, now: Date) -> [ClassifiedResponse]
+}
+
+extension BatchHTTPAdapter {
+    public func prepare(now: Date, transport: HTTPTransport) throws {}
 }
 
 /// How a channel is delivered in this run.

@@ -55,13 +55,7 @@ struct Enqueue: ParsableCommand {
     }
 
     func run() throws {
-        let settings: Settings
-        do {
-            _ = try common.logger()
-            settings = try Settings.load()
-        } catch {
-            throw configurationFailure(error)
-        }
+        let (settings, _) = try common.start()
         var n = ManualNotification(recipient: UUID(uuidString: to)!, channel: Channel(rawValue: channel)!,
                                    kind: Kind(rawValue: kind)!)
         n.title = title

@@ -20,13 +20,7 @@ struct Explain: ParsableCommand {
     }
 
     func run() throws {
-        let settings: Settings
-        do {
-            _ = try common.logger()
-            settings = try Settings.load()
-        } catch {
-            throw configurationFailure(error)
-        }
+        let (settings, _) = try common.start()
         let db = try connect(settings)
         defer { db.close() }
         do {

@@ -50,8 +50,18 @@ struct CommonOptions: ParsableArguments {
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error (default: HERALD_LOG_LEVEL or info).")
     var logLevel: String?
 
-    func logger() throws -> Logger {
-        let settings = try Settings.load()
+    /// Sets up logging and reads the settings; a problem with either is a configuration error (exit 1).
+    func start() throws -> (Settings, Logger) {
+        do {
+            let settings = try Settings.load()
+            return (settings, try logger(settings))
+        } catch {
+            FileHandle.standardError.write(Data("herald: \(error)\n".utf8))
+            throw ExitNow(code: .configuration)
+        }
+    }
+
+    private func logger(_ settings: Settings) throws -> Logger {
         let name = logLevel ?? settings["HERALD_LOG_LEVEL"] ?? (quiet ? "warning" : "info")
         guard let level = Logger.Level(rawValue: name.lowercased()) else {
             throw ConfigError("log level must be one of trace, debug, info, notice, warning, error; got '\(name)'")
@@ -60,12 +70,6 @@ struct CommonOptions: ParsableArguments {
         LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: effective) }
         return Logger(label: "herald")
     }
-}
-
-/// Prints a configuration problem the way every subcommand does, and exits 1.
-func configurationFailure(_ error: Error) -> ExitNow {
-    FileHandle.standardError.write(Data("herald: \(error)\n".utf8))
-    return ExitNow(code: .configuration)
 }
 
 /// Writes a line to stdout unbuffered, so the summary is out before the process exits with a code.

@@ -21,14 +21,13 @@ struct Migrate: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        let settings: Settings
+        let (settings, _) = try common.start()
         let migrator: Migrator
         do {
-            _ = try common.logger()
-            settings = try Settings.load()
             migrator = try Migrator(directory: URL(fileURLWithPath: try locateSQL(settings)))
         } catch {
-            throw configurationFailure(error)
+            FileHandle.standardError.write(Data("herald: \(error)\n".utf8))
+            throw ExitNow(code: .configuration)
         }
         let db = try connect(settings)
         defer { db.close() }

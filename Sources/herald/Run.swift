@@ -71,14 +71,7 @@ struct Run: ParsableCommand {
     }
 
     func run() throws {
-        let logger: Logger
-        let settings: Settings
-        do {
-            logger = try common.logger()
-            settings = try Settings.load()
-        } catch {
-            throw configurationFailure(error)
-        }
+        let (settings, logger) = try common.start()
         var options = PassOptions()
         options.batchSize = batchSize
         options.drain = drain
@@ -98,4 +91,3 @@ struct Run: ParsableCommand {
     }
 }
 
-import Logging

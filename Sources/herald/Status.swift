@@ -12,13 +12,7 @@ struct Status: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        let settings: Settings
-        do {
-            _ = try common.logger()
-            settings = try Settings.load()
-        } catch {
-            throw configurationFailure(error)
-        }
+        let (settings, _) = try common.start()
         let db = try connect(settings)
         defer { db.close() }
         let report = try databaseStep { try HeraldWorker.Status.report(db) }

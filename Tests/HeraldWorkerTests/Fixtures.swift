@@ -78,6 +78,16 @@ struct Fixtures {
     func count(_ sql: SQL) throws -> Int {
         try db.query(sql).first?[0].int ?? -1
     }
+
+    /// Polls a count until it reaches `atLeast`; false after `seconds`.
+    func waitFor(_ sql: SQL, atLeast n: Int, seconds: Double = 20) throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try count(sql) >= n { return true }
+            usleep(20_000)
+        }
+        return false
+    }
 }
 
 /// Runs passes in-process against a test database, with settings a test chooses.

@@ -77,21 +77,13 @@ import Testing
         var recipients: [UUID] = []
         for _ in 0..<60 { recipients.append(try f.profile()) }
         try f.enqueueMany(60, to: recipients, channel: "webhook", at: seedInstant)
-        var env = ProcessInfo.processInfo.environment
-        env["DATABASE_URL"] = tdb.url
-        env["WEBHOOK_URL"] = server.baseURL + "/hooks"
-        env["WEBHOOK_SECRET"] = WebhookDeliveryTests.secret
-        let p = Process()
-        p.executableURL = HeraldBinary.url
-        p.arguments = ["run", "--now", ISO8601.string(seedInstant), "--batch-size", "20", "--drain", "--quiet"]
-        p.environment = env
         let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let deadline = Date().addingTimeInterval(20)
-        while try f.count("select count(*)::int from notification_queue where status = 'processing'") == 0 && Date() < deadline {
-            usleep(20_000)
-        }
+        let p = try HeraldBinary.start(
+            ["run", "--now", ISO8601.string(seedInstant), "--batch-size", "20", "--drain", "--quiet"],
+            env: ["DATABASE_URL": tdb.url, "WEBHOOK_URL": server.baseURL + "/hooks",
+                  "WEBHOOK_SECRET": WebhookDeliveryTests.secret],
+            stdout: out)
+        #expect(try f.waitFor("select count(*)::int from notification_queue where status = 'processing'", atLeast: 1))
         p.terminate()  // SIGTERM
         p.waitUntilExit()
         #expect(p.terminationStatus == 3)
@@ -111,19 +103,11 @@ import Testing
         try admin.execute("create database \(unescaped: name)")
         defer { _ = try? admin.execute("drop database if exists \(unescaped: name) with (force)") }
         let url = TestDatabase.url(server, database: name)
-        var env = ProcessInfo.processInfo.environment
-        env["DATABASE_URL"] = url
         let sqlDir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("sql").path
-        let procs = (0..<2).map { _ -> Process in
-            let p = Process()
-            p.executableURL = HeraldBinary.url
-            p.arguments = ["migrate", "--sql-dir", sqlDir, "--quiet"]
-            p.environment = env
-            p.standardOutput = FileHandle.nullDevice
-            return p
+        let procs = try (0..<2).map { _ in
+            try HeraldBinary.start(["migrate", "--sql-dir", sqlDir, "--quiet"], env: ["DATABASE_URL": url])
         }
-        for p in procs { try p.run() }
         for p in procs { p.waitUntilExit() }
         #expect(procs.allSatisfy { $0.terminationStatus == 0 })
         let db = try PGConnection(url)

@@ -185,23 +185,15 @@ import Testing
         for _ in 0..<40 { recipients.append(try f.profile()) }
         try f.enqueueMany(40, to: recipients, channel: "webhook", at: seedInstant)
 
-        var env = ProcessInfo.processInfo.environment
-        env["DATABASE_URL"] = tdb.url
-        env["WEBHOOK_URL"] = server.baseURL + "/hooks"
-        env["WEBHOOK_SECRET"] = Self.secret
-        env["HERALD_LEASE_SECONDS"] = "3"
-        let process = Process()
-        process.executableURL = HeraldBinary.url
-        process.arguments = ["run", "--now", ISO8601.string(seedInstant), "--batch-size", "40", "--deadline", "2", "--quiet"]
-        process.environment = env
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let process = try HeraldBinary.start(
+            ["run", "--now", ISO8601.string(seedInstant), "--batch-size", "40", "--deadline", "2", "--quiet"],
+            env: ["DATABASE_URL": tdb.url, "WEBHOOK_URL": server.baseURL + "/hooks", "WEBHOOK_SECRET": Self.secret,
+                  "HERALD_LEASE_SECONDS": "3"])
         // Wait until the pass has claimed its batch, then kill it without a chance to record.
-        let deadline = Date().addingTimeInterval(20)
-        while try f.count("select count(*)::int from notification_queue where status = 'processing'") < 40 {
-            #expect(Date() < deadline, "the pass never claimed its batch")
-            if Date() >= deadline { process.terminate(); return }
-            usleep(20_000)
+        guard try f.waitFor("select count(*)::int from notification_queue where status = 'processing'", atLeast: 40) else {
+            process.terminate()
+            Issue.record("the pass never claimed its batch")
+            return
         }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
@@ -250,6 +242,17 @@ final class Results: @unchecked Sendable {
 
 /// The `herald` executable that `swift build` made, for tests that need a real process.
 enum HeraldBinary {
+    /// Starts `herald` with `args`, the test's environment plus `env`, and stdout into `stdout`.
+    static func start(_ args: [String], env: [String: String], stdout: Pipe? = nil) throws -> Process {
+        let p = Process()
+        p.executableURL = url
+        p.arguments = args
+        p.environment = ProcessInfo.processInfo.environment.merging(env) { _, new in new }
+        p.standardOutput = stdout ?? FileHandle.nullDevice
+        try p.run()
+        return p
+    }
+
     static var url: URL {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()

@@ -5,7 +5,8 @@ import Foundation
 ///
 ///     herald run --metrics-file /var/lib/node_exporter/textfile_collector/herald.prom
 public enum Metrics {
-    public static func text(_ s: Summary, now: Date = Date()) -> String {
+    /// `previousSuccess` carries the last success time over a failed pass, so the alert fires on age.
+    public static func text(_ s: Summary, now: Date = Date(), previousSuccess: Double? = nil) -> String {
         var out = ""
         func metric(_ name: String, _ help: String, _ type: String, _ samples: [(String, Double)]) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
@@ -40,21 +41,31 @@ public enum Metrics {
                [("", s.ok && !s.interrupted ? 1 : 0)])
         metric("herald_last_run_timestamp_seconds", "When the last pass finished.", "gauge",
                [("", now.timeIntervalSince1970.rounded())])
-        if s.ok && !s.interrupted {
+        let lastSuccess = s.ok && !s.interrupted ? now.timeIntervalSince1970.rounded() : previousSuccess
+        if let lastSuccess {
             metric("herald_last_success_timestamp_seconds", "When the last successful pass finished.", "gauge",
-                   [("", now.timeIntervalSince1970.rounded())])
+                   [("", lastSuccess)])
         }
         return out
     }
 
     /// Written to a temporary file and renamed, so the collector never reads half a file.
-    public static func write(_ s: Summary, to path: String) throws {
+    public static func write(_ s: Summary, to path: String, now: Date = Date()) throws {
         let tmp = path + ".\(getpid()).tmp"
-        try text(s).write(toFile: tmp, atomically: false, encoding: .utf8)
+        try text(s, now: now, previousSuccess: lastSuccess(in: path)).write(toFile: tmp, atomically: false, encoding: .utf8)
         if rename(tmp, path) != 0 {
             unlink(tmp)
             throw ConfigError("cannot rename \(tmp) to \(path): \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// The success time recorded in an earlier metrics file, if any.
+    static func lastSuccess(in path: String) -> Double? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("herald_last_success_timestamp_seconds ") {
+            return Double(line.split(separator: " ").last ?? "")
+        }
+        return nil
     }
 
     static func escape(_ s: String) -> String {

@@ -147,7 +147,14 @@ final class DeliveryPass {
                 r.details = result.trail
                 immediate.rows.append(r)
             case .send:
-                guard let prefs, let route else { continue }  // decide() fails rows without these
+                guard let prefs, let route else {
+                    // decide() fails rows without a profile or a known channel; never leave one leased.
+                    var r = RowRecord(id: item.id, status: .failed, event: "failed")
+                    r.permanent = true
+                    r.lastError = "no route for channel '\(item.channelRaw)'"
+                    immediate.rows.append(r)
+                    continue
+                }
                 let rendered = renderer.render(item, preferences: prefs,
                                                unreadInApp: ctx.unreadInApp[item.recipientUserId] ?? 0)
                 let already = ctx.delivered[item.id] ?? []
@@ -184,9 +191,8 @@ final class DeliveryPass {
         if dryRun { return }
 
         // Rows whose fate is already known are recorded before any network I/O.
-        for (i, flight) in flights.enumerated() where flight.done {
+        for flight in flights where flight.done {
             immediate.append(finish(flight))
-            flights[i].expected = -1  // recorded
         }
         try flush(&immediate, batch: batch)
 

@@ -1,0 +1,98 @@
+import Foundation
+import HeraldCore
+import HeraldPostgres
+import HeraldTestSupport
+import HeraldWorker
+import Testing
+
+/// The claim, lease and record protocol, statement by statement.
+@Suite struct QueueStoreTests {
+    @Test func aPassThatOverranItsLeaseCannotOverwriteTheNewOwner() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let id = try f.enqueue(to: try f.profile(), at: seedInstant)
+        let a = QueueStore(db: try tdb.connect(), passId: "pass-a")
+        let b = QueueStore(db: try tdb.connect(), passId: "pass-b")
+
+        let claimedA = try a.claimRows(limit: 10, now: seedInstant, channels: ["in_app"], leaseSeconds: 1)
+        #expect(claimedA.map(\.item.id) == [id])
+        // While A holds the lease, B can neither claim nor recover the row.
+        #expect(try b.claimRows(limit: 10, now: seedInstant, channels: ["in_app"], leaseSeconds: 60).isEmpty)
+        #expect(try b.recoverExpiredLeases() == 0)
+        sleep(2)
+        #expect(try b.recoverExpiredLeases() == 1)
+        let claimedB = try b.claimRows(limit: 10, now: seedInstant, channels: ["in_app"], leaseSeconds: 60)
+        #expect(claimedB.first?.item.attempts == 2)
+
+        // A wakes up and tries to record: fenced out.
+        var late = RecordBatch()
+        late.rows.append(RowRecord(id: id, status: .skipped, event: "skipped"))
+        #expect(try a.record(late).isEmpty)
+        var mine = RecordBatch()
+        var sent = RowRecord(id: id, status: .sent, event: "sent")
+        sent.sentAt = seedInstant
+        mine.rows.append(sent)
+        #expect(try b.record(mine) == [id])
+        let row = try f.row(id)
+        #expect(row["status"].string == "sent")
+        #expect(row["locked_by"].isNull)
+    }
+
+    @Test func claimTakesNoMoreThanTheLimitInPriorityOrder() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let p = try f.profile()
+        let low = try f.enqueue(to: p, at: seedInstant.addingTimeInterval(-300), priority: "low")
+        let normal = try f.enqueue(to: p, at: seedInstant.addingTimeInterval(-200))
+        let high = try f.enqueue(to: p, at: seedInstant.addingTimeInterval(-100), priority: "high")
+        let future = try f.enqueue(to: p, at: seedInstant.addingTimeInterval(600), priority: "high")
+        let store = QueueStore(db: try tdb.connect(), passId: "p")
+        let first = try store.claimRows(limit: 2, now: seedInstant, channels: ["in_app"], leaseSeconds: 60)
+        #expect(first.map(\.item.id) == [high, normal])
+        #expect(try f.count("select count(*)::int from notification_queue where status = 'processing'") == 2)
+        let second = try store.claimRows(limit: 2, now: seedInstant, channels: ["in_app"], leaseSeconds: 60)
+        #expect(second.map(\.item.id) == [low])
+        #expect(try f.row(future)["status"].string == "pending")
+    }
+
+    @Test func theClaimUsesThePartialIndex() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        try f.enqueueMany(5000, to: [try f.profile()], channel: "in_app", at: seedInstant)
+        try db.execute("update notification_queue set status = 'sent' where random() < 0.95")
+        try db.execute("analyze notification_queue")
+        let plan = try db.query("""
+            explain select id from notification_queue
+             where (status = 'pending' or (status = 'failed' and not permanent))
+               and run_after <= now() and attempts < max_attempts
+             order by priority_rank, run_after, id limit 50
+            """).map { $0[0].string ?? "" }.joined(separator: "\n")
+        #expect(plan.contains("notification_queue_due"), "plan:\n\(plan)")
+    }
+
+    @Test func pruningRemovesOldTerminalRowsOnly() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let p = try f.profile()
+        let oldSent = try f.enqueue(to: p, at: seedInstant)
+        let oldPending = try f.enqueue(to: p, at: seedInstant)
+        let oldRetrying = try f.enqueue(to: p, at: seedInstant)
+        let recentSent = try f.enqueue(to: p, at: seedInstant)
+        try db.execute("update notification_queue set status = 'sent' where id = any(\([oldSent, recentSent])::uuid[])")
+        try db.execute("update notification_queue set status = 'failed', permanent = false where id = \(oldRetrying)")
+        try db.execute("""
+            update notification_queue set updated_at = now() - interval '40 days'
+             where id = any(\([oldSent, oldPending, oldRetrying])::uuid[])
+            """)
+        let pruned = try QueueStore(db: db, passId: "p").pruneTerminal(retentionDays: 30)
+        #expect(pruned == 1)
+        let left = Set(try db.query("select id from notification_queue").compactMap { $0["id"].uuid })
+        #expect(left == [oldPending, oldRetrying, recentSent])
+    }
+}
