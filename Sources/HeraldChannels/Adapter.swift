@@ -51,21 +51,49 @@ extension BatchHTTPAdapter {
     public func prepare(now: Date, transport: HTTPTransport) throws {}
 }
 
+/// An adapter of either shape.
+public enum ProviderAdapter: Sendable {
+    case single(any HTTPAdapter)
+    case batch(any BatchHTTPAdapter)
+
+    public var provider: String {
+        switch self {
+        case .single(let a): a.provider
+        case .batch(let a): a.provider
+        }
+    }
+
+    public func prepare(now: Date, transport: HTTPTransport) throws {
+        switch self {
+        case .single(let a): try a.prepare(now: now, transport: transport)
+        case .batch(let a): try a.prepare(now: now, transport: transport)
+        }
+    }
+}
+
 /// How a channel is delivered in this run.
 public enum ChannelRoute: Sendable {
     /// Printed as a JSON line (development, demos, dry runs of a channel).
     case log
     /// Written to the `inbox` table in the same transaction that records the row as sent.
     case inbox
-    /// Sent through a provider over HTTP.
-    case http(any HTTPAdapter)
+    /// Sent through providers over HTTP (or SMTP), chosen by the destination's provider: push reaches
+    /// each device token through its own provider (apns, fcm, expo); other channels have one.
+    case providers([String: ProviderAdapter])
 
+    /// The provider that serves destinations with no provider of their own (phones, addresses, URLs).
     public var provider: String {
         switch self {
         case .log: "log"
         case .inbox: "inbox"
-        case .http(let a): a.provider
+        case .providers(let p): p.keys.sorted().first ?? "none"
         }
+    }
+
+    /// The adapter for a destination's provider, if this route has one.
+    public func adapter(for provider: String) -> ProviderAdapter? {
+        if case .providers(let p) = self { return p[provider] }
+        return nil
     }
 }
 

@@ -26,7 +26,7 @@ public struct ChannelRoutes: Sendable {
             }
             let timeout = Double(try settings.int("WEBHOOK_TIMEOUT_SECONDS") ?? 15)
             do {
-                routes[.webhook] = .http(try WebhookAdapter(url: url, secrets: secret, timeout: timeout))
+                routes[.webhook] = .providers(["webhook": .single(try WebhookAdapter(url: url, secrets: secret, timeout: timeout))])
             } catch let error as AdapterError {
                 throw ConfigError(error.description)
             }

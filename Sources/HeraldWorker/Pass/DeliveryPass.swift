@@ -21,6 +21,8 @@ final class DeliveryPass {
     var summary: Summary
     var rng = SystemRandomNumberGenerator()
     private var lastProgress = 0.0
+    /// Providers that answered "too many requests, wait": not called again before the time they gave.
+    var throttledUntil: [String: Date] = [:]
 
     init(store: QueueStore, routes: ChannelRoutes, transport: HTTPTransport, options: PassOptions,
          clock: PassClock, logger: Logger, outbox: Outbox, summary: Summary) {
@@ -102,8 +104,7 @@ final class DeliveryPass {
 
         var immediate = RecordBatch()
         var flights: [InFlight] = []
-        var requests: [HTTPRequest] = []
-        var owners: [(flight: Int, destination: Destination, adapter: any HTTPAdapter)] = []
+        var jobs: [Job] = []
 
         for claimed in batch {
             let item = claimed.item
@@ -175,14 +176,13 @@ final class DeliveryPass {
                             priority: item.priority.rawValue, title: rendered.title, body: rendered.body,
                             deepLink: rendered.deepLink, data: .object(rendered.data))
                         flight.results.append((destination, "inbox", ClassifiedResponse(.delivered(messageId: nil))))
-                    case .http(let adapter):
-                        do {
-                            requests.append(try adapter.request(for: envelope))
-                            owners.append((index, destination, adapter))
-                        } catch {
-                            flight.results.append((destination, adapter.provider, ClassifiedResponse(
-                                .permanent(code: "request_build", message: "could not build the request: \(error)"))))
+                    case .providers:
+                        guard let adapter = route.adapter(for: destination.provider) else {
+                            flight.results.append((destination, destination.provider, ClassifiedResponse(
+                                .permanent(code: "no_adapter", message: "no adapter for provider '\(destination.provider)'"))))
+                            continue
                         }
+                        jobs.append(Job(flight: index, envelope: envelope, adapter: adapter))
                     }
                 }
                 flights.append(flight)
@@ -196,17 +196,15 @@ final class DeliveryPass {
         }
         try flush(&immediate, batch: batch)
 
-        guard !requests.isEmpty else { return }
+        guard !jobs.isEmpty else { return }
         var pending = RecordBatch()
         var lastFlush = clock.elapsed
         var flushError: Error?
-        transport.perform(requests) { index, response in
-            let owner = owners[index]
-            let classified = owner.adapter.classify(response, now: clock.now())
-            flights[owner.flight].results.append((owner.destination, owner.adapter.provider, classified))
+        send(jobs) { job, provider, classified in
+            flights[job.flight].results.append((job.envelope.destination, provider, classified))
             summary.deliveries += 1
-            if flights[owner.flight].done {
-                pending.append(finish(flights[owner.flight]))
+            if flights[job.flight].done {
+                pending.append(finish(flights[job.flight]))
                 if flushError == nil && (pending.rows.count >= options.recordChunk || clock.elapsed - lastFlush > 0.25) {
                     do { try flush(&pending, batch: batch) } catch { flushError = error }
                     lastFlush = clock.elapsed
@@ -215,6 +213,104 @@ final class DeliveryPass {
         }
         if let flushError { throw flushError }
         try flush(&pending, batch: batch)
+    }
+
+    // MARK: - Sending
+
+    /// One send to one destination through one provider's adapter.
+    struct Job {
+        var flight: Int
+        var envelope: Envelope
+        var adapter: ProviderAdapter
+    }
+
+    /// Sends every job concurrently on the shared transport: one request per job for single adapters,
+    /// one per `maxBatch` jobs for batch adapters. Each provider is prepared first (access tokens); a
+    /// provider that cannot be prepared, or that asked us to slow down earlier in this pass, is not
+    /// called — its jobs are retried later. `done` is called once per job as its answer arrives.
+    func send(_ jobs: [Job], done: (Job, String, ClassifiedResponse) -> Void) {
+        var byProvider: [String: [Job]] = [:]
+        for job in jobs { byProvider[job.adapter.provider, default: []].append(job) }
+
+        var requests: [HTTPRequest] = []
+        var owners: [(jobs: [Job], adapter: ProviderAdapter)] = []
+        for (provider, jobs) in byProvider.sorted(by: { $0.key < $1.key }) {
+            let adapter = jobs[0].adapter
+            let now = clock.now()
+            if let until = throttledUntil[provider], until > now {
+                let wait = until.timeIntervalSince(now)
+                for job in jobs {
+                    done(job, provider, ClassifiedResponse(.retry(after: wait, code: "throttled",
+                        message: "\(provider) asked to slow down; not called again before \(ISO8601.string(until))")))
+                }
+                continue
+            }
+            do {
+                try adapter.prepare(now: now, transport: transport)
+            } catch {
+                logger.error("could not prepare a provider; its sends are retried later",
+                             metadata: ["provider": .string(provider), "error": .string("\(error)")])
+                for job in jobs {
+                    done(job, provider, ClassifiedResponse(.retry(after: nil, code: "prepare_failed", message: "\(error)")))
+                }
+                continue
+            }
+            switch adapter {
+            case .single(let a):
+                for job in jobs {
+                    do {
+                        requests.append(try a.request(for: job.envelope))
+                        owners.append(([job], adapter))
+                    } catch {
+                        done(job, provider, ClassifiedResponse(
+                            .permanent(code: "request_build", message: "could not build the request: \(error)")))
+                    }
+                }
+            case .batch(let a):
+                var start = 0
+                while start < jobs.count {
+                    let chunk = Array(jobs[start..<min(start + max(1, a.maxBatch), jobs.count)])
+                    start += chunk.count
+                    do {
+                        requests.append(try a.request(for: chunk.map(\.envelope)))
+                        owners.append((chunk, adapter))
+                    } catch {
+                        for job in chunk {
+                            done(job, provider, ClassifiedResponse(
+                                .permanent(code: "request_build", message: "could not build the request: \(error)")))
+                        }
+                    }
+                }
+            }
+        }
+        guard !requests.isEmpty else { return }
+
+        transport.perform(requests) { index, response in
+            let owner = owners[index]
+            let now = clock.now()
+            let answers: [ClassifiedResponse]
+            switch owner.adapter {
+            case .single(let a): answers = [a.classify(response, now: now)]
+            case .batch(let a): answers = a.classify(response, count: owner.jobs.count, now: now)
+            }
+            for (i, job) in owner.jobs.enumerated() {
+                let answer = i < answers.count ? answers[i]
+                    : ClassifiedResponse(.retry(after: nil, code: "missing_answer", message: "the provider's answer did not cover this message"))
+                throttle(owner.adapter.provider, after: answer, now: now)
+                done(job, owner.adapter.provider, answer)
+            }
+        }
+    }
+
+    /// A rate-limit answer with a wait slows that provider down for the rest of the pass.
+    func throttle(_ provider: String, after answer: ClassifiedResponse, now: Date) {
+        guard case .retry(let after?, _, _) = answer.outcome, answer.httpStatus == 429 || answer.httpStatus == 503 else { return }
+        let until = now.addingTimeInterval(after)
+        if until > (throttledUntil[provider] ?? .distantPast) {
+            throttledUntil[provider] = until
+            logger.warning("provider asked to slow down; not calling it again this pass before the time it gave",
+                           metadata: ["provider": .string(provider), "until": .string(ISO8601.string(until))])
+        }
     }
 
     /// Writes a flush and counts what was recorded. Rows this pass no longer holds are reported.
@@ -254,10 +350,22 @@ final class DeliveryPass {
                 destination: storedAddress(destination), deviceTokenId: destination.deviceTokenId,
                 outcome: response.outcome.label, httpStatus: response.httpStatus, errorCode: response.outcome.code,
                 messageId: nil, error: response.outcome.message, latencyMs: response.latencyMs)
-            if case .delivered(let id) = response.outcome { d.messageId = id }
+            if case .delivered(let id) = response.outcome {
+                d.messageId = id
+                // Expo's ticket is only an acceptance: its receipt is checked by a later pass.
+                if provider == "expo", let id {
+                    out.tickets.append(ReceiptTicket(queueId: item.id, provider: provider, ticketId: id,
+                                                     deviceTokenId: destination.deviceTokenId))
+                }
+            }
             out.deliveries.append(d)
-            if case .destinationInvalid(let code, let message) = response.outcome, let token = destination.deviceTokenId {
-                out.deactivations.append(TokenDeactivation(deviceTokenId: token, reason: code ?? message))
+            if case .destinationInvalid(let code, let message) = response.outcome {
+                let reason = "\(provider) \(code ?? ""): \(message)"
+                if let token = destination.deviceTokenId {
+                    out.deactivations.append(TokenDeactivation(deviceTokenId: token, reason: reason))
+                } else if let channel = item.channel, [.sms, .whatsapp, .email].contains(channel) {
+                    out.optOuts.append(ChannelOptOut(userId: item.recipientUserId, channel: channel, reason: reason))
+                }
             }
         }
         if let inbox = flight.inbox { out.inbox.append(inbox) }
@@ -322,13 +430,16 @@ final class DeliveryPass {
         guard let channel = item.channel, let route else { return [] }
         switch channel {
         case .push:
-            return ctx.deviceTokens[item.recipientUserId] ?? []
+            // Every active token whose provider this run can reach (all of them on the log adapter).
+            let tokens = ctx.deviceTokens[item.recipientUserId] ?? []
+            if case .providers = route { return tokens.filter { route.adapter(for: $0.provider) != nil } }
+            return tokens
         case .sms, .whatsapp:
             return prefs.phoneE164.map { [Destination(provider: route.provider, address: $0)] } ?? []
         case .email:
             return prefs.email.map { [Destination(provider: route.provider, address: $0)] } ?? []
         case .webhook:
-            if case .http(let adapter as WebhookAdapter) = route {
+            if case .single(let adapter as WebhookAdapter)? = route.adapter(for: "webhook") {
                 return [Destination(provider: "webhook", address: adapter.url)]
             }
             return [Destination(provider: route.provider, address: "webhook")]

@@ -6,7 +6,7 @@ public enum Phase: String, CaseIterable, Sendable {
     case patterns, forecasts, prompts, reminders, deliver, receipts
 
     /// The phases this version of herald implements; the others are refused with a clear message.
-    public static let available: [Phase] = [.deliver]
+    public static let available: [Phase] = [.patterns, .forecasts, .prompts, .reminders, .deliver]
 }
 
 /// How one `herald run` behaves. Defaults are the seed's cron body (batch 50) and DESIGN §1.
@@ -32,6 +32,11 @@ public struct PassOptions: Sendable {
     /// Show progress on stderr (set when stderr is a terminal and the pass drains).
     public var progress = false
     public var rateLimits = RateLimits()
+    /// Pattern alerts are evaluated and stored but nothing is enqueued (HERALD_SHADOW_MODE).
+    public var shadowMode = false
+    public var thresholdsVersion = "v1"
+    /// The Open-Meteo-style weather API for missing forecasts (WEATHER_URL).
+    public var weatherURL: String? = "https://api.open-meteo.com"
     public var render = RenderOptions()
 
     public init() {}

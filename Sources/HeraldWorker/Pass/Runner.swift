@@ -72,6 +72,14 @@ public struct Runner {
             options.render.detailedLockScreen = try settings.bool("HERALD_DETAILED_LOCK_SCREEN") ?? false
             if let scheme = settings["HERALD_DEEP_LINK_SCHEME"] { options.render.deepLinkScheme = scheme }
             if let lease = try settings.int("HERALD_LEASE_SECONDS") { options.leaseSeconds = lease }
+            if let shadow = try settings.bool("HERALD_SHADOW_MODE") { options.shadowMode = shadow }
+            if let version = settings["HERALD_THRESHOLDS_VERSION"] { options.thresholdsVersion = version }
+            if let weather = settings["WEATHER_URL"] {
+                guard let u = URL(string: weather), u.scheme == "https" || u.scheme == "http", u.host != nil else {
+                    throw ConfigError("WEATHER_URL must be an http(s) URL, got '\(weather)'")
+                }
+                options.weatherURL = weather.hasSuffix("/") ? String(weather.dropLast()) : weather
+            }
             if let days = try settings.int("HERALD_RETENTION_DAYS") { options.retentionDays = days }
         } catch {
             summary.ok = false
@@ -110,6 +118,11 @@ public struct Runner {
                 }
                 summary.pruned = try store.pruneTerminal(retentionDays: options.retentionDays)
             }
+            if options.dryRun {
+                // Generators write; a dry run lets them, then rolls everything back.
+                try db.execute("begin")
+            }
+            try generate(db: db, transport: transport, options: options, clock: clock, logger: logger, summary: &summary)
             if options.phases.contains(.deliver) {
                 let pass = DeliveryPass(store: store, routes: routes, transport: transport, options: options,
                                         clock: clock, logger: logger, outbox: outbox, summary: summary)
@@ -126,6 +139,7 @@ public struct Runner {
         }
 
         summary.durationMs = Int(clock.elapsed * 1000)
+        if options.dryRun { _ = try? db.execute("rollback") }
         if !options.dryRun {
             try? db.execute("""
                 update herald_passes set finished_at = now(), exit_code = \(Int(code.rawValue)),
@@ -143,5 +157,41 @@ public struct Runner {
             "failed": "\(summary.failed)", "deferred": "\(summary.deferred)", "duration_ms": "\(summary.durationMs)",
         ])
         return (summary, code)
+    }
+
+    /// The generator phases, in order: each fills the queue from the data the apps write.
+    func generate(db: PGConnection, transport: HTTPTransport, options: PassOptions, clock: PassClock,
+                  logger: Logger, summary: inout Summary) throws {
+        let passId = summary.passId
+        for phase in Phase.allCases where options.phases.contains(phase) {
+            if StopSignal.requested { summary.interrupted = true; return }
+            let now = clock.now()
+            switch phase {
+            case .patterns:
+                var p = PatternPhase(db: db, passId: passId, now: now, logger: logger)
+                p.shadowMode = options.shadowMode
+                p.thresholdsVersion = options.thresholdsVersion
+                let r = try p.run()
+                summary.generated["patterns"] = r.enqueued
+                summary.generated["patterns_users"] = r.users
+                summary.generated["episodes_opened"] = r.episodesOpened
+                summary.generated["episodes_resolved"] = r.episodesResolved
+            case .forecasts:
+                var f = ForecastPhase(db: db, passId: passId, now: now, logger: logger, transport: transport)
+                f.weatherURL = options.dryRun ? nil : options.weatherURL
+                let r = try f.run()
+                summary.generated["forecasts"] = r.enqueued
+                if r.fetched + r.fetchFailures > 0 {
+                    summary.generated["weather_fetched"] = r.fetched
+                    summary.generated["weather_failed"] = r.fetchFailures
+                }
+            case .prompts:
+                summary.generated["prompts"] = try PromptPhase(db: db, passId: passId, now: now).run()
+            case .reminders:
+                summary.generated["reminders"] = try ReminderPhase(db: db, passId: passId, now: now).run()
+            case .deliver, .receipts:
+                continue
+            }
+        }
     }
 }

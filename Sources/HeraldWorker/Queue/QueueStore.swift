@@ -172,6 +172,8 @@ public struct QueueStore {
         let deliveries = JSONValue.array(batch.deliveries.map(\.json)).jsonText
         let inbox = JSONValue.array(batch.inbox.map(\.json)).jsonText
         let dead = JSONValue.array(batch.deactivations.map(\.json)).jsonText
+        let optOuts = JSONValue.array(batch.optOuts.map(\.json)).jsonText
+        let tickets = JSONValue.array(batch.tickets.map(\.json)).jsonText
         let result = try db.query("""
             with r as (
               select * from jsonb_to_recordset(\(rows)::jsonb) as r(
@@ -215,6 +217,24 @@ public struct QueueStore {
                  set is_active = false, deactivated_at = now(), deactivated_reason = x.reason, updated_at = now()
                 from jsonb_to_recordset(\(dead)::jsonb) as x(id uuid, reason text)
                where dt.id = x.id and dt.is_active
+            ), o as (
+              update user_profiles p
+                 set notify_sms = case when x.channel = 'sms' then false else p.notify_sms end,
+                     notify_sms_disabled_reason = case when x.channel = 'sms' then x.reason else p.notify_sms_disabled_reason end,
+                     notify_whatsapp = case when x.channel = 'whatsapp' then false else p.notify_whatsapp end,
+                     notify_whatsapp_disabled_reason = case when x.channel = 'whatsapp' then x.reason else p.notify_whatsapp_disabled_reason end,
+                     notify_email = case when x.channel = 'email' then false else p.notify_email end,
+                     champion_notify_email = case when x.channel = 'email' then false else p.champion_notify_email end,
+                     notify_email_disabled_reason = case when x.channel = 'email' then x.reason else p.notify_email_disabled_reason end,
+                     updated_at = now()
+                from jsonb_to_recordset(\(optOuts)::jsonb) as x(user_id uuid, channel text, reason text)
+               where p.user_id = x.user_id
+            ), k as (
+              insert into push_receipts (queue_id, provider, ticket_id, device_token_id)
+              select x.queue_id, x.provider, x.ticket_id, x.device_token_id
+                from jsonb_to_recordset(\(tickets)::jsonb) as x(queue_id uuid, provider text, ticket_id text, device_token_id uuid)
+                join u on u.id = x.queue_id
+              on conflict (ticket_id) do nothing
             ), f as (
               update daily_forecasts df
                  set notification_sent = true, notification_sent_at = now(), updated_at = now()

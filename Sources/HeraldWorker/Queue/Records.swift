@@ -112,12 +112,41 @@ public struct TokenDeactivation: Sendable {
     var json: JSONValue { ["id": .string(deviceTokenId.uuidString), "reason": .string(reason)] }
 }
 
+/// A phone or address that is dead for a channel (Twilio 21610: the person replied STOP): the channel is
+/// turned off for the recipient, with the provider's reason.
+public struct ChannelOptOut: Sendable {
+    public var userId: UUID
+    public var channel: Channel
+    public var reason: String
+
+    var json: JSONValue {
+        ["user_id": .string(userId.lowercased), "channel": .string(channel.rawValue), "reason": .string(reason)]
+    }
+}
+
+/// A provider's ticket to check later (Expo): a row of `push_receipts`.
+public struct ReceiptTicket: Sendable {
+    public var queueId: UUID
+    public var provider: String
+    public var ticketId: String
+    public var deviceTokenId: UUID?
+
+    var json: JSONValue {
+        var o: [String: JSONValue] = ["queue_id": .string(queueId.lowercased), "provider": .string(provider),
+                                      "ticket_id": .string(ticketId)]
+        if let d = deviceTokenId { o["device_token_id"] = .string(d.lowercased) }
+        return .object(o)
+    }
+}
+
 /// Everything one flush writes, in one transaction.
 public struct RecordBatch: Sendable {
     public var rows: [RowRecord] = []
     public var deliveries: [DeliveryRecord] = []
     public var inbox: [InboxRecord] = []
     public var deactivations: [TokenDeactivation] = []
+    public var optOuts: [ChannelOptOut] = []
+    public var tickets: [ReceiptTicket] = []
 
     public init() {}
 
@@ -128,5 +157,7 @@ public struct RecordBatch: Sendable {
         deliveries += other.deliveries
         inbox += other.inbox
         deactivations += other.deactivations
+        optOuts += other.optOuts
+        tickets += other.tickets
     }
 }

@@ -1,0 +1,62 @@
+import Foundation
+import HeraldCore
+import HeraldPostgres
+
+/// A notification a phase wants in the queue.
+public struct NewNotification: Sendable {
+    public var recipient: UUID
+    public var member: UUID?
+    public var alertStateId: UUID?
+    public var channel: String
+    public var kind: Kind
+    public var severity: Severity?
+    public var priority: Priority = .normal
+    public var payload: JSONValue
+    /// When it is meant to go out: `run_after`, and where `--max-age` counts from.
+    public var scheduledAt: Date
+    /// Makes the insert idempotent: a second pass (or a concurrent one) adds nothing.
+    public var dedupeKey: String
+    /// Why it was enqueued, for the trail ("pattern_level_7", "daily_reminder", …).
+    public var reason: String
+
+    var json: JSONValue {
+        var o: [String: JSONValue] = [
+            "recipient_user_id": .string(recipient.lowercased), "channel": .string(channel),
+            "kind": .string(kind.rawValue), "priority": .string(priority.rawValue), "payload": payload,
+            "scheduled_at": .string(ISO8601.string(scheduledAt)), "dedupe_key": .string(dedupeKey),
+            "reason": .string(reason),
+        ]
+        if let member { o["member_user_id"] = .string(member.lowercased) }
+        if let alertStateId { o["alert_state_id"] = .string(alertStateId.lowercased) }
+        if let severity { o["severity"] = .string(severity.rawValue) }
+        return .object(o)
+    }
+}
+
+/// Inserts generated notifications in one statement, skipping any whose dedupe key exists, and
+/// appends an `enqueued` event for each one inserted.
+enum Enqueuer {
+    @discardableResult
+    static func insert(_ rows: [NewNotification], db: PGConnection, passId: String) throws -> Int {
+        guard !rows.isEmpty else { return 0 }
+        let json = JSONValue.array(rows.map(\.json)).jsonText
+        return try db.query("""
+            with x as (
+              select * from jsonb_to_recordset(\(json)::jsonb) as x(
+                recipient_user_id uuid, member_user_id uuid, alert_state_id uuid, channel text, kind text,
+                severity text, priority text, payload jsonb, scheduled_at timestamptz, dedupe_key text, reason text)
+            ), q as (
+              insert into notification_queue (recipient_user_id, member_user_id, alert_state_id, channel, kind,
+                                              severity, priority, payload, scheduled_at, run_after, dedupe_key)
+              select recipient_user_id, member_user_id, alert_state_id, channel, kind, severity, priority, payload,
+                     scheduled_at, scheduled_at, dedupe_key from x
+              on conflict (dedupe_key) where dedupe_key is not null do nothing
+              returning id, dedupe_key
+            ), e as (
+              insert into notification_events (queue_id, pass_id, event, reason)
+              select q.id, \(passId), 'enqueued', x.reason from q join x on x.dedupe_key = q.dedupe_key
+            )
+            select count(*)::int as n from q
+            """).first?["n"].int ?? 0
+    }
+}

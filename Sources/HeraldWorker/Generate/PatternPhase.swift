@@ -1,0 +1,281 @@
+import Foundation
+import HeraldCore
+import HeraldPostgres
+import Logging
+
+/// The `patterns` phase (seed 000, DESIGN §5): for each user with metrics newer than their last
+/// evaluation, evaluate every configured metric, upsert or resolve their episodes, and — unless in
+/// shadow mode — tell the family's admins when an episode's level rises.
+///
+/// Users are taken in batches with SKIP LOCKED on `pattern_evaluations`, so concurrent passes split
+/// the work; each batch is one transaction, so a user's episodes, notifications and raised levels
+/// commit together. Dedupe keys (episode + level + recipient + channel) make a repeat a no-op.
+struct PatternPhase {
+    let db: PGConnection
+    let passId: String
+    let now: Date
+    let logger: Logger
+    var shadowMode = false
+    var thresholdsVersion = "v1"
+    var batchSize = 500
+
+    struct Result {
+        var users = 0
+        var episodesOpened = 0
+        var episodesResolved = 0
+        var enqueued = 0
+    }
+
+    /// The configured thresholds whose metric is a numeric column of wearable_daily_metrics.
+    func thresholds() throws -> [PatternThreshold] {
+        let columns = Set(try db.query("""
+            select column_name from information_schema.columns
+             where table_name = 'wearable_daily_metrics' and table_schema = current_schema()
+               and data_type in ('numeric', 'integer', 'bigint', 'smallint', 'real', 'double precision')
+            """).compactMap { $0["column_name"].string })
+        var out: [PatternThreshold] = []
+        for row in try db.query("""
+            select metric_type, pattern_type, deviation_percent::float8 as t, min_abs_change::float8 as m
+              from pattern_thresholds where version = \(thresholdsVersion) and enabled order by metric_type, pattern_type
+            """) {
+            guard let metric = row["metric_type"].string, let pattern = row["pattern_type"].string.flatMap(PatternType.init) else { continue }
+            guard columns.contains(metric) else {
+                logger.warning("pattern threshold names a metric that is not a numeric column of wearable_daily_metrics; skipped",
+                               metadata: ["metric": .string(metric), "version": .string(thresholdsVersion)])
+                continue
+            }
+            out.append(PatternThreshold(metric: metric, pattern: pattern, deviationPercent: row["t"].double ?? 20,
+                                        minAbsChange: row["m"].double ?? 0))
+        }
+        return out
+    }
+
+    func run() throws -> Result {
+        var result = Result()
+        let thresholds = try thresholds()
+        guard !thresholds.isEmpty else {
+            logger.warning("no pattern thresholds configured", metadata: ["version": .string(thresholdsVersion)])
+            return result
+        }
+        // Users whose newest metrics are newer than their last evaluation. New users get a row first.
+        try db.execute("""
+            insert into pattern_evaluations (user_id, evaluated_through)
+            select distinct m.user_id, '-infinity'::timestamptz from wearable_daily_metrics m
+             where not exists (select 1 from pattern_evaluations e where e.user_id = m.user_id)
+            on conflict (user_id) do nothing
+            """)
+        var candidates = try db.query("""
+            select e.user_id from pattern_evaluations e
+              join (select user_id, max(updated_at) as newest from wearable_daily_metrics group by user_id) m
+                on m.user_id = e.user_id
+             where m.newest > e.evaluated_through
+            """).compactMap { $0["user_id"].uuid }
+        guard !candidates.isEmpty else { return result }
+        // Concurrent passes start at different places, so they rarely wait on each other's locks.
+        let offset = Int.random(in: 0..<candidates.count)
+        candidates = Array(candidates[offset...] + candidates[..<offset])
+
+        var start = 0
+        while start < candidates.count {
+            if StopSignal.requested { break }
+            let chunk = Array(candidates[start..<min(start + batchSize, candidates.count)])
+            start += batchSize
+            let r = try db.transaction { db in try evaluate(chunk, thresholds: thresholds, db: db) }
+            result.users += r.users
+            result.episodesOpened += r.episodesOpened
+            result.episodesResolved += r.episodesResolved
+            result.enqueued += r.enqueued
+        }
+        return result
+    }
+
+    /// One batch of users, inside one transaction.
+    func evaluate(_ chunk: [UUID], thresholds: [PatternThreshold], db: PGConnection) throws -> Result {
+        var result = Result()
+        let locked = try db.query("""
+            select user_id, evaluated_through from pattern_evaluations
+             where user_id = any(\(chunk)::uuid[]) for update skip locked
+            """)
+        var evaluatedThrough: [UUID: Date] = [:]
+        for row in locked { if let id = row["user_id"].uuid { evaluatedThrough[id] = row["evaluated_through"].date ?? .distantPast } }
+        guard !evaluatedThrough.isEmpty else { return result }
+        let users = Array(evaluatedThrough.keys)
+
+        // The 120 days ending at each user's latest metric date, every configured metric at once.
+        let metrics = Array(Set(thresholds.map(\.metric))).sorted()
+        let columns = metrics.map { "m.\(SQL.quoteIdentifier($0))::float8 as \(SQL.quoteIdentifier($0))" }.joined(separator: ", ")
+        var series: [UUID: [String: [(LocalDate, Double)]]] = [:]
+        var latest: [UUID: LocalDate] = [:]
+        var newest: [UUID: Date] = [:]
+        for row in try db.query("""
+            with l as (
+              select user_id, max(metric_date) as latest, max(updated_at) as newest from wearable_daily_metrics
+               where user_id = any(\(users)::uuid[]) group by user_id
+            )
+            select m.user_id, m.metric_date::text as d, l.latest::text as latest, l.newest, \(unescaped: columns)
+              from wearable_daily_metrics m join l on l.user_id = m.user_id
+             where m.metric_date > l.latest - 120
+            """) {
+            guard let user = row["user_id"].uuid, let day = row["d"].string.flatMap(LocalDate.init) else { continue }
+            if latest[user] == nil {
+                latest[user] = row["latest"].string.flatMap(LocalDate.init)
+                newest[user] = row["newest"].date
+            }
+            for metric in metrics {
+                if let v = row[metric].double { series[user, default: [:]][metric, default: []].append((day, v)) }
+            }
+        }
+        // Another pass may have evaluated these users between our candidate list and our lock.
+        let due = users.filter { u in (newest[u] ?? .distantPast) > (evaluatedThrough[u] ?? .distantPast) }
+        guard !due.isEmpty else { return result }
+        result.users = due.count
+
+        var stored: [UUID: [String: [StoredEpisode]]] = [:]
+        for row in try db.query("""
+            select id, user_id, metric_type, pattern_type, active_since::text as since, current_level, last_notified_level
+              from pattern_alert_state where user_id = any(\(due)::uuid[]) and episode_status = 'active'
+            """) {
+            guard let id = row["id"].uuid, let user = row["user_id"].uuid,
+                  let since = row["since"].string.flatMap(LocalDate.init) else { continue }
+            let key = (row["metric_type"].string ?? "") + "/" + (row["pattern_type"].string ?? "")
+            stored[user, default: [:]][key, default: []].append(StoredEpisode(
+                id: id, activeSince: since, level: row["current_level"].int ?? 3,
+                lastNotifiedLevel: row["last_notified_level"].int ?? 0))
+        }
+
+        // Decide everything in memory.
+        var resolve: [UUID] = []
+        var upserts: [JSONValue] = []
+        for user in due {
+            guard let l = latest[user] else { continue }
+            for t in thresholds {
+                let key = t.metric + "/" + t.pattern.rawValue
+                let evaluation = PatternEvaluator.evaluate(series[user]?[t.metric] ?? [], latest: l, threshold: t)
+                let plan = Episodes.plan(active: stored[user]?[key] ?? [], evaluation: evaluation)
+                resolve += plan.resolve
+                if let e = plan.upsert {
+                    if plan.continuing == nil { result.episodesOpened += 1 }
+                    upserts.append([
+                        "user_id": .string(user.lowercased), "metric_type": .string(t.metric),
+                        "pattern_type": .string(t.pattern.rawValue), "active_since": .string(e.activeSince.description),
+                        "current_level": .number(Double(e.level)), "severity": .string(e.severity.rawValue),
+                        "baseline_value": .number(e.baseline), "recent_value": .number(e.recent),
+                        "deviation_percent": .number(e.deviationPercent), "last_evaluated_date": .string(l.description),
+                        "notify_level": plan.notifyLevel.map { .number(Double($0)) } ?? .null,
+                    ])
+                }
+            }
+        }
+        result.episodesResolved = resolve.count
+
+        if !resolve.isEmpty {
+            try db.execute("""
+                update pattern_alert_state set episode_status = 'resolved', resolved_at = \(now), updated_at = now()
+                 where id = any(\(resolve)::uuid[]) and episode_status = 'active'
+                """)
+        }
+        var toNotify: [(episode: UUID, member: UUID, level: Int, severity: Severity, payload: [String: JSONValue])] = []
+        if !upserts.isEmpty {
+            for row in try db.query("""
+                with x as (
+                  select * from jsonb_to_recordset(\(JSONValue.array(upserts).jsonText)::jsonb) as x(
+                    user_id uuid, metric_type text, pattern_type text, active_since date, current_level int,
+                    severity text, baseline_value numeric, recent_value numeric, deviation_percent numeric,
+                    last_evaluated_date date, notify_level int)
+                ), u as (
+                  insert into pattern_alert_state as s (user_id, metric_type, pattern_type, episode_status, active_since,
+                      current_level, severity, baseline_value, recent_value, deviation_percent, last_evaluated_date,
+                      thresholds_version)
+                  select user_id, metric_type, pattern_type, 'active', active_since, current_level, severity,
+                         baseline_value, recent_value, deviation_percent, last_evaluated_date, \(thresholdsVersion)
+                    from x
+                  on conflict (user_id, metric_type, pattern_type, active_since) do update
+                    set episode_status = 'active', resolved_at = null, current_level = excluded.current_level,
+                        severity = excluded.severity, baseline_value = excluded.baseline_value,
+                        recent_value = excluded.recent_value, deviation_percent = excluded.deviation_percent,
+                        last_evaluated_date = excluded.last_evaluated_date, updated_at = now()
+                  returning s.id, s.user_id, s.metric_type, s.pattern_type, s.active_since, s.last_notified_level
+                )
+                select u.id, u.user_id, u.last_notified_level, x.* from u join x
+                  on x.user_id = u.user_id and x.metric_type = u.metric_type and x.pattern_type = u.pattern_type
+                 and x.active_since = u.active_since
+                """) {
+                guard let id = row["id"].uuid, let member = row["user_id"].uuid,
+                      let level = row["current_level"].int, !row["notify_level"].isNull,
+                      level > (row["last_notified_level"].int ?? 0) else { continue }
+                var payload: [String: JSONValue] = [
+                    "metric_type": .string(row["metric_type"].string ?? ""),
+                    "pattern_type": .string(row["pattern_type"].string ?? ""),
+                    "level": .number(Double(level)),
+                    "severity": .string(row["severity"].string ?? ""),
+                    "active_since": .string(row["active_since"].string ?? ""),
+                ]
+                for key in ["baseline_value", "recent_value", "deviation_percent"] {
+                    if let v = row[key].double { payload[key] = .number((v * 100).rounded() / 100) }
+                }
+                toNotify.append((id, member, level, Severity(level: level), payload))
+            }
+        }
+
+        if !shadowMode && !toNotify.isEmpty {
+            result.enqueued = try notifyAdmins(toNotify, db: db)
+            try db.execute("""
+                update pattern_alert_state s set last_notified_level = greatest(s.last_notified_level, x.level), updated_at = now()
+                  from jsonb_to_recordset(\(JSONValue.array(toNotify.map { ["id": .string($0.episode.lowercased), "level": .number(Double($0.level))] }).jsonText)::jsonb)
+                       as x(id uuid, level int)
+                 where s.id = x.id
+                """)
+        }
+
+        let through = JSONValue.array(due.compactMap { u in
+            newest[u].map { ["user_id": .string(u.lowercased), "through": .string(ISO8601.string($0))] }
+        }).jsonText
+        try db.execute("""
+            update pattern_evaluations e set evaluated_through = x.through, evaluated_at = now(),
+                   thresholds_version = \(thresholdsVersion)
+              from jsonb_to_recordset(\(through)::jsonb) as x(user_id uuid, through timestamptz)
+             where e.user_id = x.user_id
+            """)
+        return result
+    }
+
+    /// One row per family admin (other than the member) per channel the admin has enabled.
+    func notifyAdmins(_ episodes: [(episode: UUID, member: UUID, level: Int, severity: Severity, payload: [String: JSONValue])],
+                      db: PGConnection) throws -> Int {
+        let members = Array(Set(episodes.map(\.member)))
+        var admins: [UUID: [(admin: UUID, channels: [Channel])]] = [:]
+        for row in try db.query("""
+            select distinct fm.user_id as member, a.user_id as admin, p.notify_push, p.notify_in_app,
+                   p.champion_notify_email, p.champion_notify_sms, p.notify_whatsapp
+              from family_members fm
+              join family_members a on a.family_id = fm.family_id and a.role = 'admin' and a.user_id <> fm.user_id
+              join user_profiles p on p.user_id = a.user_id
+             where fm.user_id = any(\(members)::uuid[])
+            """) {
+            guard let member = row["member"].uuid, let admin = row["admin"].uuid else { continue }
+            var channels: [Channel] = []
+            if row["notify_push"].bool == true { channels.append(.push) }
+            if row["notify_in_app"].bool == true { channels.append(.inApp) }
+            if row["champion_notify_email"].bool == true { channels.append(.email) }
+            if row["champion_notify_sms"].bool == true { channels.append(.sms) }
+            if row["notify_whatsapp"].bool == true { channels.append(.whatsapp) }
+            admins[member, default: []].append((admin, channels))
+        }
+        var rows: [NewNotification] = []
+        for e in episodes {
+            for (admin, channels) in admins[e.member] ?? [] {
+                for channel in channels {
+                    var payload = e.payload
+                    payload["member_user_id"] = .string(e.member.lowercased)
+                    rows.append(NewNotification(
+                        recipient: admin, member: e.member, alertStateId: e.episode, channel: channel.rawValue,
+                        kind: .patternAlert, severity: e.severity, priority: e.severity == .critical ? .high : .normal,
+                        payload: .object(payload), scheduledAt: now,
+                        dedupeKey: "alert:\(e.episode.lowercased):\(e.level):\(admin.lowercased):\(channel.rawValue)",
+                        reason: "pattern_level_\(e.level)"))
+                }
+            }
+        }
+        return try Enqueuer.insert(rows, db: db, passId: passId)
+    }
+}

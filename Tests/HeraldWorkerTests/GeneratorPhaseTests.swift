@@ -1,0 +1,229 @@
+import Foundation
+import HeraldCore
+import HeraldPostgres
+import HeraldTestSupport
+import HeraldWorker
+import Testing
+
+/// The phases that fill the queue, end to end on a real PostgreSQL.
+@Suite struct GeneratorPhaseTests {
+    /// A family: one member with wearable data, two admins (push + in-app, and email only).
+    struct Family {
+        let member = UUID(), admin = UUID(), emailAdmin = UUID(), family = UUID()
+        func create(_ f: Fixtures) throws {
+            try f.profile(member, timezone: "America/New_York", push: false, inApp: false)
+            try f.profile(admin, timezone: "Europe/London", push: true, inApp: true, championEmail: false)
+            try f.profile(emailAdmin, email: "e@example.com", push: false, inApp: false, championEmail: true)
+            try f.db.execute("""
+                insert into family_members (family_id, user_id, role) values
+                  (\(family), \(member), 'member'), (\(family), \(admin), 'admin'), (\(family), \(emailAdmin), 'admin')
+                """)
+        }
+    }
+
+    /// `baselineDays` of steady sleep (about 450 minutes) then `dropDays` at 300 minutes, ending at `last`.
+    func sleepSeries(_ db: PGConnection, user: UUID, last: String, baselineDays: Int, dropDays: Int) throws {
+        try db.execute("""
+            insert into wearable_daily_metrics (user_id, metric_date, sleep_minutes, steps)
+            select \(user), \(last)::date - g, case when g < \(dropDays) then 300 else 440 + (g % 5) * 5 end, 8000 + (g % 3) * 100
+              from generate_series(0, \(baselineDays + dropDays - 1)) g
+            on conflict (user_id, metric_date) do update set sleep_minutes = excluded.sleep_minutes, steps = excluded.steps
+            """)
+    }
+
+    @Test func patternLevelsNotifyAdminsOncePerLevel() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let fam = Family()
+        try fam.create(f)
+        try sleepSeries(db, user: fam.member, last: "2026-01-20", baselineDays: 40, dropDays: 7)
+        let worker = Worker(url: tdb.url)
+        let (s1, code) = worker.run(now: instant("2026-01-21T12:00:00Z")) { $0.phases = [.patterns] }
+        #expect(code == .ok)
+        let episode = try #require(try db.query("""
+            select id, current_level, severity, active_since::text as since, last_notified_level, episode_status
+              from pattern_alert_state where user_id = \(fam.member) and metric_type = 'sleep_minutes'
+            """).first)
+        #expect(episode["current_level"].int == 7)
+        #expect(episode["severity"].string == "attention")
+        #expect(episode["since"].string == "2026-01-14")
+        #expect(episode["last_notified_level"].int == 7)
+        // The admin gets push and in-app; the other admin email (champion_notify_email); the member nothing.
+        let rows = try db.query("""
+            select recipient_user_id, channel, severity, payload::text as payload from notification_queue
+             where kind = 'pattern_alert' order by channel
+            """)
+        #expect(Set(rows.map { "\($0["recipient_user_id"].uuid!)/\($0["channel"].string!)" }) ==
+                ["\(fam.admin)/in_app", "\(fam.admin)/push", "\(fam.emailAdmin)/email"])
+        #expect(s1.generated["patterns"] == 3)
+        let payload = try JSONValue.parse(rows.first?["payload"].string ?? "")
+        #expect(payload["level"]?.intValue == 7)
+        #expect(payload["metric_type"]?.stringValue == "sleep_minutes")
+        #expect(payload["baseline_value"] != nil && payload["deviation_percent"] != nil)
+
+        // Nothing new: a second pass adds nothing; new data at the same level adds nothing either.
+        let (s2, _) = worker.run(now: instant("2026-01-21T12:05:00Z")) { $0.phases = [.patterns] }
+        #expect(s2.generated["patterns"] ?? 0 == 0)
+        #expect(try f.count("select count(*)::int from notification_queue") == 3)
+
+        // Seven more days of the drop: level 14, critical, notified again.
+        try sleepSeries(db, user: fam.member, last: "2026-01-27", baselineDays: 40, dropDays: 14)
+        let (s3, _) = worker.run(now: instant("2026-01-28T12:00:00Z")) { $0.phases = [.patterns] }
+        #expect(s3.generated["patterns"] == 3)
+        #expect(try f.count("select count(*)::int from notification_queue where payload->>'level' = '14' and severity = 'critical'") == 3)
+
+        // Recovery: the run no longer reaches the latest day → resolved.
+        try db.execute("""
+            insert into wearable_daily_metrics (user_id, metric_date, sleep_minutes)
+            select \(fam.member), '2026-01-27'::date + g, 450 from generate_series(1, 3) g
+            """)
+        let (s4, _) = worker.run(now: instant("2026-01-31T12:00:00Z")) { $0.phases = [.patterns] }
+        #expect(s4.generated["episodes_resolved"] == 1)
+        #expect(try db.query("select episode_status from pattern_alert_state where id = \(episode["id"].uuid!)").first?["episode_status"].string == "resolved")
+    }
+
+    @Test func concurrentPassesNotifyOnce() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        var families: [Family] = []
+        for _ in 0..<30 {
+            let fam = Family()
+            try fam.create(f)
+            try sleepSeries(db, user: fam.member, last: "2026-01-20", baselineDays: 30, dropDays: 3)
+            families.append(fam)
+        }
+        let worker = Worker(url: tdb.url)
+        DispatchQueue.concurrentPerform(iterations: 3) { _ in
+            _ = worker.run(now: instant("2026-01-21T12:00:00Z")) { $0.phases = [.patterns] }
+        }
+        #expect(try f.count("select count(*)::int from pattern_alert_state") == 30)
+        #expect(try f.count("select count(*)::int from notification_queue") == 90)
+        #expect(try f.count("select count(distinct dedupe_key)::int from notification_queue") == 90)
+    }
+
+    @Test func shadowModeStoresButEnqueuesNothing() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let fam = Family()
+        try fam.create(f)
+        try sleepSeries(db, user: fam.member, last: "2026-01-20", baselineDays: 40, dropDays: 3)
+        let worker = Worker(url: tdb.url, settings: ["HERALD_SHADOW_MODE": "true"])
+        _ = worker.run(now: instant("2026-01-21T12:00:00Z")) { $0.phases = [.patterns] }
+        #expect(try f.count("select count(*)::int from pattern_alert_state where current_level = 3") == 1)
+        #expect(try f.count("select count(*)::int from notification_queue") == 0)
+        #expect(try f.count("select last_notified_level from pattern_alert_state") == 0)
+    }
+
+    @Test func remindersAreEnqueuedOnceWhenDue() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let p = try f.profile(timezone: "Asia/Tokyo")
+        try db.execute("""
+            insert into reminders (user_id, schedule, reminder_type, title, body, local_time, critical) values
+              (\(p), 'daily', 'dose', 'Dose', 'Time for your dose', '08:00', true)
+            """)
+        try db.execute("""
+            insert into reminders (user_id, schedule, reminder_type, title, body, at) values
+              (\(p), 'once', 'test_start', 'Test day', 'Your test starts today', \(instant("2026-01-25T01:00:00Z")))
+            """)
+        let worker = Worker(url: tdb.url)
+        // 22:00 UTC on the 24th is 07:00 on the 25th in Tokyo: neither is due.
+        _ = worker.run(now: instant("2026-01-24T22:00:00Z")) { $0.phases = [.reminders] }
+        #expect(try f.count("select count(*)::int from notification_queue") == 0)
+        // 23:30 UTC is 08:30 in Tokyo: the daily one is due (meant for 08:00 = 23:00 UTC); the one-off not yet.
+        _ = worker.run(now: instant("2026-01-24T23:30:00Z")) { $0.phases = [.reminders] }
+        let daily = try #require(try db.query("select severity, priority, scheduled_at from notification_queue").first)
+        #expect(daily["severity"].string == "critical")
+        #expect(daily["priority"].string == "high")
+        #expect(daily["scheduled_at"].date == instant("2026-01-24T23:00:00Z"))
+        // Later: the one-off is due; the daily one is not enqueued again the same day.
+        _ = worker.run(now: instant("2026-01-25T02:00:00Z")) { $0.phases = [.reminders] }
+        _ = worker.run(now: instant("2026-01-25T03:00:00Z")) { $0.phases = [.reminders] }
+        #expect(try f.count("select count(*)::int from notification_queue") == 2)
+        // The next local day, the daily one again.
+        _ = worker.run(now: instant("2026-01-25T23:10:00Z")) { $0.phases = [.reminders] }
+        #expect(try f.count("select count(*)::int from notification_queue") == 3)
+    }
+
+    @Test func promptsAreScheduledOncePerLocalDay() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let p = try f.profile(timezone: "America/Los_Angeles")
+        try db.execute("insert into prompt_settings (user_id, prompts_per_day, waking_hour_start, waking_hour_end) values (\(p), 4, 7, 22)")
+        let worker = Worker(url: tdb.url)
+        // 06:00 in Los Angeles (14:00 UTC): all four prompts of the day are still ahead.
+        let (s, _) = worker.run(now: instant("2026-01-25T14:00:00Z")) { $0.phases = [.prompts] }
+        #expect(s.generated["prompts"] == 4)
+        let times = try db.query("select run_after from notification_queue order by run_after").compactMap { $0["run_after"].date }
+        #expect(times.count == 4)
+        // 07:00–22:00 local = 15:00–06:00 UTC; each prompt inside its 3.75-hour segment.
+        let start = instant("2026-01-25T15:00:00Z")
+        for (i, t) in times.enumerated() {
+            let lo = start.addingTimeInterval(Double(i) * 3.75 * 3600)
+            #expect(t >= lo && t < lo.addingTimeInterval(3.75 * 3600), "prompt \(i + 1) outside its segment")
+        }
+        _ = worker.run(now: instant("2026-01-25T18:00:00Z")) { $0.phases = [.prompts] }
+        #expect(try f.count("select count(*)::int from notification_queue") == 4)
+    }
+
+    @Test func forecastsAreDueInEachTimezoneAndFetchedWhenMissing() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        // The fake weather provider: pressure falls 12 hPa over the day → HIGH.
+        let requests = Counter()
+        let weather = try FakeHTTPServer { request in
+            _ = requests.next()
+            var times: [String] = [], pressure: [String] = []
+            for day in ["2026-01-25", "2026-01-26"] {
+                for h in 0..<24 {
+                    times.append("\"\(day)T\(h < 10 ? "0" : "")\(h):00\"")
+                    pressure.append(String(1020.0 - Double(times.count - 1) * 0.5))
+                }
+            }
+            return FakeResponse.json(200, #"{"hourly":{"time":[\#(times.joined(separator: ","))],"pressure_msl":[\#(pressure.joined(separator: ","))]}}"#)
+        }
+        defer { weather.shutdown() }
+        let tokyo = try f.profile(timezone: "Asia/Tokyo")       // 12:00 at 03:00 UTC: due
+        let london = try f.profile(timezone: "Europe/London")   // 03:00: not due (08:00)
+        let ny = try f.profile(timezone: "America/New_York")    // 22:00 on the 24th: due for the 24th
+        try db.execute("update user_profiles set latitude = 35.7, longitude = 139.7 where user_id = any(\([tokyo, london])::uuid[])")
+        try db.execute("""
+            insert into daily_forecasts (user_id, forecast_date, risk_level, forecast_summary)
+            values (\(ny), '2026-01-24', 'LOW', 'Steady pressure expected. Your body may feel more balanced today.')
+            """)
+        let worker = Worker(url: tdb.url, settings: ["WEATHER_URL": weather.baseURL, "HERALD_CHANNEL_PUSH": "log"])
+        let (s, code) = worker.run(now: seedInstant) { $0.phases = [.forecasts] }
+        #expect(code == .ok)
+        #expect(s.generated["forecasts"] == 2)
+        #expect(requests.next() == 2, "one weather request, for Tokyo")
+        let rows = try db.query("select recipient_user_id, payload::text as p from notification_queue order by recipient_user_id")
+        let byUser = Dictionary(uniqueKeysWithValues: rows.map { ($0["recipient_user_id"].uuid!, try! JSONValue.parse($0["p"].string!)) })
+        #expect(byUser[tokyo]?["risk_level"]?.stringValue == "HIGH")
+        #expect(byUser[tokyo]?["date"]?.stringValue == "2026-01-25")
+        #expect(byUser[ny]?["date"]?.stringValue == "2026-01-24")
+        #expect(byUser[london] == nil)
+        #expect(try f.count("select count(*)::int from daily_forecasts where user_id = \(tokyo) and risk_level = 'HIGH'") == 1)
+
+        // A second pass the same day sends nothing new and fetches nothing.
+        let (again, _) = worker.run(now: seedInstant.addingTimeInterval(600)) { $0.phases = [.forecasts] }
+        #expect(again.generated["forecasts"] ?? 0 == 0)
+        #expect(requests.next() == 3)
+
+        // Delivery marks the forecast sent.
+        try db.execute("insert into device_tokens (user_id, device_token, provider) values (\(ny), 'tok-ny', 'apns')")
+        _ = worker.run(now: seedInstant.addingTimeInterval(700)) { $0.phases = [.deliver] }
+        #expect(try f.count("select count(*)::int from daily_forecasts where user_id = \(ny) and notification_sent") == 1)
+    }
+}
