@@ -35,6 +35,10 @@ final class HTTPTransfer {
         // Wait for an HTTP/2 connection being set up rather than open another one. Only where HTTP/2 is
         // possible: for cleartext HTTP/1.1, libcurl would hold requests until the first response arrives.
         if request.version.mayMultiplex(url: request.url) { try easy.set(CURLOPT_PIPEWAIT, 1) }
+        if request.version == .http2PriorKnowledge, CurlGlobal.h2cReuseIsBroken {
+            try easy.set(CURLOPT_FRESH_CONNECT, 1)
+            try easy.set(CURLOPT_FORBID_REUSE, 1)
+        }
         if Self.verbose { try easy.set(CURLOPT_VERBOSE, 1) }
         try easy.set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
         try easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.timeout))

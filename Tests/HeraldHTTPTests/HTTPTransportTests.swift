@@ -102,6 +102,36 @@ struct HTTPTransportTests {
         #expect(missing.status == 404)
     }
 
+    @Test func repeatedResponseHeadersKeepTheirOrder() throws {
+        let server = try FakeHTTPServer { _ in
+            FakeResponse(status: 200, headers: [("Set-Cookie", "a=1"), ("X-Other", "o"), ("set-cookie", "b=2")])
+        }
+        defer { server.shutdown() }
+        let response = try #require(try HTTPTransport().perform(
+            HTTPRequest(method: "GET", url: server.baseURL + "/")).success)
+        #expect(response.headers.filter { $0.0 == "set-cookie" }.map(\.1) == ["a=1", "b=2"])
+        #expect(response.header("Set-Cookie") == "a=1")
+        #expect(response.headers.allSatisfy { $0.0 == $0.0.lowercased() })
+    }
+
+    /// h2c works; libcurl 7.88 cannot reuse h2c connections (curl/curl#10634), so connections aren't counted.
+    @Test func cleartextHTTP2WithPriorKnowledge() throws {
+        let server = try FakeHTTPServer { request in .text(200, request.httpVersion + " " + request.text) }
+        defer { server.shutdown() }
+        let transport = try HTTPTransport()
+        let requests = (0..<30).map {
+            HTTPRequest(url: server.baseURL + "/h2c", body: Array("\($0)".utf8), version: .http2PriorKnowledge)
+        }
+        let results = performAll(transport, requests)
+        #expect(results.count == 30)
+        let bad = results.filter { index, outcomes in
+            !(outcomes.count == 1 && outcomes[0].success?.text == "2 \(index)" && outcomes[0].success?.httpVersion == 20)
+        }
+        #expect(bad.isEmpty, "\(bad.count) bad, e.g. \(String(describing: bad.first))")
+        #expect(server.requests.count == 30)
+        #expect(server.requests.allSatisfy { $0.httpVersion == "2" })
+    }
+
     @Test func redirectsAreNotFollowed() throws {
         let server = try FakeHTTPServer { request in
             request.path == "/old" ? FakeResponse(status: 301, headers: [("location", "/new")]) : .text(200, "new")
@@ -169,6 +199,26 @@ struct HTTPTransportTests {
         #expect(results.count == 40)
         #expect(results.allSatisfy { index, outcomes in outcomes.count == 1 && outcomes[0].success?.text == "\(index)" })
         #expect(server.requests.count == 40)
+    }
+
+    @Test func largeBatchesReuseHandlesAndAllComplete() throws {
+        let certificates = try TestCertificates.make()
+        defer { certificates.remove() }
+        let server = try FakeHTTPServer(tls: certificates) { request in .text(200, request.text) }
+        defer { server.shutdown() }
+        let transport = try HTTPTransport(options: .init(caFile: certificates.caFile, maxTransfersInFlight: 200))
+        let count = 1500
+        let requests = (0..<count).map { HTTPRequest(url: server.baseURL + "/bulk", body: Array("\($0)".utf8)) }
+        var completions = 0
+        var wrong: [(Int, Result<HTTPResponse, TransportError>)] = []
+        transport.perform(requests) { index, result in
+            completions += 1
+            if result.success?.text != "\(index)" { wrong.append((index, result)) }
+        }
+        #expect(completions == count)
+        #expect(wrong.count == 0, "\(wrong.count) wrong, e.g. \(wrong.prefix(3))")
+        #expect(Set(server.requests.map(\.text)).count == count)
+        #expect(server.connectionCount <= 4)
     }
 
     @Test func completionsArriveInCompletionOrder() throws {

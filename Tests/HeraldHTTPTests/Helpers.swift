@@ -1,20 +1,6 @@
 import Foundation
 import HeraldHTTP
 
-/// Lock-protected state for fake-server handlers and completion callbacks.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withValue<R>(_ body: (inout Value) -> R) -> R {
-        lock.withLock { body(&value) }
-    }
-
-    var current: Value { withValue { $0 } }
-}
-
 /// Seconds `body` took.
 func seconds(_ body: () throws -> Void) rethrows -> Double {
     let start = Date()
