@@ -20,6 +20,7 @@ public final class HTTPTransport {
     private var idleHandles: [CurlEasyHandle] = []
     /// Idle easy handles kept between calls.
     private let idleHandlesKept = 64
+    private var performing = false
 
     public init(options: TransportOptions = .init()) throws {
         self.options = options
@@ -50,15 +51,17 @@ public final class HTTPTransport {
     /// connection reuse across calls — keep the multi handle and its connection cache alive between
     /// calls), blocking until all have finished. `onComplete(index, result)` is called on the calling
     /// thread as each transfer finishes, in completion order — the caller records results in chunks
-    /// while the rest are still in flight. At most `options.maxTransfersInFlight` run at once; the rest
-    /// start as slots free up.
+    /// while the rest are still in flight (but must not call `perform` from it). At most
+    /// `options.maxTransfersInFlight` run at once; the rest start as slots free up.
     public func perform(_ requests: [HTTPRequest], onComplete: (Int, Result<HTTPResponse, TransportError>) -> Void) {
+        // A nested call from onComplete would take the outer call's completions, leaving it waiting forever.
+        precondition(!performing, "HTTPTransport.perform called from its own onComplete")
+        performing = true
         let limit = max(1, options.maxTransfersInFlight)
         var next = 0
         var active: [UnsafeMutableRawPointer: HTTPTransfer] = [:]
         defer {
-            // Only non-empty if a callback escaped by a crash path; never leave handles attached.
-            for transfer in active.values { multi.remove(transfer.easy) }
+            performing = false
             if idleHandles.count > idleHandlesKept { idleHandles.removeLast(idleHandles.count - idleHandlesKept) }
         }
 
