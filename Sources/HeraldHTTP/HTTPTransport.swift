@@ -21,6 +21,8 @@ public final class HTTPTransport {
     /// Idle easy handles kept between calls.
     private let idleHandlesKept = 64
     private var performing = false
+    /// libcurl's assumption of a server's HTTP/2 MAX_CONCURRENT_STREAMS before its SETTINGS arrive.
+    private static let streamsBeforeSettings = 100
 
     public init(options: TransportOptions = .init()) throws {
         self.options = options
@@ -58,6 +60,11 @@ public final class HTTPTransport {
         precondition(!performing, "HTTPTransport.perform called from its own onComplete")
         performing = true
         let limit = max(1, options.maxTransfersInFlight)
+        // Slow start: until a server's HTTP/2 SETTINGS arrive, libcurl assumes it allows 100 concurrent
+        // streams and opens a new connection for each further request. So start at most 100 transfers
+        // until one completes (its connection's SETTINGS have then arrived) or half a second passes.
+        var warmedUp = limit <= Self.streamsBeforeSettings
+        let started = ContinuousClock.now
         var next = 0
         var active: [UnsafeMutableRawPointer: HTTPTransfer] = [:]
         defer {
@@ -66,7 +73,8 @@ public final class HTTPTransport {
         }
 
         while next < requests.count || !active.isEmpty {
-            while active.count < limit, next < requests.count {
+            if !warmedUp, ContinuousClock.now - started > .milliseconds(500) { warmedUp = true }
+            while active.count < (warmedUp ? limit : Self.streamsBeforeSettings), next < requests.count {
                 let index = next
                 next += 1
                 switch start(requests[index], index: index) {
@@ -84,6 +92,7 @@ public final class HTTPTransport {
                 let result = transfer.result(done.result)
                 idleHandles.append(transfer.easy)
                 finishedSome = true
+                warmedUp = true
                 onComplete(transfer.index, result)
             }
             // Go straight back to start waiting requests in the freed slots; otherwise wait for I/O.

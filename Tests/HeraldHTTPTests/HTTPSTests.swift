@@ -4,8 +4,8 @@ import HeraldTestSupport
 import Testing
 
 /// TLS, the extra CA and HTTP/2, against the fake server with a throw-away CA.
-@Suite(.serialized)
-struct HTTPSTests {
+extension HTTPSuite {
+@Suite struct HTTPSTests {
     @Test func trustedExtraCANegotiatesHTTP2() throws {
         let certificates = try TestCertificates.make()
         defer { certificates.remove() }
@@ -59,7 +59,7 @@ struct HTTPSTests {
         #expect(server.requests.count == 150)
         #expect(server.requests.allSatisfy { $0.httpVersion == "2" })
         #expect(server.connectionCount <= 4, "\(server.connectionCount) connections for 150 h2 requests")
-        #expect(elapsed < 2)
+        #expect(elapsed < 3, "150 h2 requests of 20 ms took \(elapsed) s")
 
         // The connection stays in the multi handle's cache: a second call opens no new one.
         let before = server.connectionCount
@@ -111,4 +111,5 @@ struct HTTPSTests {
             try HTTPTransport(options: .init(caFile: notPEM.path))
         }
     }
+}
 }

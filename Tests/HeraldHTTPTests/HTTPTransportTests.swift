@@ -3,9 +3,9 @@ import HeraldHTTP
 import HeraldTestSupport
 import Testing
 
-/// The transport against the fake HTTP server on loopback. Serialized: several tests measure time.
-@Suite(.serialized)
-struct HTTPTransportTests {
+/// The transport against the fake HTTP server on loopback.
+extension HTTPSuite {
+@Suite struct HTTPTransportTests {
     // MARK: Round trips
 
     @Test func getRoundTripsHeadersAndQuery() throws {
@@ -207,7 +207,7 @@ struct HTTPTransportTests {
         let server = try FakeHTTPServer(tls: certificates) { request in .text(200, request.text) }
         defer { server.shutdown() }
         let transport = try HTTPTransport(options: .init(caFile: certificates.caFile, maxTransfersInFlight: 200))
-        let count = 1500
+        let count = 1000
         let requests = (0..<count).map { HTTPRequest(url: server.baseURL + "/bulk", body: Array("\($0)".utf8)) }
         var completions = 0
         var wrong: [(Int, Result<HTTPResponse, TransportError>)] = []
@@ -295,4 +295,5 @@ struct HTTPTransportTests {
         let result = try HTTPTransport().perform(HTTPRequest(url: url))
         #expect(result.failure == .connectionRefused)
     }
+}
 }

@@ -1,5 +1,9 @@
 import Foundation
 import HeraldHTTP
+import Testing
+
+/// Every HeraldHTTP test, one at a time: several measure elapsed time, and one is CPU-heavy.
+@Suite(.serialized) enum HTTPSuite {}
 
 /// Seconds `body` took.
 func seconds(_ body: () throws -> Void) rethrows -> Double {

@@ -3,7 +3,8 @@ import HeraldHTTP
 import Testing
 
 /// How libcurl result codes map to `TransportError`.
-struct TransportErrorTests {
+extension HTTPSuite {
+@Suite struct TransportErrorTests {
     @Test func classifiesCurlCodes() {
         #expect(TransportError(curlCode: CURLE_OPERATION_TIMEDOUT, message: "x") == .timeout)
         #expect(TransportError(curlCode: CURLE_COULDNT_CONNECT, message: "x") == .connectionRefused)
@@ -23,4 +24,5 @@ struct TransportErrorTests {
         #expect(code == 56)
         #expect(!message.isEmpty)
     }
+}
 }
