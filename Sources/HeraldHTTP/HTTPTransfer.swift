@@ -18,6 +18,7 @@ final class HTTPTransfer {
     private var headerList: CurlStringList?
     private(set) var responseHeaders: [(String, String)] = []
     private(set) var responseBody: [UInt8] = []
+    private var maxResponseBytes = Int.max
 
     init(index: Int, easy: CurlEasyHandle) {
         self.index = index
@@ -44,6 +45,8 @@ final class HTTPTransfer {
         try easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.timeout))
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(min(options.connectTimeout, request.timeout)))
         try easy.set(CURLOPT_USERAGENT, options.userAgent)
+        try easy.set(CURLOPT_TCP_KEEPALIVE, 1)
+        maxResponseBytes = max(0, options.maxResponseBytes)
         if let caBundle { try easy.set(CURLOPT_CAINFO, caBundle) }
 
         try configureMethodAndBody(request)
@@ -66,7 +69,10 @@ final class HTTPTransfer {
             let length = size * count
             guard let data, let context, length > 0 else { return length }
             let transfer = Unmanaged<HTTPTransfer>.fromOpaque(context).takeUnretainedValue()
-            transfer.responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+            let room = transfer.maxResponseBytes - transfer.responseBody.count
+            if room > 0 {
+                transfer.responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: min(length, room)))
+            }
             return length
         }
         _ = herald_curl_easy_setopt_header_callback(easy.raw) { data, size, count, context in

@@ -132,6 +132,18 @@ extension HTTPSuite {
         #expect(server.requests.allSatisfy { $0.httpVersion == "2" })
     }
 
+    @Test func largeResponseBodiesAreCut() throws {
+        let big = (0..<300_000).map { UInt8(truncatingIfNeeded: $0) }
+        let server = try FakeHTTPServer { _ in FakeResponse(status: 200, body: big) }
+        defer { server.shutdown() }
+        let cut = try #require(try HTTPTransport(options: .init(maxResponseBytes: 1000))
+            .perform(HTTPRequest(method: "GET", url: server.baseURL + "/big")).success)
+        #expect(cut.status == 200)
+        #expect(cut.body == Array(big.prefix(1000)))
+        let whole = try #require(try HTTPTransport().perform(HTTPRequest(method: "GET", url: server.baseURL + "/big")).success)
+        #expect(whole.body == big)
+    }
+
     @Test func redirectsAreNotFollowed() throws {
         let server = try FakeHTTPServer { request in
             request.path == "/old" ? FakeResponse(status: 301, headers: [("location", "/new")]) : .text(200, "new")
