@@ -53,6 +53,12 @@ final class HTTPTransfer {
 
         let headers = try CurlStringList()
         for (name, value) in request.headers {
+            // libcurl sends header lines as given: a CR or LF would let a value inject header lines.
+            guard !name.isEmpty, !name.contains(where: { $0 == ":" || $0.isNewline || $0 == " " }),
+                  !value.contains(where: \.isNewline) else {
+                throw .other(code: Int(CURLE_BAD_FUNCTION_ARGUMENT.rawValue),
+                             message: "invalid header field \(name.debugDescription)")
+            }
             // "Name:" would remove a header; "Name;" sends it with an empty value.
             try headers.append(value.isEmpty ? "\(name);" : "\(name): \(value)")
         }

@@ -144,6 +144,24 @@ extension HTTPSuite {
         #expect(whole.body == big)
     }
 
+    @Test func headerInjectionIsRefused() throws {
+        let server = try FakeHTTPServer { _ in .text(200, "ok") }
+        defer { server.shutdown() }
+        let transport = try HTTPTransport()
+        let results = performAll(transport, [
+            HTTPRequest(url: server.baseURL + "/", headers: [("x-a", "1\r\nx-injected: yes")]),
+            HTTPRequest(url: server.baseURL + "/", headers: [("x-b: 2\r\nx-injected", "yes")]),
+            HTTPRequest(url: server.baseURL + "/", headers: [("x-c", "fine")]),
+        ])
+        guard case .other = results[0]?.first?.failure, case .other = results[1]?.first?.failure else {
+            Issue.record("expected failures, got \(results)")
+            return
+        }
+        #expect(results[2]?.first?.success?.status == 200)
+        #expect(server.requests.count == 1)
+        #expect(server.requests.allSatisfy { $0.header("x-injected") == nil })
+    }
+
     @Test func redirectsAreNotFollowed() throws {
         let server = try FakeHTTPServer { request in
             request.path == "/old" ? FakeResponse(status: 301, headers: [("location", "/new")]) : .text(200, "new")
