@@ -41,6 +41,17 @@ extension HTTPSuite {
         #expect(response.text == "1.1")
     }
 
+    @Test func http2FallsBackToHTTP1_1WhenTheServerOnlyOffersIt() throws {
+        let certificates = try TestCertificates.make()
+        defer { certificates.remove() }
+        let server = try FakeHTTPServer(tls: certificates, http2: false) { request in .text(200, request.httpVersion) }
+        defer { server.shutdown() }
+        let transport = try HTTPTransport(options: .init(caFile: certificates.caFile))
+        let results = performAll(transport, (0..<10).map { _ in HTTPRequest(url: server.baseURL + "/") })
+        #expect(results.count == 10)
+        #expect(results.values.allSatisfy { $0.count == 1 && $0[0].success?.httpVersion == 11 && $0[0].success?.text == "1.1" })
+    }
+
     @Test func concurrentRequestsMultiplexOnFewConnections() throws {
         let certificates = try TestCertificates.make()
         defer { certificates.remove() }

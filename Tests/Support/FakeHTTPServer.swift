@@ -87,8 +87,9 @@ public final class FakeHTTPServer: Sendable {
     /// - Parameters:
     ///   - tls: nil for cleartext HTTP/1.1 and h2c (prior knowledge); else TLS with these certificates, ALPN h2 and http/1.1.
     ///   - threads: event loop threads.
+    ///   - http2: offer h2 in ALPN (with TLS); false makes the server HTTP/1.1-only, as some webhooks are.
     ///   - handler: answers each request.
-    public init(tls: TestCertificates? = nil, threads: Int = 1,
+    public init(tls: TestCertificates? = nil, threads: Int = 1, http2: Bool = true,
                 handler: @escaping @Sendable (FakeRequest) -> FakeResponse) throws {
         let state = FakeServerState(handler: handler)
         let sslContext: NIOSSLContext?
@@ -98,7 +99,7 @@ public final class FakeHTTPServer: Sendable {
             var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain,
                                                                          privateKey: .privateKey(key))
             configuration.minimumTLSVersion = .tlsv12
-            configuration.applicationProtocols = ["h2", "http/1.1"]
+            configuration.applicationProtocols = http2 ? ["h2", "http/1.1"] : ["http/1.1"]
             sslContext = try NIOSSLContext(configuration: configuration)
         } else {
             sslContext = nil
