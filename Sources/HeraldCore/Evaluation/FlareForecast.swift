@@ -1,0 +1,75 @@
+import Foundation
+
+/// A day's flare risk (seed 004), as `daily_forecasts.risk_level` stores it.
+public enum RiskLevel: String, Sendable, CaseIterable {
+    case low = "LOW", moderate = "MODERATE", high = "HIGH"
+}
+
+/// The pressure drops, in hPa over 24 hours, at which the risk rises (DESIGN §5: 10 and 5, configurable).
+public struct RiskThresholds: Sendable, Equatable {
+    public var highDropHPa = 10.0
+    public var moderateDropHPa = 5.0
+
+    public init(highDropHPa: Double = 10, moderateDropHPa: Double = 5) {
+        self.highDropHPa = highDropHPa
+        self.moderateDropHPa = moderateDropHPa
+    }
+}
+
+/// Seed 004's daily flare forecast: when it is due, and the risk from the pressure change.
+///
+///     FlareForecast.dueDate(now: now, zone: zone("Asia/Tokyo"), notificationTime: LocalTime("08:00")!)
+///     // the Tokyo date once Tokyo's clock reached 08:00 on it, else nil
+///     FlareForecast.risk(pressureChangeHPa: -7.5)    // .moderate
+public enum FlareForecast {
+    /// The local date whose forecast is due at `now`: the recipient's local date once their local clock has
+    /// reached `notificationTime` on it; nil before. (See `DailyTime` for DST gaps and overlaps.)
+    public static func dueDate(now: Date, zone: TimeZone, notificationTime: LocalTime) -> LocalDate? {
+        DailyTime.dateReached(notificationTime, at: now, in: zone)
+    }
+
+    /// Risk from the 24-hour pressure change (pressure 24 h after the notification time minus at it):
+    /// a drop ≥ 10 hPa → HIGH, ≥ 5 → MODERATE, else LOW. A rise is LOW.
+    ///
+    ///     FlareForecast.risk(pressureChangeHPa: -10)    // .high
+    ///     FlareForecast.risk(pressureChangeHPa: -4.9)   // .low
+    public static func risk(pressureChangeHPa change: Double, thresholds: RiskThresholds = .init()) -> RiskLevel {
+        let drop = -change
+        if drop >= thresholds.highDropHPa { return .high }
+        if drop >= thresholds.moderateDropHPa { return .moderate }
+        return .low
+    }
+
+    /// The Open-Meteo request (path and query) for a location, hourly in the location's own zone:
+    ///
+    ///     FlareForecast.openMeteoPath(latitude: 40.7128, longitude: -74.006, timezone: "America/New_York")
+    ///     // "/v1/forecast?latitude=40.7128&longitude=-74.0060&hourly=pressure_msl,temperature_2m,
+    ///     //  relative_humidity_2m&timezone=America%2FNew_York&forecast_days=2"   (one line)
+    public static func openMeteoPath(latitude: Double, longitude: Double, timezone: String) -> String {
+        "/v1/forecast?latitude=\(coordinate(latitude))&longitude=\(coordinate(longitude))"
+            + "&hourly=pressure_msl,temperature_2m,relative_humidity_2m"
+            + "&timezone=\(percentEncoded(timezone))&forecast_days=2"
+    }
+
+    /// Four decimals (about 11 m), never exponent notation.
+    static func coordinate(_ x: Double) -> String {
+        String(format: "%.4f", x)
+    }
+
+    /// Percent-encodes everything but RFC 3986's unreserved characters ("/" too: it is a query value).
+    static func percentEncoded(_ s: String) -> String {
+        var out = ""
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                 UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = String(byte, radix: 16, uppercase: true)
+                out += "%" + (hex.count == 1 ? "0" : "") + hex
+            }
+        }
+        return out
+    }
+}
