@@ -21,11 +21,12 @@ import Testing
         }
     }
 
-    /// `baselineDays` of steady sleep (about 450 minutes) then `dropDays` at 300 minutes, ending at `last`.
+    /// `baselineDays` of steady sleep (about 450 minutes) then `dropDays` at 150 minutes, ending at `last`.
+    /// A drop this deep moves even the first day's 3-day mean past −20 %, so the run is `dropDays` long.
     func sleepSeries(_ db: PGConnection, user: UUID, last: String, baselineDays: Int, dropDays: Int) throws {
         try db.execute("""
             insert into wearable_daily_metrics (user_id, metric_date, sleep_minutes, steps)
-            select \(user), \(last)::date - g, case when g < \(dropDays) then 300 else 440 + (g % 5) * 5 end, 8000 + (g % 3) * 100
+            select \(user), \(last)::date - g, case when g < \(dropDays) then 150 else 440 + (g % 5) * 5 end, 8000 + (g % 3) * 100
               from generate_series(0, \(baselineDays + dropDays - 1)) g
             on conflict (user_id, metric_date) do update set sleep_minutes = excluded.sleep_minutes, steps = excluded.steps
             """)
