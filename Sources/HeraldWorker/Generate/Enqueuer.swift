@@ -36,27 +36,33 @@ public struct NewNotification: Sendable {
 /// Inserts generated notifications in one statement, skipping any whose dedupe key exists, and
 /// appends an `enqueued` event for each one inserted.
 enum Enqueuer {
+    /// Two statements, neither joining one batch-sized set to another (so the cost stays linear): the
+    /// insert, then the events of the rows it actually inserted.
     @discardableResult
     static func insert(_ rows: [NewNotification], db: PGConnection, passId: String) throws -> Int {
         guard !rows.isEmpty else { return 0 }
         let json = JSONValue.array(rows.map(\.json)).jsonText
-        return try db.query("""
-            with x as (
-              select * from jsonb_to_recordset(\(json)::jsonb) as x(
+        let inserted = try db.query("""
+            insert into notification_queue (recipient_user_id, member_user_id, alert_state_id, channel, kind,
+                                            severity, priority, payload, scheduled_at, run_after, dedupe_key)
+            select recipient_user_id, member_user_id, alert_state_id, channel, kind, severity, priority, payload,
+                   scheduled_at, scheduled_at, dedupe_key
+              from jsonb_to_recordset(\(json)::jsonb) as x(
                 recipient_user_id uuid, member_user_id uuid, alert_state_id uuid, channel text, kind text,
-                severity text, priority text, payload jsonb, scheduled_at timestamptz, dedupe_key text, reason text)
-            ), q as (
-              insert into notification_queue (recipient_user_id, member_user_id, alert_state_id, channel, kind,
-                                              severity, priority, payload, scheduled_at, run_after, dedupe_key)
-              select recipient_user_id, member_user_id, alert_state_id, channel, kind, severity, priority, payload,
-                     scheduled_at, scheduled_at, dedupe_key from x
-              on conflict (dedupe_key) where dedupe_key is not null do nothing
-              returning id, dedupe_key
-            ), e as (
-              insert into notification_events (queue_id, pass_id, event, reason)
-              select q.id, \(passId), 'enqueued', x.reason from q join x on x.dedupe_key = q.dedupe_key
-            )
-            select count(*)::int as n from q
-            """).first?["n"].int ?? 0
+                severity text, priority text, payload jsonb, scheduled_at timestamptz, dedupe_key text)
+            on conflict (dedupe_key) where dedupe_key is not null do nothing
+            returning id, dedupe_key
+            """)
+        guard !inserted.isEmpty else { return 0 }
+        let reasons = Dictionary(rows.map { ($0.dedupeKey, $0.reason) }, uniquingKeysWith: { a, _ in a })
+        let events = JSONValue.array(inserted.compactMap { row -> JSONValue? in
+            guard let id = row["id"].uuid, let key = row["dedupe_key"].string else { return nil }
+            return ["id": .string(id.lowercased), "reason": .string(reasons[key] ?? "generated")]
+        }).jsonText
+        try db.execute("""
+            insert into notification_events (queue_id, pass_id, event, reason)
+            select id, \(passId), 'enqueued', reason from jsonb_to_recordset(\(events)::jsonb) as x(id uuid, reason text)
+            """)
+        return inserted.count
     }
 }

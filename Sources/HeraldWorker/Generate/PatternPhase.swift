@@ -176,33 +176,37 @@ struct PatternPhase {
         }
         var toNotify: [(episode: UUID, member: UUID, level: Int, severity: Severity, payload: [String: JSONValue])] = []
         if !upserts.isEmpty {
+            // Which upserted episodes should be told about, keyed the way the upsert returns them.
+            var wantsNotice = Set<String>()
+            for case .object(let o) in upserts where o["notify_level"] != .null {
+                wantsNotice.insert([o["user_id"], o["metric_type"], o["pattern_type"], o["active_since"]]
+                    .map { $0?.stringValue ?? "" }.joined(separator: "/"))
+            }
             for row in try db.query("""
-                with x as (
-                  select * from jsonb_to_recordset(\(JSONValue.array(upserts).jsonText)::jsonb) as x(
+                insert into pattern_alert_state as s (user_id, metric_type, pattern_type, episode_status, active_since,
+                    current_level, severity, baseline_value, recent_value, deviation_percent, last_evaluated_date,
+                    thresholds_version)
+                select user_id, metric_type, pattern_type, 'active', active_since, current_level, severity,
+                       baseline_value, recent_value, deviation_percent, last_evaluated_date, \(thresholdsVersion)
+                  from jsonb_to_recordset(\(JSONValue.array(upserts).jsonText)::jsonb) as x(
                     user_id uuid, metric_type text, pattern_type text, active_since date, current_level int,
                     severity text, baseline_value numeric, recent_value numeric, deviation_percent numeric,
-                    last_evaluated_date date, notify_level int)
-                ), u as (
-                  insert into pattern_alert_state as s (user_id, metric_type, pattern_type, episode_status, active_since,
-                      current_level, severity, baseline_value, recent_value, deviation_percent, last_evaluated_date,
-                      thresholds_version)
-                  select user_id, metric_type, pattern_type, 'active', active_since, current_level, severity,
-                         baseline_value, recent_value, deviation_percent, last_evaluated_date, \(thresholdsVersion)
-                    from x
-                  on conflict (user_id, metric_type, pattern_type, active_since) do update
-                    set episode_status = 'active', resolved_at = null, current_level = excluded.current_level,
-                        severity = excluded.severity, baseline_value = excluded.baseline_value,
-                        recent_value = excluded.recent_value, deviation_percent = excluded.deviation_percent,
-                        last_evaluated_date = excluded.last_evaluated_date, updated_at = now()
-                  returning s.id, s.user_id, s.metric_type, s.pattern_type, s.active_since, s.last_notified_level
-                )
-                select u.id, u.user_id, u.last_notified_level, x.* from u join x
-                  on x.user_id = u.user_id and x.metric_type = u.metric_type and x.pattern_type = u.pattern_type
-                 and x.active_since = u.active_since
+                    last_evaluated_date date)
+                on conflict (user_id, metric_type, pattern_type, active_since) do update
+                  set episode_status = 'active', resolved_at = null, current_level = excluded.current_level,
+                      severity = excluded.severity, baseline_value = excluded.baseline_value,
+                      recent_value = excluded.recent_value, deviation_percent = excluded.deviation_percent,
+                      last_evaluated_date = excluded.last_evaluated_date, updated_at = now()
+                returning s.id, s.user_id, s.metric_type, s.pattern_type, s.active_since::text as active_since,
+                          s.current_level, s.severity, s.baseline_value::float8 as baseline_value,
+                          s.recent_value::float8 as recent_value, s.deviation_percent::float8 as deviation_percent,
+                          s.last_notified_level
                 """) {
-                guard let id = row["id"].uuid, let member = row["user_id"].uuid,
-                      let level = row["current_level"].int, !row["notify_level"].isNull,
+                guard let id = row["id"].uuid, let member = row["user_id"].uuid, let level = row["current_level"].int,
                       level > (row["last_notified_level"].int ?? 0) else { continue }
+                let key = [member.lowercased, row["metric_type"].string ?? "", row["pattern_type"].string ?? "",
+                           row["active_since"].string ?? ""].joined(separator: "/")
+                guard wantsNotice.contains(key) else { continue }
                 var payload: [String: JSONValue] = [
                     "metric_type": .string(row["metric_type"].string ?? ""),
                     "pattern_type": .string(row["pattern_type"].string ?? ""),

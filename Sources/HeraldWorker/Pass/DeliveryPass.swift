@@ -406,6 +406,9 @@ final class DeliveryPass {
             r.lastError = messages.isEmpty ? nil : "some destinations failed: " + messages.joined(separator: "; ")
             r.details = flight.trail
             r.reason = flight.provider
+            if item.kind == .dailyForecast, let date = item.payload?["date"]?.stringValue.flatMap(LocalDate.init) {
+                out.forecastsSent.append(ForecastSent(queueId: item.id, userId: item.recipientUserId, date: date))
+            }
         } else if failures.isEmpty {
             // Nothing to send to and nothing delivered: every destination was delivered before.
             r = RowRecord(id: item.id, status: .sent, event: "sent")

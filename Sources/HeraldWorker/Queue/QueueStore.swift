@@ -161,91 +161,85 @@ public struct QueueStore {
 
     // MARK: - Record
 
-    /// Writes one flush in one transaction and one statement: the rows' outcomes, their deliveries, their
-    /// trail, their inbox entries, dead tokens and forecast flags. Fenced: only rows still `processing`
-    /// under this pass's lease are touched, so a pass that overran its lease cannot overwrite the work of
-    /// the pass that took the row over. Returns the ids actually recorded.
+    /// Writes one flush in one transaction: first the rows' outcomes, fenced — only rows still
+    /// `processing` under this pass's lease are touched, so a pass that overran its lease cannot
+    /// overwrite the work of the pass that took the row over — then, for the rows actually recorded,
+    /// their trail, deliveries, inbox entries, dead tokens, opted-out channels, receipts to check and
+    /// forecast flags. Two statements, neither joining one batch-sized set to another, so the cost
+    /// stays linear in the batch. Returns the ids recorded.
     @discardableResult
     public func record(_ batch: RecordBatch) throws -> Set<UUID> {
         guard !batch.isEmpty else { return [] }
-        let rows = JSONValue.array(batch.rows.map(\.json)).jsonText
-        let deliveries = JSONValue.array(batch.deliveries.map(\.json)).jsonText
-        let inbox = JSONValue.array(batch.inbox.map(\.json)).jsonText
-        let dead = JSONValue.array(batch.deactivations.map(\.json)).jsonText
-        let optOuts = JSONValue.array(batch.optOuts.map(\.json)).jsonText
-        let tickets = JSONValue.array(batch.tickets.map(\.json)).jsonText
-        let result = try db.query("""
-            with r as (
-              select * from jsonb_to_recordset(\(rows)::jsonb) as r(
-                id uuid, status text, permanent boolean, last_error text, skip_reason text,
-                run_after timestamptz, sent_at timestamptz, provider_message_id text, attempts_delta int,
-                event text, reason text, details jsonb)
-            ), u as (
-              update notification_queue q
-                 set status = r.status, permanent = r.permanent, last_error = r.last_error,
-                     skip_reason = r.skip_reason, run_after = coalesce(r.run_after, q.run_after),
-                     sent_at = coalesce(r.sent_at, q.sent_at),
-                     provider_message_id = coalesce(r.provider_message_id, q.provider_message_id),
-                     attempts = greatest(q.attempts + r.attempts_delta, 0),
-                     locked_until = null, locked_by = null, updated_at = now()
-                from r
-               where q.id = r.id and q.status = 'processing' and q.locked_by = \(passId)
-              returning q.id, q.kind, q.recipient_user_id, q.payload, q.status
-            ), ev as (
-              insert into notification_events (queue_id, pass_id, event, reason, details)
-              select r.id, \(passId), r.event, r.reason, r.details from r join u on u.id = r.id
-            ), d as (
-              insert into notification_deliveries (queue_id, pass_id, attempt, channel, provider, destination,
-                device_token_id, outcome, http_status, provider_error_code, provider_message_id, error, latency_ms)
-              select x.queue_id, \(passId), x.attempt, x.channel, x.provider, x.destination, x.device_token_id,
-                     x.outcome, x.http_status, x.provider_error_code, x.provider_message_id, x.error, x.latency_ms
-                from jsonb_to_recordset(\(deliveries)::jsonb) as x(
-                  queue_id uuid, attempt int, channel text, provider text, destination text,
-                  device_token_id uuid, outcome text, http_status int, provider_error_code text,
-                  provider_message_id text, error text, latency_ms int)
-                join u on u.id = x.queue_id
-            ), i as (
-              insert into inbox (user_id, queue_id, type, priority, title, body, deep_link, data)
-              select x.user_id, x.queue_id, x.type, x.priority, x.title, x.body, x.deep_link, x.data
-                from jsonb_to_recordset(\(inbox)::jsonb) as x(
-                  queue_id uuid, user_id uuid, type text, priority text, title text, body text,
-                  deep_link text, data jsonb)
-                join u on u.id = x.queue_id and u.status = 'sent'
-              on conflict (queue_id) do nothing
-            ), t as (
-              update device_tokens dt
-                 set is_active = false, deactivated_at = now(), deactivated_reason = x.reason, updated_at = now()
-                from jsonb_to_recordset(\(dead)::jsonb) as x(id uuid, reason text)
-               where dt.id = x.id and dt.is_active
-            ), o as (
-              update user_profiles p
-                 set notify_sms = case when x.channel = 'sms' then false else p.notify_sms end,
-                     notify_sms_disabled_reason = case when x.channel = 'sms' then x.reason else p.notify_sms_disabled_reason end,
-                     notify_whatsapp = case when x.channel = 'whatsapp' then false else p.notify_whatsapp end,
-                     notify_whatsapp_disabled_reason = case when x.channel = 'whatsapp' then x.reason else p.notify_whatsapp_disabled_reason end,
-                     notify_email = case when x.channel = 'email' then false else p.notify_email end,
-                     champion_notify_email = case when x.channel = 'email' then false else p.champion_notify_email end,
-                     notify_email_disabled_reason = case when x.channel = 'email' then x.reason else p.notify_email_disabled_reason end,
-                     updated_at = now()
-                from jsonb_to_recordset(\(optOuts)::jsonb) as x(user_id uuid, channel text, reason text)
-               where p.user_id = x.user_id
-            ), k as (
-              insert into push_receipts (queue_id, provider, ticket_id, device_token_id)
-              select x.queue_id, x.provider, x.ticket_id, x.device_token_id
-                from jsonb_to_recordset(\(tickets)::jsonb) as x(queue_id uuid, provider text, ticket_id text, device_token_id uuid)
-                join u on u.id = x.queue_id
-              on conflict (ticket_id) do nothing
-            ), f as (
-              update daily_forecasts df
-                 set notification_sent = true, notification_sent_at = now(), updated_at = now()
-                from u
-               where u.status = 'sent' and u.kind = 'daily_forecast'
-                 and df.user_id = u.recipient_user_id
-                 and df.forecast_date::text = u.payload ->> 'date'
-                 and not df.notification_sent
-            )
-            select id from u
-            """)
-        return Set(result.compactMap { $0["id"].uuid })
+        return try db.transaction { db in
+            let rows = JSONValue.array(batch.rows.map(\.json)).jsonText
+            let recorded = Set(try db.query("""
+                update notification_queue q
+                   set status = r.status, permanent = r.permanent, last_error = r.last_error,
+                       skip_reason = r.skip_reason, run_after = coalesce(r.run_after, q.run_after),
+                       sent_at = coalesce(r.sent_at, q.sent_at),
+                       provider_message_id = coalesce(r.provider_message_id, q.provider_message_id),
+                       attempts = greatest(q.attempts + r.attempts_delta, 0),
+                       locked_until = null, locked_by = null, updated_at = now()
+                  from jsonb_to_recordset(\(rows)::jsonb) as r(
+                    id uuid, status text, permanent boolean, last_error text, skip_reason text,
+                    run_after timestamptz, sent_at timestamptz, provider_message_id text, attempts_delta int)
+                 where q.id = r.id and q.status = 'processing' and q.locked_by = \(passId)
+                returning q.id
+                """).compactMap { $0["id"].uuid })
+            guard !recorded.isEmpty else { return [] }
+            let kept = batch.keeping(recorded)
+            func json<T>(_ xs: [T], _ f: (T) -> JSONValue) -> String { JSONValue.array(xs.map(f)).jsonText }
+            try db.execute("""
+                with ev as (
+                  insert into notification_events (queue_id, pass_id, event, reason, details)
+                  select r.id, \(passId), r.event, r.reason, r.details
+                    from jsonb_to_recordset(\(json(kept.rows) { $0.json })::jsonb) as r(id uuid, event text, reason text, details jsonb)
+                ), d as (
+                  insert into notification_deliveries (queue_id, pass_id, attempt, channel, provider, destination,
+                    device_token_id, outcome, http_status, provider_error_code, provider_message_id, error, latency_ms)
+                  select x.queue_id, \(passId), x.attempt, x.channel, x.provider, x.destination, x.device_token_id,
+                         x.outcome, x.http_status, x.provider_error_code, x.provider_message_id, x.error, x.latency_ms
+                    from jsonb_to_recordset(\(json(kept.deliveries) { $0.json })::jsonb) as x(
+                      queue_id uuid, attempt int, channel text, provider text, destination text,
+                      device_token_id uuid, outcome text, http_status int, provider_error_code text,
+                      provider_message_id text, error text, latency_ms int)
+                ), i as (
+                  insert into inbox (user_id, queue_id, type, priority, title, body, deep_link, data)
+                  select x.user_id, x.queue_id, x.type, x.priority, x.title, x.body, x.deep_link, x.data
+                    from jsonb_to_recordset(\(json(kept.inbox) { $0.json })::jsonb) as x(
+                      queue_id uuid, user_id uuid, type text, priority text, title text, body text,
+                      deep_link text, data jsonb)
+                  on conflict (queue_id) do nothing
+                ), t as (
+                  update device_tokens dt
+                     set is_active = false, deactivated_at = now(), deactivated_reason = x.reason, updated_at = now()
+                    from jsonb_to_recordset(\(json(kept.deactivations) { $0.json })::jsonb) as x(id uuid, reason text)
+                   where dt.id = x.id and dt.is_active
+                ), o as (
+                  update user_profiles p
+                     set notify_sms = case when x.channel = 'sms' then false else p.notify_sms end,
+                         notify_sms_disabled_reason = case when x.channel = 'sms' then x.reason else p.notify_sms_disabled_reason end,
+                         notify_whatsapp = case when x.channel = 'whatsapp' then false else p.notify_whatsapp end,
+                         notify_whatsapp_disabled_reason = case when x.channel = 'whatsapp' then x.reason else p.notify_whatsapp_disabled_reason end,
+                         notify_email = case when x.channel = 'email' then false else p.notify_email end,
+                         champion_notify_email = case when x.channel = 'email' then false else p.champion_notify_email end,
+                         notify_email_disabled_reason = case when x.channel = 'email' then x.reason else p.notify_email_disabled_reason end,
+                         updated_at = now()
+                    from jsonb_to_recordset(\(json(kept.optOuts) { $0.json })::jsonb) as x(user_id uuid, channel text, reason text)
+                   where p.user_id = x.user_id
+                ), k as (
+                  insert into push_receipts (queue_id, provider, ticket_id, device_token_id)
+                  select x.queue_id, x.provider, x.ticket_id, x.device_token_id
+                    from jsonb_to_recordset(\(json(kept.tickets) { $0.json })::jsonb) as x(
+                      queue_id uuid, provider text, ticket_id text, device_token_id uuid)
+                  on conflict (ticket_id) do nothing
+                )
+                update daily_forecasts df
+                   set notification_sent = true, notification_sent_at = now(), updated_at = now()
+                  from jsonb_to_recordset(\(json(kept.forecastsSent) { $0.json })::jsonb) as x(user_id uuid, date date)
+                 where df.user_id = x.user_id and df.forecast_date = x.date and not df.notification_sent
+                """)
+            return recorded
+        }
     }
 }

@@ -124,6 +124,15 @@ public struct ChannelOptOut: Sendable {
     }
 }
 
+/// A daily forecast whose notification went out.
+public struct ForecastSent: Sendable {
+    public var queueId: UUID
+    public var userId: UUID
+    public var date: LocalDate
+
+    var json: JSONValue { ["user_id": .string(userId.lowercased), "date": .string(date.description)] }
+}
+
 /// A provider's ticket to check later (Expo): a row of `push_receipts`.
 public struct ReceiptTicket: Sendable {
     public var queueId: UUID
@@ -147,10 +156,26 @@ public struct RecordBatch: Sendable {
     public var deactivations: [TokenDeactivation] = []
     public var optOuts: [ChannelOptOut] = []
     public var tickets: [ReceiptTicket] = []
+    /// Daily forecasts delivered: their `notification_sent` is set.
+    public var forecastsSent: [ForecastSent] = []
 
     public init() {}
 
     public var isEmpty: Bool { rows.isEmpty }
+
+    /// Only what belongs to the rows in `ids` (the rows a fenced update actually recorded).
+    func keeping(_ ids: Set<UUID>) -> RecordBatch {
+        var out = RecordBatch()
+        out.rows = rows.filter { ids.contains($0.id) }
+        out.deliveries = deliveries.filter { ids.contains($0.queueId) }
+        out.inbox = inbox.filter { ids.contains($0.queueId) }
+        out.tickets = tickets.filter { ids.contains($0.queueId) }
+        out.forecastsSent = forecastsSent.filter { ids.contains($0.queueId) }
+        // Dead destinations are facts about the destination, whoever recorded the row.
+        out.deactivations = deactivations
+        out.optOuts = optOuts
+        return out
+    }
 
     public mutating func append(_ other: RecordBatch) {
         rows += other.rows
@@ -159,5 +184,6 @@ public struct RecordBatch: Sendable {
         deactivations += other.deactivations
         optOuts += other.optOuts
         tickets += other.tickets
+        forecastsSent += other.forecastsSent
     }
 }
