@@ -46,12 +46,14 @@ public final class FakeFCM: Sendable {
                 clientEmail: String = "herald-push@herald-test.iam.gserviceaccount.com") throws {
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let state = FakeFCMState(publicKey: key.publicKey, projectId: projectId, clientEmail: clientEmail)
-        server = try FakeHTTPServer(tls: certificates) { request in state.handle(request) }
+        let server = try FakeHTTPServer(tls: certificates) { request in state.handle(request) }
         state.setTokenURI(server.baseURL + "/token")
+        self.server = server
         self.projectId = projectId
         self.clientEmail = clientEmail
         self.state = state
-        privateKeyPEM = key.pkcs8PEMRepresentation
+        let privateKeyPEM = key.pkcs8PEMRepresentation
+        self.privateKeyPEM = privateKeyPEM
         let account: [String: String] = [
             "type": "service_account",
             "project_id": projectId,

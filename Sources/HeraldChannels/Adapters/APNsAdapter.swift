@@ -203,11 +203,12 @@ public struct APNsAdapter: HTTPAdapter {
                                   : .permanent(code: "http_\(status)", message: message))
         }
 
-        guard let (action, sentence) = Self.reasons[reason] else {
+        guard let entry = Self.reasons[reason] else {
             let message = "APNs answered \(status) \(reason)"
             return done(transient ? .retry(after: after, code: reason, message: message)
                                   : .permanent(code: reason, message: message))
         }
+        let (action, sentence) = entry
         var message = "APNs \(status) \(reason): \(sentence)"
         switch action {
         case .deactivate:
