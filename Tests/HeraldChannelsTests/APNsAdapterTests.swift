@@ -10,18 +10,21 @@ import Testing
 final class APNsAdapterTests {
     let certificates: TestCertificates
     let apns: FakeAPNs
-    let transport: HTTPTransport
+    /// Released before the fake shuts down: an open HTTP/2 connection would hold its shutdown up.
+    private var client: HTTPTransport?
+    var transport: HTTPTransport { client! }
     let adapter: APNsAdapter
 
     init() throws {
         certificates = try TestCertificates.make()
         apns = try FakeAPNs(certificates: certificates)
-        transport = try HTTPTransport(options: .init(caFile: certificates.caFile))
+        client = try HTTPTransport(options: .init(caFile: certificates.caFile))
         adapter = try APNsAdapter(keyPEM: apns.keyPEM, keyId: apns.keyId, teamId: apns.teamId, topic: apns.topic,
                                   environment: .sandbox, baseURL: apns.baseURL, timeout: 5)
     }
 
     deinit {
+        client = nil
         apns.shutdown()
         certificates.remove()
     }

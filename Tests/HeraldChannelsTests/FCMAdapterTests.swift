@@ -11,17 +11,20 @@ import Testing
 final class FCMAdapterTests {
     let certificates: TestCertificates
     let fcm: FakeFCM
-    let transport: HTTPTransport
+    /// Released before the fake shuts down: an open HTTP/2 connection would hold its shutdown up.
+    private var client: HTTPTransport?
+    var transport: HTTPTransport { client! }
     let adapter: FCMAdapter
 
     init() throws {
         certificates = try TestCertificates.make()
         fcm = try FakeFCM(certificates: certificates)
-        transport = try HTTPTransport(options: .init(caFile: certificates.caFile))
+        client = try HTTPTransport(options: .init(caFile: certificates.caFile))
         adapter = try FCMAdapter(serviceAccountJSON: fcm.serviceAccountJSON, baseURL: fcm.baseURL, timeout: 5)
     }
 
     deinit {
+        client = nil
         fcm.shutdown()
         certificates.remove()
     }
