@@ -299,4 +299,20 @@ final class APNsAdapterTests {
         let sandbox = try APNsAdapter(keyPEM: apns.keyPEM, keyId: "K", teamId: "T", topic: "t", environment: .sandbox)
         #expect(sandbox.baseURL == "https://api.sandbox.push.apple.com")
     }
+
+    @Test func fakeRefusesWhatAppleRefuses() throws {
+        let base = try adapter.request(for: pushEnvelope(token: "aa", provider: "apns"))
+        func status(_ change: (inout HTTPRequest) -> Void) throws -> (Int, String) {
+            var request = base
+            change(&request)
+            let response = try #require(transport.perform(request).success)
+            return (response.status, response.text)
+        }
+        #expect(try status { $0.headers.removeAll { $0.0 == "authorization" } } == (403, #"{"reason":"MissingProviderToken"}"#))
+        #expect(try status { $0.headers.removeAll { $0.0 == "apns-topic" } } == (400, #"{"reason":"MissingTopic"}"#))
+        #expect(try status { $0.body = Array(repeating: UInt8(ascii: " "), count: 4097) } == (413, #"{"reason":"PayloadTooLarge"}"#))
+        #expect(try status { $0.url = apns.baseURL + "/3/other/aa" } == (404, #"{"reason":"BadPath"}"#))
+        #expect(try status { $0.version = .http1_1 }.0 == 505)
+        #expect(try status { _ in } .0 == 200)
+    }
 }
