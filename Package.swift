@@ -45,6 +45,7 @@ let package = Package(
         .target(name: "HeraldChannels", dependencies: [
             "HeraldCore", "HeraldHTTP",
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
 
         // One pass: generate, claim, decide, deliver, record.
@@ -62,6 +63,8 @@ let package = Package(
         // Test support: fake providers on loopback and disposable databases, for tests and benchmarks.
         .target(name: "HeraldTestSupport", dependencies: [
             "HeraldPostgres",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -77,7 +80,9 @@ let package = Package(
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
         .testTarget(name: "HeraldPostgresTests", dependencies: ["HeraldPostgres", "HeraldTestSupport"]),
         .testTarget(name: "HeraldHTTPTests", dependencies: ["HeraldHTTP", "HeraldTestSupport"]),
-        .testTarget(name: "HeraldChannelsTests", dependencies: ["HeraldChannels", "HeraldCore"]),
+        .testTarget(name: "HeraldChannelsTests", dependencies: [
+            "HeraldChannels", "HeraldCore", "HeraldHTTP", "HeraldTestSupport",
+        ]),
         .testTarget(name: "HeraldWorkerTests", dependencies: [
             "HeraldWorker", "HeraldCore", "HeraldPostgres", "HeraldTestSupport",
         ]),

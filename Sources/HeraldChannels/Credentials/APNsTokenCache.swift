@@ -1,0 +1,73 @@
+import Crypto
+import Foundation
+import HeraldCore
+
+/// The APNs provider token (an ES256 JWT), minted once and shared by every request until it is 50
+/// minutes old. Apple rejects a token whose `iat` is older than an hour (403 ExpiredProviderToken) and
+/// answers 429 TooManyProviderTokenUpdates when a connection sees a new token more often than every 20
+/// minutes, so a token per request is wrong; 50 minutes sits inside Apple's 20–60 minute window (the
+/// same choice as sideshow/apns2; APNSwift uses 55).
+///
+/// Thread-safe: one cache is shared by every copy of the adapter; `now` is always passed in (the
+/// envelope's or the classification's time), never read from the clock here.
+///
+///     let jwt = try cache.token(now: envelope.now)   // the same string for 50 minutes
+public final class APNsTokenCache: @unchecked Sendable {
+    /// A token is reused while younger than this.
+    public static let lifetime: TimeInterval = 50 * 60
+
+    public let keyId: String
+    public let teamId: String
+    private let key: P256.Signing.PrivateKey
+    private let lock = NSLock()
+    private var current: (jwt: String, issuedAt: Date)?
+    private var minted = 0
+
+    /// `keyPEM`: the `.p8` file's text (PEM, PKCS#8 EC P-256 private key).
+    public init(keyPEM: String, keyId: String, teamId: String) throws {
+        let trimmed = keyPEM.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else {
+            throw AdapterError("APNS_KEY_FILE is empty: expected the .p8 auth key (PEM, PKCS#8 EC P-256)")
+        }
+        guard trimmed.contains("-----BEGIN") else {
+            throw AdapterError("APNS_KEY_FILE is not PEM: expected the .p8 auth key starting with -----BEGIN PRIVATE KEY-----")
+        }
+        do {
+            key = try P256.Signing.PrivateKey(pemRepresentation: trimmed)
+        } catch {
+            // The key itself is never part of the message.
+            throw AdapterError("APNS_KEY_FILE is not a valid EC P-256 private key (.p8, PEM PKCS#8); download the key again from the Apple developer account")
+        }
+        let id = keyId.trimmingCharacters(in: .whitespaces)
+        let team = teamId.trimmingCharacters(in: .whitespaces)
+        guard !id.isEmpty else { throw AdapterError("APNS_KEY_ID is empty: set it to the 10-character Key ID of the .p8 key") }
+        guard !team.isEmpty else { throw AdapterError("APNS_TEAM_ID is empty: set it to the 10-character Team ID") }
+        self.keyId = id
+        self.teamId = team
+    }
+
+    /// The token to send at `now`: the cached one while it is younger than `lifetime` (and not from
+    /// the future by more than a minute, which would mean the clock moved back), else a new one.
+    public func token(now: Date) throws -> String {
+        try lock.withLock {
+            if let current {
+                let age = now.timeIntervalSince(current.issuedAt)
+                if age < Self.lifetime && age > -60 { return current.jwt }
+            }
+            let header: JSONValue = ["alg": "ES256", "kid": .string(keyId)]
+            let claims: JSONValue = ["iss": .string(teamId), "iat": .number(now.timeIntervalSince1970.rounded(.down))]
+            let jwt = try JWT.es256(header: header, claims: claims, key: key)
+            current = (jwt, now)
+            minted += 1
+            return jwt
+        }
+    }
+
+    /// Drops the cached token (after 403 ExpiredProviderToken): the next request mints a new one.
+    public func invalidate() {
+        lock.withLock { current = nil }
+    }
+
+    /// Tokens minted so far (tests and metrics).
+    public var mintedCount: Int { lock.withLock { minted } }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import HeraldCore
+import HeraldHTTP
+import _CryptoExtras
+
+/// A Google service account (the JSON key file) and the OAuth 2.0 access token exchanged for it with
+/// the JWT-bearer grant (providers.md §2.2). The token is cached until it is about to expire; the cache
+/// is thread-safe and shared by every copy of the adapter that owns it.
+///
+///     let account = try GoogleServiceAccount(json: fileText)
+///     try account.refreshIfNeeded(now: now, transport: transport)
+///     let bearer = account.accessToken        // "ya29.…"
+public final class GoogleServiceAccount: @unchecked Sendable {
+    public let projectId: String
+    public let clientEmail: String
+    public let tokenURI: String
+    public let scope: String
+    private let key: _RSA.Signing.PrivateKey
+    private let lock = NSLock()
+    private var cached: (token: String, expiresAt: Date)?
+    private var exchanges = 0
+
+    /// Refresh when the token expires within this many seconds.
+    public static let refreshMargin: TimeInterval = 5 * 60
+    /// The assertion's lifetime; Google allows at most an hour.
+    public static let assertionLifetime: TimeInterval = 3600
+
+    /// - Throws: `AdapterError` naming the missing or malformed field (never quoting the key).
+    public init(json: String, scope: String = "https://www.googleapis.com/auth/firebase.messaging") throws {
+        guard let parsed = try? JSONValue.parse(json), case .object(let o) = parsed else {
+            throw AdapterError("FCM service account file is not a JSON object")
+        }
+        func field(_ name: String) throws -> String {
+            guard let v = o[name] else { throw AdapterError("FCM service account file has no \"\(name)\" field") }
+            guard case .string(let s) = v, !s.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+                throw AdapterError("FCM service account file: \"\(name)\" must be a non-empty string")
+            }
+            return s.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        if let type = o["type"]?.stringValue, type != "service_account" {
+            throw AdapterError("FCM service account file: \"type\" is \"\(type)\", expected \"service_account\"")
+        }
+        projectId = try field("project_id")
+        clientEmail = try field("client_email")
+        let pem = try field("private_key")
+        tokenURI = try field("token_uri")
+        guard let url = URL(string: tokenURI), let scheme = url.scheme?.lowercased(),
+              scheme == "https" || scheme == "http", url.host != nil else {
+            throw AdapterError("FCM service account file: \"token_uri\" is not an http(s) URL")
+        }
+        guard pem.contains("-----BEGIN") else {
+            throw AdapterError("FCM service account file: \"private_key\" is not a PEM key")
+        }
+        do {
+            key = try _RSA.Signing.PrivateKey(pemRepresentation: pem)
+        } catch {
+            throw AdapterError("FCM service account file: \"private_key\" is not a valid RSA private key (PEM PKCS#8, 2048 bits or more)")
+        }
+        self.scope = scope
+    }
+
+    /// The cached access token, if any (nil before the first exchange and after `invalidate()`).
+    public var accessToken: String? { lock.withLock { cached?.token } }
+
+    /// When the cached token expires.
+    public var expiresAt: Date? { lock.withLock { cached?.expiresAt } }
+
+    /// Token exchanges that succeeded so far.
+    public var exchangeCount: Int { lock.withLock { exchanges } }
+
+    /// Drops the cached token (after a 401 from FCM): the next `refreshIfNeeded` exchanges again.
+    public func invalidate() { lock.withLock { cached = nil } }
+
+    /// True when there is no token or it expires within `refreshMargin` of `now`.
+    public func needsRefresh(now: Date) -> Bool {
+        lock.withLock {
+            guard let cached else { return true }
+            return cached.expiresAt.timeIntervalSince(now) <= Self.refreshMargin
+        }
+    }
+
+    /// The signed RS256 assertion for the grant: iss = client_email, scope, aud = token_uri, iat, exp.
+    func assertion(now: Date) throws -> String {
+        let iat = now.timeIntervalSince1970.rounded(.down)
+        let header: JSONValue = ["alg": "RS256", "typ": "JWT"]
+        let claims: JSONValue = [
+            "iss": .string(clientEmail), "scope": .string(scope), "aud": .string(tokenURI),
+            "iat": .number(iat), "exp": .number(iat + Self.assertionLifetime),
+        ]
+        return try JWT.rs256(header: header, claims: claims, key: key)
+    }
+
+    /// Exchanges a new assertion for an access token when needed. Errors carry the provider's
+    /// `error`/`error_description`, never the key, the assertion or a token.
+    public func refreshIfNeeded(now: Date, transport: HTTPTransport, timeout: Double = 15) throws {
+        guard needsRefresh(now: now) else { return }
+        let signed: String
+        do { signed = try assertion(now: now) } catch {
+            throw AdapterError("FCM token exchange: could not sign the assertion with the service account key")
+        }
+        let form = "grant_type=" + Self.formEncode("urn:ietf:params:oauth:grant-type:jwt-bearer")
+            + "&assertion=" + Self.formEncode(signed)
+        let request = HTTPRequest(method: "POST", url: tokenURI,
+                                  headers: [("content-type", "application/x-www-form-urlencoded"),
+                                            ("accept", "application/json")],
+                                  body: Array(form.utf8), timeout: timeout, version: .http2)
+        let response: HTTPResponse
+        switch transport.perform(request) {
+        case .failure(let error):
+            throw AdapterError("FCM token exchange with \(tokenURI) failed: \(error.asOutcome.message ?? "transport error")")
+        case .success(let r): response = r
+        }
+        let body = try? JSONValue.parse(Data(response.body))
+        guard response.status == 200 else {
+            var reason = ""
+            if let error = body?["error"]?.stringValue { reason = error }
+            if let text = body?["error_description"]?.stringValue {
+                reason += (reason.isEmpty ? "" : ": ") + Truncation.prefix(text, maxUTF8Bytes: 300)
+            }
+            if reason.isEmpty { reason = "no OAuth error in the answer" }
+            throw AdapterError("FCM token exchange failed (\(response.status)): \(reason)")
+        }
+        guard let token = body?["access_token"]?.stringValue, !token.isEmpty else {
+            throw AdapterError("FCM token exchange answered 200 without an access_token")
+        }
+        let lifetime = body?["expires_in"]?.doubleValue ?? 3600
+        lock.withLock {
+            cached = (token, now.addingTimeInterval(lifetime))
+            exchanges += 1
+        }
+    }
+
+    /// application/x-www-form-urlencoded value encoding: unreserved characters kept, the rest %XX.
+    static func formEncode(_ s: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return s.addingPercentEncoding(withAllowedCharacters: allowed) ?? s
+    }
+}
