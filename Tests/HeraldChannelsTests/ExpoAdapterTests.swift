@@ -230,6 +230,6 @@ struct ExpoAdapterTests {
         #expect(long.hasPrefix(String(body.dropLast())))
 
         let outcome = adapter.classify(rig.transport.perform(try adapter.request(for: [envelope])), count: 1, now: Date())
-        #expect(outcome.first?.outcome.messageId != nil)
+        #expect(outcome.first?.outcome.messageId != nil, "\(String(describing: outcome.first?.outcome))")
     }
 }

@@ -124,7 +124,9 @@ public final class FakeExpo: Sendable {
         state.with { s in
             s.sendBatchSizes.append(recipients)
             for (i, list) in tokens.enumerated() {
-                let size = (try? JSONSerialization.data(withJSONObject: messages[i]).count) ?? 0
+                // The message's size as compact JSON (JSONSerialization writes "/" as "\/": undone).
+                let size = (try? JSONSerialization.data(withJSONObject: messages[i]))
+                    .map { String(decoding: $0, as: UTF8.self).replacingOccurrences(of: "\\/", with: "/").utf8.count } ?? 0
                 for token in list {
                     if let failure = s.ticketErrors[token] {
                         tickets.append(["status": "error", "message": failure.message,
