@@ -20,7 +20,7 @@ struct ExpoAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeExpo(tls: rig.certificates, accessToken: Self.accessToken)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         let adapter = try ExpoAdapter(accessToken: Self.accessToken, baseURL: fake.baseURL + "/",
                                       androidChannelId: "herald-default")
         let batch = [
@@ -68,7 +68,7 @@ struct ExpoAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeExpo(tls: rig.certificates)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         fake.failTicket(token: token(1), error: "DeviceNotRegistered",
                         message: "\"\(token(1))\" is not a registered push notification recipient")
         fake.failTicket(token: token(2), error: "MessageTooBig")
@@ -93,7 +93,7 @@ struct ExpoAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeExpo(tls: rig.certificates, accessToken: Self.accessToken)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         let adapter = try ExpoAdapter(accessToken: Self.accessToken, baseURL: fake.baseURL)
         let batch = envelopes(3)
         func send() throws -> [DeliveryOutcome] {
@@ -129,7 +129,7 @@ struct ExpoAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeExpo(tls: rig.certificates)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         var adapter = try ExpoAdapter(accessToken: Self.accessToken, baseURL: fake.baseURL)
         let batch = envelopes(2)
 
@@ -153,7 +153,7 @@ struct ExpoAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeExpo(tls: rig.certificates)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         let adapter = try ExpoAdapter(accessToken: nil, baseURL: fake.baseURL)
         let all = envelopes(250)
         let chunks = stride(from: 0, to: all.count, by: adapter.maxBatch).map { Array(all[$0..<min($0 + adapter.maxBatch, all.count)]) }
@@ -175,7 +175,7 @@ struct ExpoAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeExpo(tls: rig.certificates)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         fake.failReceipt(token: token(1), error: "DeviceNotRegistered")
         let adapter = try ExpoAdapter(accessToken: nil, baseURL: fake.baseURL)
         let tickets = adapter.classify(rig.transport.perform(try adapter.request(for: envelopes(3))), count: 3, now: Date())
@@ -218,7 +218,7 @@ struct ExpoAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeExpo(tls: rig.certificates)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         let adapter = try ExpoAdapter(accessToken: nil, baseURL: fake.baseURL)
         let long = String(repeating: "تم تعيينك في ملف ألمانيا 👩🏽‍⚕️ ", count: 200)
         let envelope = messagingEnvelope(provider: "expo", address: token(9), title: "تكليف جديد", body: long, locale: "ar")

@@ -6,16 +6,21 @@ import HeraldTestSupport
 import Testing
 
 /// Certificates and a transport trusting them, for the messaging adapters' tests.
-struct MessagingRig {
+final class MessagingRig {
     let certificates: TestCertificates
-    let transport: HTTPTransport
+    private var _transport: HTTPTransport?
+    var transport: HTTPTransport { _transport! }
 
     init() throws {
         certificates = try TestCertificates.make()
-        transport = try HTTPTransport(options: .init(caFile: certificates.caFile, connectTimeout: 3))
+        _transport = try HTTPTransport(options: .init(caFile: certificates.caFile, connectTimeout: 3))
     }
 
     func remove() { certificates.remove() }
+
+    /// Closes the transport's connections. Call before shutting a fake down: a server shutting down
+    /// with client connections still open waits for them (seconds).
+    func closeTransport() { _transport = nil }
 
     /// An https base URL where nothing listens (a fake server started, then shut down).
     func closedBaseURL() throws -> String {

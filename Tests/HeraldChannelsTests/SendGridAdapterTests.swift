@@ -21,7 +21,7 @@ struct SendGridAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeSendGrid(tls: rig.certificates, apiKey: Self.apiKey)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         let mail = try SendGridAdapter(apiKey: Self.apiKey, from: "Herald <no-reply@herald.example>", baseURL: fake.baseURL)
         let id = UUID()
 
@@ -64,7 +64,7 @@ struct SendGridAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeSendGrid(tls: rig.certificates, apiKey: Self.apiKey)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         let mail = try SendGridAdapter(apiKey: Self.apiKey, from: "no-reply@herald.example", baseURL: fake.baseURL)
         fake.fail(email: "bad@example.com", status: 400, message: "Does not contain a valid address.",
                   field: "personalizations.0.to.0.email")
@@ -105,7 +105,7 @@ struct SendGridAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeSendGrid(tls: rig.certificates, apiKey: Self.apiKey)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         var mail = try SendGridAdapter(apiKey: Self.apiKey, from: "no-reply@herald.example", baseURL: fake.baseURL)
 
         fake.enqueue(.text(400, "<html>oops</html>"))

@@ -28,7 +28,7 @@ struct TwilioAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeTwilio(tls: rig.certificates, accountSid: Self.sid, authToken: Self.authToken)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
 
         let result = try send(try adapter(fake), rig, to: "+14155552671", body: "Time for your walk & stretch = 10 min")
 
@@ -67,7 +67,7 @@ struct TwilioAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeTwilio(tls: rig.certificates, accountSid: Self.sid, authToken: Self.authToken)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         let twilio = try adapter(fake)
         fake.fail(to: "+15555550101", code: 21610, message: "Attempt to send to unsubscribed recipient")
         fake.fail(to: "+15555550102", code: 21614, message: "'To' number is not a valid mobile number")
@@ -109,7 +109,7 @@ struct TwilioAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeTwilio(tls: rig.certificates, accountSid: Self.sid, authToken: Self.authToken)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         let unit = "اجتماع قادم 👨‍👩‍👧‍👦🇸🇦 "
         let long = String(String(repeating: unit, count: 200).prefix(2000))
         #expect(long.count == 2000)
@@ -130,7 +130,7 @@ struct TwilioAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeTwilio(tls: rig.certificates, accountSid: Self.sid, authToken: Self.authToken)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         var twilio = try adapter(fake)
 
         fake.enqueue(.text(400, "<html>Bad gateway config</html>"))

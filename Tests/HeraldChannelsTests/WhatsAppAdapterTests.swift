@@ -47,7 +47,7 @@ struct WhatsAppAdapterTests {
         defer { rig.remove() }
         let fake = try FakeWhatsApp(tls: rig.certificates, token: Self.token, phoneNumberId: Self.phoneId,
                                     approvedTemplates: ["pattern_alert_v2", "reminder_v1", "herald_prompt"])
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         let templates = try WhatsAppAdapter.parseTemplates([
             "WHATSAPP_TEMPLATE_PATTERN_ALERT": "pattern_alert_v2:en_US",
             "WHATSAPP_TEMPLATE_REMINDER": "reminder_v1",
@@ -80,7 +80,7 @@ struct WhatsAppAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeWhatsApp(tls: rig.certificates, token: Self.token, phoneNumberId: Self.phoneId)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         let wa = try WhatsAppAdapter(token: Self.token, phoneNumberId: Self.phoneId, baseURL: fake.baseURL)
         fake.fail(to: "+15555550101", code: 131026, message: "Message Undeliverable.")
         fake.fail(to: "+15555550102", code: 130429, message: "Rate limit hit", status: 429)
@@ -127,7 +127,7 @@ struct WhatsAppAdapterTests {
         let rig = try MessagingRig()
         defer { rig.remove() }
         let fake = try FakeWhatsApp(tls: rig.certificates, token: Self.token, phoneNumberId: Self.phoneId)
-        defer { fake.shutdown() }
+        defer { rig.closeTransport(); fake.shutdown() }
         var wa = try WhatsAppAdapter(token: Self.token, phoneNumberId: Self.phoneId, baseURL: fake.baseURL)
 
         fake.enqueue(.text(502, "<html>Bad Gateway</html>"))
