@@ -229,6 +229,13 @@ struct ExpoAdapterTests {
         #expect(body.hasSuffix("…"))
         #expect(long.hasPrefix(String(body.dropLast())))
 
+        var bulky = envelope
+        bulky.rendered.data["history"] = .string(String(repeating: "x", count: 5000))
+        let trimmed = try adapter.message(for: bulky)
+        #expect(trimmed.jsonText.utf8.count <= 4096)
+        #expect(trimmed["data"]?["history"] == nil)
+        #expect(trimmed["data"]?["deep_link"] != nil)
+
         let outcome = adapter.classify(rig.transport.perform(try adapter.request(for: [envelope])), count: 1, now: Date())
         #expect(outcome.first?.outcome.messageId != nil, "\(String(describing: outcome.first?.outcome))")
     }

@@ -50,8 +50,9 @@ public struct ExpoAdapter: BatchHTTPAdapter {
         return item.priority == .low ? "normal" : "default"
     }
 
-    /// One message object, its texts shortened (body first) so its JSON is at most 4,096 bytes.
-    /// Throws when even empty texts do not fit (a data object that is too big on its own).
+    /// One message object, its texts shortened (body first) so its JSON is at most 4,096 bytes. When the
+    /// data object alone is too big, only its `kind`, `queue_id` and `deep_link` are kept. Throws when
+    /// even that does not fit (it then fails the whole batch's `request(for:)`).
     public func message(for envelope: Envelope) throws -> JSONValue {
         let r = envelope.rendered
         var base: [String: JSONValue] = [
@@ -69,9 +70,14 @@ public struct ExpoAdapter: BatchHTTPAdapter {
             m["body"] = .string(body)
             return Array(JSONValue.object(m).jsonText.utf8)
         }
-        guard let fitted = Truncation.fit(title: r.title, body: r.body, limitBytes: Truncation.pushPayloadBytes,
-                                          encode: encode) else {
-            throw AdapterError("expo: the message's data alone is over \(Truncation.pushPayloadBytes) bytes")
+        var fitted = Truncation.fit(title: r.title, body: r.body, limitBytes: Truncation.pushPayloadBytes, encode: encode)
+        if fitted == nil {
+            // The data alone is too big: keep only what the app needs to open the notification.
+            base["data"] = .object(r.data.filter { ["kind", "queue_id", "deep_link"].contains($0.key) })
+            fitted = Truncation.fit(title: r.title, body: r.body, limitBytes: Truncation.pushPayloadBytes, encode: encode)
+        }
+        guard let fitted else {
+            throw AdapterError("expo: the message cannot be made to fit in \(Truncation.pushPayloadBytes) bytes")
         }
         base["title"] = .string(fitted.title)
         base["body"] = .string(fitted.body)

@@ -82,7 +82,8 @@ public struct TwilioAdapter: HTTPAdapter {
     }
 
     /// Twilio error codes that mean "stop sending to this number" (providers.md §4.4, §8). 21610 lasts
-    /// until the recipient texts START.
+    /// until the recipient texts START. The HTTP status of 21614 and 21635 is unconfirmed (400 presumed);
+    /// classification keys on the code, so it does not matter here.
     public static let deactivatingCodes: Set<Int> = [21211, 21610, 21614, 21635]
 
     /// Codes that an operator must fix, with what to fix.
