@@ -1,0 +1,318 @@
+import Foundation
+import HeraldCore
+import HeraldHTTP
+
+/// Expo Push Service (providers.md §3): up to 100 messages per `POST /--/api/v2/push/send`, one push
+/// ticket per message in order; receipts fetched later with `POST /--/api/v2/push/getReceipts`.
+///
+///     let expo = try ExpoAdapter(accessToken: env["EXPO_ACCESS_TOKEN"], baseURL: env["EXPO_URL"])
+///     let request = try expo.request(for: envelopes)          // envelopes.count ≤ expo.maxBatch
+///     let outcomes = expo.classify(transport.perform(request), count: envelopes.count, now: now)
+///
+/// A ticket "ok" means Expo took the message, not that the device got it: `delivered(ticketId)` stores
+/// the ticket id, and `receiptsRequest(ids:)` / `classifyReceipts(_:)` later tell whether Apple or Google
+/// accepted it (DeviceNotRegistered there deactivates the token).
+public struct ExpoAdapter: BatchHTTPAdapter {
+    public let provider = "expo"
+    /// Expo takes at most 100 messages per send request.
+    public let maxBatch = 100
+    /// Expo takes at most 1,000 ids per receipts request.
+    public static let maxReceiptIds = 1000
+    /// e.g. "https://exp.host" (no trailing slash).
+    public let baseURL: String
+    /// Sent as `Authorization: Bearer` when "enhanced push security" is on; nil sends no header.
+    private let accessToken: String?
+    /// The Android notification channel for messages whose data carries no `channel_id`.
+    public var androidChannelId: String?
+    public var timeout: Double
+
+    public init(accessToken: String?, baseURL: String? = nil, androidChannelId: String? = nil,
+                timeout: Double = 15) throws {
+        self.baseURL = try AdapterSupport.baseURL(baseURL, default: "https://exp.host", variable: "EXPO_URL")
+        let token = accessToken?.trimmingCharacters(in: .whitespacesAndNewlines)
+        self.accessToken = (token?.isEmpty ?? true) ? nil : token
+        self.androidChannelId = androidChannelId
+        self.timeout = timeout
+    }
+
+    public var sendURL: String { baseURL + "/--/api/v2/push/send" }
+    public var receiptsURL: String { baseURL + "/--/api/v2/push/getReceipts" }
+
+    private var secrets: [String] { accessToken.map { [$0] } ?? [] }
+
+    // MARK: Sending
+
+    /// Expo's priority for a row: high priority or critical severity → "high" (APNs 10, FCM high);
+    /// normal → "default" (the platform's default: high on iOS, normal on Android); low → "normal"
+    /// (APNs 5: delivered when convenient, seed 003's "batched/silent").
+    public static func priority(for item: QueueItem) -> String {
+        if item.priority == .high || item.severity == .critical { return "high" }
+        return item.priority == .low ? "normal" : "default"
+    }
+
+    /// One message object, its texts shortened (body first) so its JSON is at most 4,096 bytes. When the
+    /// data object alone is too big, only its `kind`, `queue_id` and `deep_link` are kept. Throws when
+    /// even that does not fit (it then fails the whole batch's `request(for:)`).
+    public func message(for envelope: Envelope) throws -> JSONValue {
+        let r = envelope.rendered
+        var base: [String: JSONValue] = [
+            "to": .string(envelope.destination.address),
+            "data": .object(r.data),
+            "badge": .number(Double(r.badge)),
+            "priority": .string(Self.priority(for: envelope.item)),
+            "sound": r.sound.map { JSONValue.string($0) } ?? JSONValue.null,
+        ]
+        if let channel = r.data["channel_id"]?.stringValue ?? androidChannelId { base["channelId"] = .string(channel) }
+        if let category = r.category { base["categoryId"] = .string(category) }
+        func encode(_ title: String, _ body: String) -> [UInt8] {
+            var m = base
+            m["title"] = .string(title)
+            m["body"] = .string(body)
+            return Array(JSONValue.object(m).jsonText.utf8)
+        }
+        var fitted = Truncation.fit(title: r.title, body: r.body, limitBytes: Truncation.pushPayloadBytes, encode: encode)
+        if fitted == nil {
+            // The data alone is too big: keep only what the app needs to open the notification.
+            base["data"] = .object(r.data.filter { ["kind", "queue_id", "deep_link"].contains($0.key) })
+            fitted = Truncation.fit(title: r.title, body: r.body, limitBytes: Truncation.pushPayloadBytes, encode: encode)
+        }
+        guard let fitted else {
+            throw AdapterError("expo: the message cannot be made to fit in \(Truncation.pushPayloadBytes) bytes")
+        }
+        base["title"] = .string(fitted.title)
+        base["body"] = .string(fitted.body)
+        return .object(base)
+    }
+
+    public func request(for envelopes: [Envelope]) throws -> HTTPRequest {
+        guard !envelopes.isEmpty else { throw AdapterError("expo: no messages to send") }
+        guard envelopes.count <= maxBatch else {
+            throw AdapterError("expo: \(envelopes.count) messages in one request; at most \(maxBatch)")
+        }
+        let messages = try envelopes.map { try message(for: $0) }
+        return HTTPRequest(method: "POST", url: sendURL, headers: headers(),
+                           body: Array(JSONValue.array(messages).jsonText.utf8), timeout: timeout, version: .http2)
+    }
+
+    private func headers() -> [(String, String)] {
+        var h = [("content-type", "application/json"), ("accept", "application/json")]
+        if let accessToken { h.append(("authorization", "Bearer \(accessToken)")) }
+        return h
+    }
+
+    /// One outcome per message, in order. Request-level answers (transport failure, 429, 5xx, an
+    /// `errors` body, an unreadable body, a ticket count that does not match) give every message the
+    /// same outcome.
+    public func classify(_ result: Result<HTTPResponse, TransportError>, count: Int,
+                         now: Date) -> [ClassifiedResponse] {
+        let response: HTTPResponse
+        switch result {
+        case .failure(let error):
+            return Array(repeating: ClassifiedResponse(
+                AdapterSupport.transportOutcome(error, provider: "expo", secrets: secrets)), count: count)
+        case .success(let r):
+            response = r
+        }
+        let status = response.status
+        let latency = AdapterSupport.latencyMs(response)
+        func all(_ outcome: DeliveryOutcome) -> [ClassifiedResponse] {
+            Array(repeating: ClassifiedResponse(AdapterSupport.redact(outcome, secrets: secrets),
+                                                httpStatus: status, latencyMs: latency), count: count)
+        }
+        let json = AdapterSupport.json(response)
+
+        // Request-level errors: {"errors":[{"code","message"}]}, with any status.
+        if let errors = json?["errors"], case .array(let list) = errors, let first = list.first {
+            return all(Self.requestError(code: first["code"]?.stringValue, message: first["message"]?.stringValue,
+                                         status: status, retryAfter: AdapterSupport.retryAfter(response, now: now)))
+        }
+        guard (200..<300).contains(status) else {
+            return all(Self.requestError(code: nil, message: AdapterSupport.snippet(response), status: status,
+                                         retryAfter: AdapterSupport.retryAfter(response, now: now)))
+        }
+        // Tickets: {"data":[…]}, or one object when a single message went to a single token.
+        let tickets: [JSONValue]
+        switch json?["data"] {
+        case .array(let list)?: tickets = list
+        case .object(let one)? where count == 1: tickets = [.object(one)]
+        default:
+            return all(.retry(after: nil, code: "malformed_response",
+                              message: "expo answered \(status) without push tickets: \(AdapterSupport.snippet(response))"))
+        }
+        guard tickets.count == count else {
+            // The SDK treats this as an error too; Expo may have taken some, so a retry can duplicate.
+            return all(.retry(after: nil, code: "ticket_count_mismatch",
+                              message: "expo answered \(tickets.count) push tickets for \(count) messages"))
+        }
+        return tickets.map { ticket in
+            ClassifiedResponse(AdapterSupport.redact(Self.ticketOutcome(ticket), secrets: secrets),
+                               httpStatus: status, latencyMs: latency)
+        }
+    }
+
+    /// A push ticket: ok → delivered(ticket id); error → by `details.error`.
+    static func ticketOutcome(_ ticket: JSONValue) -> DeliveryOutcome {
+        switch ticket["status"]?.stringValue {
+        case "ok":
+            return .delivered(messageId: ticket["id"]?.stringValue)
+        case "error":
+            return errorOutcome(code: ticket["details"]?["error"]?.stringValue,
+                                message: ticket["message"]?.stringValue ?? "")
+        default:
+            return .retry(after: nil, code: "malformed_response",
+                          message: "expo push ticket without a status: \(Truncation.prefix(ticket.jsonText, maxUTF8Bytes: 200))")
+        }
+    }
+
+    /// A ticket's or receipt's `details.error` (providers.md §3.5).
+    public static func errorOutcome(code: String?, message: String) -> DeliveryOutcome {
+        let text = message.isEmpty ? (code ?? "error") : message
+        switch code {
+        case "DeviceNotRegistered":
+            return .destinationInvalid(code: "DeviceNotRegistered", message: "expo: \(text)")
+        case "MessageTooBig":
+            return .permanent(code: "MessageTooBig", message: "expo: payload over 4096 bytes: \(text)")
+        case "MessageRateExceeded":
+            return .retry(after: nil, code: "MessageRateExceeded", message: "expo: too many messages to this device: \(text)")
+        case "InvalidCredentials":
+            return .permanent(code: "InvalidCredentials",
+                              message: "expo: the project's push credentials (APNs key / FCM) are invalid or revoked; upload valid ones to Expo: \(text)")
+        case "MismatchSenderId":
+            return .permanent(code: "MismatchSenderId",
+                              message: "expo: FCM sender id does not match the project's FCM credentials; fix them in Expo: \(text)")
+        case "ProviderError", "ExpoError":
+            // providers.md: retrying these is an inference, not Expo's documented advice.
+            return .retry(after: nil, code: code, message: "expo: \(text)")
+        case let other?:
+            return .permanent(code: other, message: "expo: \(text)")
+        case nil:
+            return .permanent(code: "expo_error", message: "expo: \(text)")
+        }
+    }
+
+    /// Whole-request errors (providers.md §3.5; HTTP statuses of PUSH_TOO_MANY_* and UNAUTHORIZED are
+    /// unconfirmed, so the code decides, then the status).
+    static func requestError(code: String?, message: String?, status: Int, retryAfter: Double?) -> DeliveryOutcome {
+        let text = (message?.isEmpty ?? true) ? "" : ": \(message!)"
+        switch code {
+        case "TOO_MANY_REQUESTS":
+            return .retry(after: retryAfter, code: "TOO_MANY_REQUESTS", message: "expo: over 600 notifications/s\(text)")
+        case "UNAUTHORIZED":
+            return .permanent(code: "UNAUTHORIZED",
+                              message: "expo: access token required or invalid; set EXPO_ACCESS_TOKEN to a valid Expo access token\(text)")
+        case "PUSH_TOO_MANY_EXPERIENCE_IDS":
+            return .permanent(code: "PUSH_TOO_MANY_EXPERIENCE_IDS",
+                              message: "expo: the request mixes tokens of several Expo projects; herald sends for one project, so tokens of other projects must be removed\(text)")
+        case "PUSH_TOO_MANY_NOTIFICATIONS":
+            return .permanent(code: "PUSH_TOO_MANY_NOTIFICATIONS", message: "expo: over 100 messages in one request\(text)")
+        default:
+            break
+        }
+        let label = code ?? "http_\(status)"
+        switch status {
+        case 429:
+            return .retry(after: retryAfter, code: label, message: "expo answered 429\(text)")
+        case 500..<600:
+            return .retry(after: retryAfter, code: label, message: "expo answered \(status)\(text)")
+        case 401, 403:
+            return .permanent(code: label,
+                              message: "expo answered \(status); check EXPO_ACCESS_TOKEN\(text)")
+        case 200..<300:
+            // An `errors` body with a 2xx status: nothing was sent; unknown why, so try again later.
+            return .retry(after: retryAfter, code: label, message: "expo answered \(status) with an error\(text)")
+        default:
+            return .permanent(code: label, message: "expo answered \(status)\(text)")
+        }
+    }
+
+    // MARK: Receipts
+
+    /// `POST /--/api/v2/push/getReceipts` for at most 1,000 ticket ids (more are dropped: the caller
+    /// chunks; see `maxReceiptIds`).
+    public func receiptsRequest(ids: [String]) -> HTTPRequest {
+        let body: JSONValue = ["ids": .array(ids.prefix(Self.maxReceiptIds).map { .string($0) })]
+        return HTTPRequest(method: "POST", url: receiptsURL, headers: headers(), body: Array(body.jsonText.utf8),
+                           timeout: timeout, version: .http2)
+    }
+
+    /// The receipts Expo has ready. Ids asked for but absent are not ready yet (ask again later; after
+    /// about a day Expo no longer has them).
+    public func classifyReceipts(_ result: Result<HTTPResponse, TransportError>) -> ReceiptsResult {
+        let response: HTTPResponse
+        switch result {
+        case .failure(let error):
+            return .failed(AdapterSupport.transportOutcome(error, provider: "expo", secrets: secrets))
+        case .success(let r):
+            response = r
+        }
+        let json = AdapterSupport.json(response)
+        if let errors = json?["errors"], case .array(let list) = errors, let first = list.first {
+            let outcome = Self.requestError(code: first["code"]?.stringValue, message: first["message"]?.stringValue,
+                                            status: response.status, retryAfter: nil)
+            return .failed(AdapterSupport.redact(outcome, secrets: secrets))
+        }
+        guard (200..<300).contains(response.status) else {
+            let outcome = Self.requestError(code: nil, message: AdapterSupport.snippet(response),
+                                            status: response.status, retryAfter: nil)
+            return .failed(AdapterSupport.redact(outcome, secrets: secrets))
+        }
+        guard case .object(let data)? = json?["data"] else {
+            return .failed(.retry(after: nil, code: "malformed_response",
+                                  message: "expo answered \(response.status) without receipts: \(AdapterSupport.redact(AdapterSupport.snippet(response), secrets: secrets))"))
+        }
+        var receipts: [String: ExpoReceipt] = [:]
+        for (id, receipt) in data {
+            switch receipt["status"]?.stringValue {
+            case "ok":
+                receipts[id] = .ok
+            default:
+                let code = receipt["details"]?["error"]?.stringValue ?? "expo_error"
+                receipts[id] = .error(code: code, message: receipt["message"]?.stringValue ?? code)
+            }
+        }
+        return .receipts(receipts)
+    }
+}
+
+/// One Expo push receipt: whether Apple or Google accepted the message.
+public enum ExpoReceipt: Sendable, Equatable {
+    case ok
+    /// `details.error` ("DeviceNotRegistered", "MessageTooBig", …) and Expo's message.
+    case error(code: String, message: String)
+
+    /// True when the token is dead and must be deactivated.
+    public var isDeviceNotRegistered: Bool {
+        if case .error("DeviceNotRegistered", _) = self { return true }
+        return false
+    }
+
+    /// As a delivery outcome: ok → delivered; errors as for push tickets (DeviceNotRegistered →
+    /// destinationInvalid, MessageRateExceeded → retry, InvalidCredentials → permanent, …).
+    public var outcome: DeliveryOutcome {
+        switch self {
+        case .ok: .delivered(messageId: nil)
+        case .error(let code, let message): ExpoAdapter.errorOutcome(code: code, message: message)
+        }
+    }
+}
+
+/// The answer to one receipts request.
+public enum ReceiptsResult: Sendable, Equatable {
+    /// The receipts that are ready, by ticket id. An id asked for and absent here is not ready yet.
+    case receipts([String: ExpoReceipt])
+    /// The request itself failed (transport, 429/5xx, `errors`, unreadable body): ask again later
+    /// when the outcome is a retry.
+    case failed(DeliveryOutcome)
+
+    /// The receipt for `id`; nil when not ready yet or the request failed.
+    public func receipt(for id: String) -> ExpoReceipt? {
+        if case .receipts(let r) = self { return r[id] }
+        return nil
+    }
+
+    /// The ids of `asked` with no receipt yet.
+    public func notReady(_ asked: [String]) -> [String] {
+        guard case .receipts(let r) = self else { return asked }
+        return asked.filter { r[$0] == nil }
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import HeraldCore
+import HeraldHTTP
+
+/// SendGrid v3 Mail Send (providers.md §6): one `POST {base}/v3/mail/send` per email, Bearer API key.
+/// The queue row id goes in `custom_args.notification_id` (echoed by the Event Webhook) and in the
+/// `X-Entity-Ref-ID` header; the answer's `X-Message-Id` is stored as the message id.
+///
+///     let mail = try SendGridAdapter(apiKey: env["SENDGRID_API_KEY"]!, from: env["EMAIL_FROM"]!,
+///                                    baseURL: env["SENDGRID_URL"])
+public struct SendGridAdapter: HTTPAdapter {
+    public let provider = "sendgrid"
+    private let apiKey: String
+    public let fromEmail: String
+    public let fromName: String?
+    /// e.g. "https://api.sendgrid.com" (no trailing slash).
+    public let baseURL: String
+    public var timeout: Double
+
+    /// `from`: `EMAIL_FROM`, either "addr@example.com" or "Name <addr@example.com>".
+    public init(apiKey: String, from: String, baseURL: String? = nil, timeout: Double = 15) throws {
+        let key = apiKey.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !key.isEmpty else { throw AdapterError("SENDGRID_API_KEY is empty") }
+        let parsed = try Self.parseAddress(from)
+        self.apiKey = key
+        self.fromEmail = parsed.email
+        self.fromName = parsed.name
+        self.baseURL = try AdapterSupport.baseURL(baseURL, default: "https://api.sendgrid.com", variable: "SENDGRID_URL")
+        self.timeout = timeout
+    }
+
+    /// "Name <addr>" or "addr" → (addr, Name?). Throws, naming EMAIL_FROM, when there is no address.
+    public static func parseAddress(_ text: String) throws -> (email: String, name: String?) {
+        let s = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        var email = s
+        var name: String?
+        if let open = s.lastIndex(of: "<"), s.hasSuffix(">") {
+            email = String(s[s.index(after: open)..<s.index(before: s.endIndex)]).trimmingCharacters(in: .whitespaces)
+            var n = String(s[..<open]).trimmingCharacters(in: .whitespaces)
+            if n.count >= 2, n.hasPrefix("\""), n.hasSuffix("\"") { n = String(n.dropFirst().dropLast()) }
+            name = n.isEmpty ? nil : n
+        }
+        let at = email.split(separator: "@", omittingEmptySubsequences: false)
+        guard at.count == 2, !at[0].isEmpty, at[1].contains("."), !email.contains(where: { $0.isWhitespace }),
+              !email.contains("<"), !email.contains(">") else {
+            throw AdapterError("EMAIL_FROM must be addr@example.com or Name <addr@example.com>, got '\(text)'")
+        }
+        return (email, name)
+    }
+
+    public var url: String { baseURL + "/v3/mail/send" }
+
+    private var secrets: [String] { [apiKey] }
+
+    /// The minimal HTML part: the body's text escaped, paragraphs and line breaks kept.
+    public static func html(title: String, body: String, rightToLeft: Bool = false) -> String {
+        func escape(_ s: String) -> String {
+            var out = ""
+            for c in s {
+                switch c {
+                case "&": out += "&amp;"
+                case "<": out += "&lt;"
+                case ">": out += "&gt;"
+                case "\"": out += "&quot;"
+                case "'": out += "&#39;"
+                default: out.append(c)
+                }
+            }
+            return out
+        }
+        let paragraphs = body.components(separatedBy: "\n\n").map {
+            "<p>" + escape($0).replacingOccurrences(of: "\n", with: "<br>") + "</p>"
+        }.joined()
+        let open = rightToLeft ? "<html lang=\"ar\" dir=\"rtl\">" : "<html>"
+        return "<!doctype html>\(open)<head><meta charset=\"utf-8\"><title>\(escape(title))</title></head><body>\(paragraphs)</body></html>"
+    }
+
+    /// The Mail Send body (§6.2).
+    public func body(for envelope: Envelope) -> JSONValue {
+        let r = envelope.rendered
+        let id = envelope.item.id.lowercased
+        let subject = r.title.trimmingCharacters(in: .whitespacesAndNewlines)
+        var text = r.body
+        if let link = r.deepLink, !link.isEmpty { text += "\n\n\(link)" }
+        if text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { text = subject.isEmpty ? "-" : subject }
+        var from: [String: JSONValue] = ["email": .string(fromEmail)]
+        if let fromName { from["name"] = .string(fromName) }
+        let recipient: JSONValue = ["email": .string(envelope.destination.address)]
+        let personalization: JSONValue = [
+            "to": .array([recipient]),
+            "custom_args": .object(["notification_id": .string(id)]),
+        ]
+        let plain: JSONValue = ["type": "text/plain", "value": .string(text)]
+        let html: JSONValue = [
+            "type": "text/html",
+            "value": .string(Self.html(title: subject, body: text, rightToLeft: r.locale == "ar")),
+        ]
+        let message: [String: JSONValue] = [
+            "personalizations": .array([personalization]),
+            "from": .object(from),
+            "subject": .string(subject.isEmpty ? "Notification" : subject),
+            "content": .array([plain, html]),
+            "headers": .object(["X-Entity-Ref-ID": .string(id)]),
+        ]
+        return .object(message)
+    }
+
+    public func request(for envelope: Envelope) throws -> HTTPRequest {
+        let to = envelope.destination.address.trimmingCharacters(in: .whitespaces)
+        guard to.contains("@") else { throw AdapterError("sendgrid: the recipient has no email address") }
+        var e = envelope
+        e.destination.address = to
+        return HTTPRequest(
+            method: "POST", url: url,
+            headers: [("content-type", "application/json"), ("authorization", "Bearer \(apiKey)")],
+            body: Array(body(for: e).jsonText.utf8), timeout: timeout, version: .http2)
+    }
+
+    public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
+        switch result {
+        case .failure(let error):
+            return ClassifiedResponse(AdapterSupport.transportOutcome(error, provider: "sendgrid", secrets: secrets))
+        case .success(let response):
+            let outcome = AdapterSupport.redact(Self.outcome(response, now: now), secrets: secrets)
+            return ClassifiedResponse(outcome, httpStatus: response.status, latencyMs: AdapterSupport.latencyMs(response))
+        }
+    }
+
+    static func outcome(_ response: HTTPResponse, now: Date) -> DeliveryOutcome {
+        let status = response.status
+        if (200..<300).contains(status) {
+            return .delivered(messageId: response.header("x-message-id"))
+        }
+        let json = AdapterSupport.json(response)
+        var reason = ""
+        if case .array(let errors)? = json?["errors"], let first = errors.first {
+            reason = first["message"]?.stringValue ?? ""
+            if let field = first["field"]?.stringValue, !field.isEmpty { reason += " (field \(field))" }
+        } else {
+            reason = AdapterSupport.snippet(response)
+        }
+        let text = "sendgrid answered \(status)" + (reason.isEmpty ? "" : ": \(reason)")
+        let code = "http_\(status)"
+        switch status {
+        case 429:
+            // X-RateLimit-Reset is the unix time the limit resets (§6.4); Retry-After as a fallback.
+            let reset = response.header("x-ratelimit-reset").flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+                .map { max(0, $0 - now.timeIntervalSince1970) }
+            return .retry(after: reset ?? AdapterSupport.retryAfter(response, now: now), code: code, message: text)
+        case 500..<600:
+            return .retry(after: AdapterSupport.retryAfter(response, now: now), code: code, message: text)
+        case 401:
+            return .permanent(code: code, message: "\(text) — check SENDGRID_API_KEY (invalid, deleted or without mail.send permission)")
+        case 403:
+            return .permanent(code: code, message: "\(text) — check SENDGRID_API_KEY's permissions, the account and EMAIL_FROM's sender verification")
+        case 451:
+            return .permanent(code: code, message: "\(text) — data residency: check SENDGRID_URL (EU subusers use https://api.eu.sendgrid.com)")
+        default:
+            return .permanent(code: code, message: text)
+        }
+    }
+}

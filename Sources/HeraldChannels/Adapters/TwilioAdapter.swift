@@ -1,0 +1,160 @@
+import Foundation
+import HeraldCore
+import HeraldHTTP
+
+/// Twilio Programmable Messaging (providers.md §4): one form-encoded
+/// `POST /2010-04-01/Accounts/{AccountSid}/Messages.json` per SMS, HTTP basic auth (sid:token).
+///
+///     let sms = try TwilioAdapter(accountSid: env["TWILIO_ACCOUNT_SID"]!, authToken: env["TWILIO_AUTH_TOKEN"]!,
+///                                 from: env["TWILIO_FROM"], messagingServiceSid: env["TWILIO_MESSAGING_SERVICE_SID"],
+///                                 baseURL: env["TWILIO_URL"])
+///
+/// A 201 means Twilio queued the message; delivery (and async errors such as 30007) arrives later by
+/// status callback, which herald does not consume.
+public struct TwilioAdapter: HTTPAdapter {
+    public let provider = "twilio"
+    public let accountSid: String
+    private let authToken: String
+    /// The sender (E.164 number, short code or alphanumeric id), or nil when a Messaging Service sends.
+    public let from: String?
+    public let messagingServiceSid: String?
+    /// e.g. "https://api.twilio.com" (no trailing slash).
+    public let baseURL: String
+    public var timeout: Double
+
+    /// Exactly one of `from` and `messagingServiceSid` (empty strings count as absent).
+    public init(accountSid: String, authToken: String, from: String?, messagingServiceSid: String?,
+                baseURL: String? = nil, timeout: Double = 15) throws {
+        let sid = accountSid.trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = authToken.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !sid.isEmpty else { throw AdapterError("TWILIO_ACCOUNT_SID is empty: set it to your account's AC… sid") }
+        guard !token.isEmpty else { throw AdapterError("TWILIO_AUTH_TOKEN is empty") }
+        let from = from?.trimmingCharacters(in: .whitespaces).nonEmpty
+        let service = messagingServiceSid?.trimmingCharacters(in: .whitespaces).nonEmpty
+        switch (from, service) {
+        case (nil, nil):
+            throw AdapterError("set one of TWILIO_FROM (a Twilio number) or TWILIO_MESSAGING_SERVICE_SID (MG…)")
+        case (_?, _?):
+            throw AdapterError("set only one of TWILIO_FROM and TWILIO_MESSAGING_SERVICE_SID, not both")
+        default:
+            break
+        }
+        self.accountSid = sid
+        self.authToken = token
+        self.from = from
+        self.messagingServiceSid = service
+        self.baseURL = try AdapterSupport.baseURL(baseURL, default: "https://api.twilio.com", variable: "TWILIO_URL")
+        self.timeout = timeout
+    }
+
+    public var url: String { "\(baseURL)/2010-04-01/Accounts/\(AdapterSupport.percentEncode(accountSid))/Messages.json" }
+
+    private var secrets: [String] { [authToken] }
+
+    /// The SMS text: "Title: body" (or whichever is not empty; just the body when it already starts with
+    /// the title), cut to 1,600 UTF-16 units on a character boundary (Twilio's limit, §4.2).
+    public static func text(for rendered: RenderedNotification) -> String {
+        let title = rendered.title.trimmingCharacters(in: .whitespacesAndNewlines)
+        let body = rendered.body.trimmingCharacters(in: .whitespacesAndNewlines)
+        let whole: String
+        if title.isEmpty { whole = body }
+        else if body.isEmpty || body.hasPrefix(title) { whole = body.isEmpty ? title : body }
+        else { whole = "\(title): \(body)" }
+        return Truncation.sms(whole)
+    }
+
+    public func request(for envelope: Envelope) throws -> HTTPRequest {
+        let to = envelope.destination.address.trimmingCharacters(in: .whitespaces)
+        guard !to.isEmpty else { throw AdapterError("twilio: the recipient has no phone number") }
+        var fields = [("To", to)]
+        if let from { fields.append(("From", from)) }
+        if let messagingServiceSid { fields.append(("MessagingServiceSid", messagingServiceSid)) }
+        fields.append(("Body", Self.text(for: envelope.rendered)))
+        let credentials = Data("\(accountSid):\(authToken)".utf8).base64EncodedString()
+        return HTTPRequest(
+            method: "POST", url: url,
+            headers: [
+                ("content-type", "application/x-www-form-urlencoded"),
+                ("accept", "application/json"),
+                ("authorization", "Basic \(credentials)"),
+            ],
+            body: Array(AdapterSupport.formEncode(fields).utf8), timeout: timeout, version: .http1_1)
+    }
+
+    /// Twilio error codes that mean "stop sending to this number" (providers.md §4.4, §8). 21610 lasts
+    /// until the recipient texts START. The HTTP status of 21614 and 21635 is unconfirmed (400 presumed);
+    /// classification keys on the code, so it does not matter here.
+    public static let deactivatingCodes: Set<Int> = [21211, 21610, 21614, 21635]
+
+    /// Codes that an operator must fix, with what to fix.
+    static let configCodes: [Int: String] = [
+        20003: "authentication failed: check TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN (and the account's region and status)",
+        20403: "the account may not use this API (suspended or closed?): check the Twilio account",
+        20404: "the account or resource was not found: check TWILIO_ACCOUNT_SID",
+        21408: "no geo permission for the destination's region: enable it in the Twilio Console (Messaging geo permissions)",
+        21606: "the From number cannot send SMS: set TWILIO_FROM to an SMS-capable Twilio number",
+        21608: "trial account: the To number is not verified; verify it or upgrade the account",
+        21212: "the From number is not valid: check TWILIO_FROM",
+        21659: "the From number is not a Twilio number of this account: check TWILIO_FROM",
+        21703: "the Messaging Service has no senders: check TWILIO_MESSAGING_SERVICE_SID",
+        21704: "the Messaging Service has no senders: check TWILIO_MESSAGING_SERVICE_SID",
+    ]
+
+    public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
+        switch result {
+        case .failure(let error):
+            return ClassifiedResponse(AdapterSupport.transportOutcome(error, provider: "twilio", secrets: secrets))
+        case .success(let response):
+            let outcome = AdapterSupport.redact(Self.outcome(response, now: now), secrets: secrets)
+            return ClassifiedResponse(outcome, httpStatus: response.status, latencyMs: AdapterSupport.latencyMs(response))
+        }
+    }
+
+    static func outcome(_ response: HTTPResponse, now: Date) -> DeliveryOutcome {
+        let status = response.status
+        let json = AdapterSupport.json(response)
+        let retryAfter = AdapterSupport.retryAfter(response, now: now)
+        if (200..<300).contains(status) {
+            // 201 Created: Twilio queued the SMS. Without a readable sid it was still created; sending it
+            // again would send a second SMS, so it counts as delivered with no id.
+            return .delivered(messageId: json?["sid"]?.stringValue)
+        }
+        guard let code = json?["code"]?.intValue else {
+            let snippet = AdapterSupport.snippet(response)
+            let text = "twilio answered \(status)" + (snippet.isEmpty ? "" : ": \(snippet)")
+            switch status {
+            case 429, 500..<600: return .retry(after: retryAfter, code: "http_\(status)", message: text)
+            case 401, 403:
+                return .permanent(code: "http_\(status)", message: text + " (check TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN)")
+            default: return .permanent(code: "http_\(status)", message: text)
+            }
+        }
+        let message = json?["message"]?.stringValue ?? "error"
+        let label = String(code)
+        let text = "twilio \(code): \(message)"
+        if deactivatingCodes.contains(code) {
+            return .destinationInvalid(code: label, message: text)
+        }
+        if let fix = configCodes[code] {
+            return .permanent(code: label, message: "\(text) — \(fix)")
+        }
+        switch code {
+        case 20429:
+            return .retry(after: retryAfter, code: label, message: "\(text) (too many concurrent requests)")
+        case 14107:
+            return .retry(after: retryAfter ?? 30, code: label, message: text)
+        case 21617:
+            return .permanent(code: label, message: "\(text) (body over 1,600 characters)")
+        default:
+            break
+        }
+        switch status {
+        case 429, 500..<600: return .retry(after: retryAfter, code: label, message: text)
+        default: return .permanent(code: label, message: text)
+        }
+    }
+}
+
+extension String {
+    var nonEmpty: String? { isEmpty ? nil : self }
+}
