@@ -20,4 +20,7 @@ static inline CURLMcode herald_curl_multi_setopt_long(CURLM *m, CURLMoption o, l
 /* Macros that Swift does not import (expressions), as functions. */
 static inline CURLcode herald_curl_global_init_default(void) { return curl_global_init(CURL_GLOBAL_DEFAULT); }
 static inline long herald_curl_error_size(void) { return CURL_ERROR_SIZE; }
+/* The running libcurl's version: number 0xXXYYZZ and text. */
+static inline unsigned int herald_curl_version_num(void) { return curl_version_info(CURLVERSION_NOW)->version_num; }
+static inline const char *herald_curl_version_string(void) { return curl_version_info(CURLVERSION_NOW)->version; }
 #endif

@@ -18,6 +18,7 @@ final class HTTPTransfer {
     private var headerList: CurlStringList?
     private(set) var responseHeaders: [(String, String)] = []
     private(set) var responseBody: [UInt8] = []
+    private var maxResponseBytes = Int.max
 
     init(index: Int, easy: CurlEasyHandle) {
         self.index = index
@@ -35,17 +36,29 @@ final class HTTPTransfer {
         // Wait for an HTTP/2 connection being set up rather than open another one. Only where HTTP/2 is
         // possible: for cleartext HTTP/1.1, libcurl would hold requests until the first response arrives.
         if request.version.mayMultiplex(url: request.url) { try easy.set(CURLOPT_PIPEWAIT, 1) }
+        if request.version == .http2PriorKnowledge, CurlGlobal.h2cReuseIsBroken {
+            try easy.set(CURLOPT_FRESH_CONNECT, 1)
+            try easy.set(CURLOPT_FORBID_REUSE, 1)
+        }
         if Self.verbose { try easy.set(CURLOPT_VERBOSE, 1) }
         try easy.set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
         try easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.timeout))
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(min(options.connectTimeout, request.timeout)))
         try easy.set(CURLOPT_USERAGENT, options.userAgent)
+        try easy.set(CURLOPT_TCP_KEEPALIVE, 1)
+        maxResponseBytes = max(0, options.maxResponseBytes)
         if let caBundle { try easy.set(CURLOPT_CAINFO, caBundle) }
 
         try configureMethodAndBody(request)
 
         let headers = try CurlStringList()
         for (name, value) in request.headers {
+            // libcurl sends header lines as given: a CR or LF would let a value inject header lines.
+            guard !name.isEmpty, !name.contains(where: { $0 == ":" || $0.isNewline || $0 == " " }),
+                  !value.contains(where: \.isNewline) else {
+                throw .other(code: Int(CURLE_BAD_FUNCTION_ARGUMENT.rawValue),
+                             message: "invalid header field \(name.debugDescription)")
+            }
             // "Name:" would remove a header; "Name;" sends it with an empty value.
             try headers.append(value.isEmpty ? "\(name);" : "\(name): \(value)")
         }
@@ -62,7 +75,10 @@ final class HTTPTransfer {
             let length = size * count
             guard let data, let context, length > 0 else { return length }
             let transfer = Unmanaged<HTTPTransfer>.fromOpaque(context).takeUnretainedValue()
-            transfer.responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+            let room = transfer.maxResponseBytes - transfer.responseBody.count
+            if room > 0 {
+                transfer.responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: min(length, room)))
+            }
             return length
         }
         _ = herald_curl_easy_setopt_header_callback(easy.raw) { data, size, count, context in

@@ -20,6 +20,9 @@ public final class HTTPTransport {
     private var idleHandles: [CurlEasyHandle] = []
     /// Idle easy handles kept between calls.
     private let idleHandlesKept = 64
+    private var performing = false
+    /// libcurl's assumption of a server's HTTP/2 MAX_CONCURRENT_STREAMS before its SETTINGS arrive.
+    private static let streamsBeforeSettings = 100
 
     public init(options: TransportOptions = .init()) throws {
         self.options = options
@@ -43,24 +46,35 @@ public final class HTTPTransport {
         idleHandles.removeAll()
     }
 
+    /// The libcurl version in use, e.g. "7.88.1" (for logs).
+    public static var libcurlVersion: String { CurlGlobal.version }
+
     /// Runs every request concurrently on the multi handle (HTTP/2 multiplexing where negotiated,
     /// connection reuse across calls — keep the multi handle and its connection cache alive between
     /// calls), blocking until all have finished. `onComplete(index, result)` is called on the calling
     /// thread as each transfer finishes, in completion order — the caller records results in chunks
-    /// while the rest are still in flight. At most `options.maxTransfersInFlight` run at once; the rest
-    /// start as slots free up.
+    /// while the rest are still in flight (but must not call `perform` from it). At most
+    /// `options.maxTransfersInFlight` run at once; the rest start as slots free up.
     public func perform(_ requests: [HTTPRequest], onComplete: (Int, Result<HTTPResponse, TransportError>) -> Void) {
+        // A nested call from onComplete would take the outer call's completions, leaving it waiting forever.
+        precondition(!performing, "HTTPTransport.perform called from its own onComplete")
+        performing = true
         let limit = max(1, options.maxTransfersInFlight)
+        // Slow start: until a server's HTTP/2 SETTINGS arrive, libcurl assumes it allows 100 concurrent
+        // streams and opens a new connection for each further request. So start at most 100 transfers
+        // until one completes (its connection's SETTINGS have then arrived) or half a second passes.
+        var warmedUp = limit <= Self.streamsBeforeSettings
+        let started = ContinuousClock.now
         var next = 0
         var active: [UnsafeMutableRawPointer: HTTPTransfer] = [:]
         defer {
-            // Only non-empty if a callback escaped by a crash path; never leave handles attached.
-            for transfer in active.values { multi.remove(transfer.easy) }
+            performing = false
             if idleHandles.count > idleHandlesKept { idleHandles.removeLast(idleHandles.count - idleHandlesKept) }
         }
 
         while next < requests.count || !active.isEmpty {
-            while active.count < limit, next < requests.count {
+            if !warmedUp, ContinuousClock.now - started > .milliseconds(500) { warmedUp = true }
+            while active.count < (warmedUp ? limit : Self.streamsBeforeSettings), next < requests.count {
                 let index = next
                 next += 1
                 switch start(requests[index], index: index) {
@@ -78,6 +92,7 @@ public final class HTTPTransport {
                 let result = transfer.result(done.result)
                 idleHandles.append(transfer.easy)
                 finishedSome = true
+                warmedUp = true
                 onComplete(transfer.index, result)
             }
             // Go straight back to start waiting requests in the freed slots; otherwise wait for I/O.

@@ -9,7 +9,8 @@ public enum HTTPVersion: Sendable, Hashable {
     case http1_1
     /// HTTP/2 over TLS, negotiated with ALPN; falls back to HTTP/1.1 (and cleartext URLs use HTTP/1.1).
     case http2
-    /// Cleartext HTTP/2 without negotiation (h2c, "prior knowledge").
+    /// Cleartext HTTP/2 without negotiation (h2c, "prior knowledge"). With libcurl < 7.89 each such
+    /// request uses a new connection (reusing one fails there: curl/curl#10634); prefer `.http2` over TLS.
     case http2PriorKnowledge
 
     /// The CURLOPT_HTTP_VERSION value.
@@ -26,7 +27,7 @@ public enum HTTPVersion: Sendable, Hashable {
         switch self {
         case .http1_1: false
         case .http2: url.prefix(8).lowercased() == "https://"
-        case .http2PriorKnowledge: true
+        case .http2PriorKnowledge: !CurlGlobal.h2cReuseIsBroken
         }
     }
 

@@ -16,14 +16,19 @@ public struct TransportOptions: Sendable {
     /// Transfers on the multi handle at once; further requests wait for a slot, so a batch of 10,000
     /// does not allocate 10,000 handles.
     public var maxTransfersInFlight: Int
+    /// Response bodies are cut to this many bytes (the rest is read and dropped), so an endpoint
+    /// answering with a huge body cannot exhaust memory; the transfer still succeeds.
+    public var maxResponseBytes: Int
 
     public init(caFile: String? = nil, maxConnectionsPerHost: Int = 64, maxTotalConnections: Int = 256,
-                connectTimeout: Double = 10, userAgent: String = "herald/0.1", maxTransfersInFlight: Int = 1000) {
+                connectTimeout: Double = 10, userAgent: String = "herald/0.1", maxTransfersInFlight: Int = 1000,
+                maxResponseBytes: Int = 1 << 20) {
         self.caFile = caFile
         self.maxConnectionsPerHost = maxConnectionsPerHost
         self.maxTotalConnections = maxTotalConnections
         self.connectTimeout = connectTimeout
         self.userAgent = userAgent
         self.maxTransfersInFlight = maxTransfersInFlight
+        self.maxResponseBytes = maxResponseBytes
     }
 }

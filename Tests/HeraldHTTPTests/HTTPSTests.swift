@@ -4,8 +4,8 @@ import HeraldTestSupport
 import Testing
 
 /// TLS, the extra CA and HTTP/2, against the fake server with a throw-away CA.
-@Suite(.serialized)
-struct HTTPSTests {
+extension HTTPSuite {
+@Suite struct HTTPSTests {
     @Test func trustedExtraCANegotiatesHTTP2() throws {
         let certificates = try TestCertificates.make()
         defer { certificates.remove() }
@@ -41,6 +41,17 @@ struct HTTPSTests {
         #expect(response.text == "1.1")
     }
 
+    @Test func http2FallsBackToHTTP1_1WhenTheServerOnlyOffersIt() throws {
+        let certificates = try TestCertificates.make()
+        defer { certificates.remove() }
+        let server = try FakeHTTPServer(tls: certificates, http2: false) { request in .text(200, request.httpVersion) }
+        defer { server.shutdown() }
+        let transport = try HTTPTransport(options: .init(caFile: certificates.caFile))
+        let results = performAll(transport, (0..<10).map { _ in HTTPRequest(url: server.baseURL + "/") })
+        #expect(results.count == 10)
+        #expect(results.values.allSatisfy { $0.count == 1 && $0[0].success?.httpVersion == 11 && $0[0].success?.text == "1.1" })
+    }
+
     @Test func concurrentRequestsMultiplexOnFewConnections() throws {
         let certificates = try TestCertificates.make()
         defer { certificates.remove() }
@@ -59,7 +70,7 @@ struct HTTPSTests {
         #expect(server.requests.count == 150)
         #expect(server.requests.allSatisfy { $0.httpVersion == "2" })
         #expect(server.connectionCount <= 4, "\(server.connectionCount) connections for 150 h2 requests")
-        #expect(elapsed < 2)
+        #expect(elapsed < 3, "150 h2 requests of 20 ms took \(elapsed) s")
 
         // The connection stays in the multi handle's cache: a second call opens no new one.
         let before = server.connectionCount
@@ -111,4 +122,5 @@ struct HTTPSTests {
             try HTTPTransport(options: .init(caFile: notPEM.path))
         }
     }
+}
 }

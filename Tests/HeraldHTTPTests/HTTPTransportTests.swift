@@ -3,9 +3,9 @@ import HeraldHTTP
 import HeraldTestSupport
 import Testing
 
-/// The transport against the fake HTTP server on loopback. Serialized: several tests measure time.
-@Suite(.serialized)
-struct HTTPTransportTests {
+/// The transport against the fake HTTP server on loopback.
+extension HTTPSuite {
+@Suite struct HTTPTransportTests {
     // MARK: Round trips
 
     @Test func getRoundTripsHeadersAndQuery() throws {
@@ -102,6 +102,66 @@ struct HTTPTransportTests {
         #expect(missing.status == 404)
     }
 
+    @Test func repeatedResponseHeadersKeepTheirOrder() throws {
+        let server = try FakeHTTPServer { _ in
+            FakeResponse(status: 200, headers: [("Set-Cookie", "a=1"), ("X-Other", "o"), ("set-cookie", "b=2")])
+        }
+        defer { server.shutdown() }
+        let response = try #require(try HTTPTransport().perform(
+            HTTPRequest(method: "GET", url: server.baseURL + "/")).success)
+        #expect(response.headers.filter { $0.0 == "set-cookie" }.map(\.1) == ["a=1", "b=2"])
+        #expect(response.header("Set-Cookie") == "a=1")
+        #expect(response.headers.allSatisfy { $0.0 == $0.0.lowercased() })
+    }
+
+    /// h2c works; libcurl 7.88 cannot reuse h2c connections (curl/curl#10634), so connections aren't counted.
+    @Test func cleartextHTTP2WithPriorKnowledge() throws {
+        let server = try FakeHTTPServer { request in .text(200, request.httpVersion + " " + request.text) }
+        defer { server.shutdown() }
+        let transport = try HTTPTransport()
+        let requests = (0..<30).map {
+            HTTPRequest(url: server.baseURL + "/h2c", body: Array("\($0)".utf8), version: .http2PriorKnowledge)
+        }
+        let results = performAll(transport, requests)
+        #expect(results.count == 30)
+        let bad = results.filter { index, outcomes in
+            !(outcomes.count == 1 && outcomes[0].success?.text == "2 \(index)" && outcomes[0].success?.httpVersion == 20)
+        }
+        #expect(bad.isEmpty, "\(bad.count) bad, e.g. \(String(describing: bad.first))")
+        #expect(server.requests.count == 30)
+        #expect(server.requests.allSatisfy { $0.httpVersion == "2" })
+    }
+
+    @Test func largeResponseBodiesAreCut() throws {
+        let big = (0..<300_000).map { UInt8(truncatingIfNeeded: $0) }
+        let server = try FakeHTTPServer { _ in FakeResponse(status: 200, body: big) }
+        defer { server.shutdown() }
+        let cut = try #require(try HTTPTransport(options: .init(maxResponseBytes: 1000))
+            .perform(HTTPRequest(method: "GET", url: server.baseURL + "/big")).success)
+        #expect(cut.status == 200)
+        #expect(cut.body == Array(big.prefix(1000)))
+        let whole = try #require(try HTTPTransport().perform(HTTPRequest(method: "GET", url: server.baseURL + "/big")).success)
+        #expect(whole.body == big)
+    }
+
+    @Test func headerInjectionIsRefused() throws {
+        let server = try FakeHTTPServer { _ in .text(200, "ok") }
+        defer { server.shutdown() }
+        let transport = try HTTPTransport()
+        let results = performAll(transport, [
+            HTTPRequest(url: server.baseURL + "/", headers: [("x-a", "1\r\nx-injected: yes")]),
+            HTTPRequest(url: server.baseURL + "/", headers: [("x-b: 2\r\nx-injected", "yes")]),
+            HTTPRequest(url: server.baseURL + "/", headers: [("x-c", "fine")]),
+        ])
+        guard case .other = results[0]?.first?.failure, case .other = results[1]?.first?.failure else {
+            Issue.record("expected failures, got \(results)")
+            return
+        }
+        #expect(results[2]?.first?.success?.status == 200)
+        #expect(server.requests.count == 1)
+        #expect(server.requests.allSatisfy { $0.header("x-injected") == nil })
+    }
+
     @Test func redirectsAreNotFollowed() throws {
         let server = try FakeHTTPServer { request in
             request.path == "/old" ? FakeResponse(status: 301, headers: [("location", "/new")]) : .text(200, "new")
@@ -169,6 +229,26 @@ struct HTTPTransportTests {
         #expect(results.count == 40)
         #expect(results.allSatisfy { index, outcomes in outcomes.count == 1 && outcomes[0].success?.text == "\(index)" })
         #expect(server.requests.count == 40)
+    }
+
+    @Test func largeBatchesReuseHandlesAndAllComplete() throws {
+        let certificates = try TestCertificates.make()
+        defer { certificates.remove() }
+        let server = try FakeHTTPServer(tls: certificates) { request in .text(200, request.text) }
+        defer { server.shutdown() }
+        let transport = try HTTPTransport(options: .init(caFile: certificates.caFile, maxTransfersInFlight: 200))
+        let count = 1000
+        let requests = (0..<count).map { HTTPRequest(url: server.baseURL + "/bulk", body: Array("\($0)".utf8)) }
+        var completions = 0
+        var wrong: [(Int, Result<HTTPResponse, TransportError>)] = []
+        transport.perform(requests) { index, result in
+            completions += 1
+            if result.success?.text != "\(index)" { wrong.append((index, result)) }
+        }
+        #expect(completions == count)
+        #expect(wrong.count == 0, "\(wrong.count) wrong, e.g. \(wrong.prefix(3))")
+        #expect(Set(server.requests.map(\.text)).count == count)
+        #expect(server.connectionCount <= 4)
     }
 
     @Test func completionsArriveInCompletionOrder() throws {
@@ -245,4 +325,5 @@ struct HTTPTransportTests {
         let result = try HTTPTransport().perform(HTTPRequest(url: url))
         #expect(result.failure == .connectionRefused)
     }
+}
 }

@@ -1,19 +1,9 @@
 import Foundation
 import HeraldHTTP
+import Testing
 
-/// Lock-protected state for fake-server handlers and completion callbacks.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withValue<R>(_ body: (inout Value) -> R) -> R {
-        lock.withLock { body(&value) }
-    }
-
-    var current: Value { withValue { $0 } }
-}
+/// Every HeraldHTTP test, one at a time: several measure elapsed time, and one is CPU-heavy.
+@Suite(.serialized) enum HTTPSuite {}
 
 /// Seconds `body` took.
 func seconds(_ body: () throws -> Void) rethrows -> Double {

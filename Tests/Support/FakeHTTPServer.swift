@@ -64,8 +64,8 @@ public struct FakeResponse: Sendable {
     }
 }
 
-/// A loopback HTTP server for tests and benchmarks: cleartext HTTP/1.1, or TLS with ALPN h2 and
-/// http/1.1. The handler runs on the server's event loop for every request (keep it quick; use a lock
+/// A loopback HTTP server for tests and benchmarks: cleartext HTTP/1.1 (or h2c with prior knowledge),
+/// or TLS with ALPN h2 and http/1.1. The handler runs on the server's event loop for every request (keep it quick; use a lock
 /// for state); answers are sent after `FakeResponse.delay` without blocking other requests.
 ///
 ///     let certificates = try TestCertificates.make()
@@ -85,10 +85,11 @@ public final class FakeHTTPServer: Sendable {
     private let state: FakeServerState
 
     /// - Parameters:
-    ///   - tls: nil for cleartext HTTP/1.1; else TLS with these certificates, ALPN h2 and http/1.1.
+    ///   - tls: nil for cleartext HTTP/1.1 and h2c (prior knowledge); else TLS with these certificates, ALPN h2 and http/1.1.
     ///   - threads: event loop threads.
+    ///   - http2: offer h2 in ALPN (with TLS); false makes the server HTTP/1.1-only, as some webhooks are.
     ///   - handler: answers each request.
-    public init(tls: TestCertificates? = nil, threads: Int = 1,
+    public init(tls: TestCertificates? = nil, threads: Int = 1, http2: Bool = true,
                 handler: @escaping @Sendable (FakeRequest) -> FakeResponse) throws {
         let state = FakeServerState(handler: handler)
         let sslContext: NIOSSLContext?
@@ -98,7 +99,7 @@ public final class FakeHTTPServer: Sendable {
             var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain,
                                                                          privateKey: .privateKey(key))
             configuration.minimumTLSVersion = .tlsv12
-            configuration.applicationProtocols = ["h2", "http/1.1"]
+            configuration.applicationProtocols = http2 ? ["h2", "http/1.1"] : ["http/1.1"]
             sslContext = try NIOSSLContext(configuration: configuration)
         } else {
             sslContext = nil
@@ -112,7 +113,9 @@ public final class FakeHTTPServer: Sendable {
             .childChannelInitializer { channel in
                 state.connectionAccepted()
                 guard let sslContext else {
-                    return Self.configureHTTP1(channel, state: state)
+                    return channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(CleartextProtocolSniffer(state: state))
+                    }
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
@@ -152,18 +155,26 @@ public final class FakeHTTPServer: Sendable {
         try? group.syncShutdownGracefully()
     }
 
-    private static func configureHTTP1(_ channel: any Channel, state: FakeServerState) -> EventLoopFuture<Void> {
+    fileprivate static func configureHTTP1(_ channel: any Channel, state: FakeServerState) -> EventLoopFuture<Void> {
         channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
             try channel.pipeline.syncOperations.addHandler(FakeRequestHandler(httpVersion: "1.1", state: state))
         }
     }
 
-    private static func configureHTTP2(_ channel: any Channel, state: FakeServerState) -> EventLoopFuture<Void> {
+    fileprivate static func configureHTTP2(_ channel: any Channel, state: FakeServerState) -> EventLoopFuture<Void> {
         // Like real providers (APNs allows ~1,000), accept many concurrent streams per connection.
-        let settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000)]
+        var connection = NIOHTTP2Handler.ConnectionConfiguration()
+        connection.initialSettings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000)]
             + nioDefaultSettings.filter { $0.parameter != .maxConcurrentStreams }
-        return channel.configureHTTP2Pipeline(mode: .server, initialLocalSettings: settings) { stream in
+        // NIO's codec ends a response with a separate empty DATA frame carrying END_STREAM; libcurl,
+        // having read content-length bytes, finishes first and sends RST_STREAM for each such stream.
+        // NIO's rapid-reset protection (200 RST_STREAM per 30 s) would then GOAWAY the connection under
+        // load, which real providers don't do for resets of finished streams.
+        var stream = NIOHTTP2Handler.StreamConfiguration()
+        stream.streamResetFrameRateLimit.maximumCount = 1_000_000
+        return channel.configureHTTP2Pipeline(mode: .server, connectionConfiguration: connection,
+                                              streamConfiguration: stream) { stream in
             stream.eventLoop.makeCompletedFuture {
                 try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
                 try stream.pipeline.syncOperations.addHandler(FakeRequestHandler(httpVersion: "2", state: state))
@@ -266,3 +277,45 @@ private final class FakeRequestHandler: ChannelInboundHandler, RemovableChannelH
         }
     }
 }
+
+/// On a cleartext connection, waits for the first bytes: the HTTP/2 connection preface ("PRI * HTTP/2.0")
+/// sets the connection up for h2c, anything else for HTTP/1.1. Then replays the bytes and leaves.
+private final class CleartextProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let state: FakeServerState
+    private var buffered: ByteBuffer?
+    private var decided = false
+
+    init(state: FakeServerState) {
+        self.state = state
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var incoming = unwrapInboundIn(data)
+        if decided {
+            context.fireChannelRead(data)
+            return
+        }
+        if buffered == nil { buffered = incoming } else { buffered!.writeBuffer(&incoming) }
+        guard let bytes = buffered, bytes.readableBytes >= 4 else { return }
+        decided = true
+        let isHTTP2 = bytes.getString(at: bytes.readerIndex, length: 4) == "PRI "
+        let configured = isHTTP2
+            ? FakeHTTPServer.configureHTTP2(context.channel, state: state)
+            : FakeHTTPServer.configureHTTP1(context.channel, state: state)
+        configured.assumeIsolated().whenComplete { result in
+            switch result {
+            case .success:
+                context.fireChannelRead(self.wrapInboundOut(bytes))
+                self.buffered = nil
+                context.pipeline.syncOperations.removeHandler(self, promise: nil)
+            case .failure(let error):
+                context.fireErrorCaught(error)
+                context.close(promise: nil)
+            }
+        }
+    }
+}
+
