@@ -77,7 +77,9 @@ let package = Package(
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
         .testTarget(name: "HeraldPostgresTests", dependencies: ["HeraldPostgres", "HeraldTestSupport"]),
         .testTarget(name: "HeraldHTTPTests", dependencies: ["HeraldHTTP", "HeraldTestSupport"]),
-        .testTarget(name: "HeraldChannelsTests", dependencies: ["HeraldChannels", "HeraldCore"]),
+        .testTarget(name: "HeraldChannelsTests", dependencies: [
+            "HeraldChannels", "HeraldCore", "HeraldHTTP", "HeraldTestSupport",
+        ]),
         .testTarget(name: "HeraldWorkerTests", dependencies: [
             "HeraldWorker", "HeraldCore", "HeraldPostgres", "HeraldTestSupport",
         ]),
