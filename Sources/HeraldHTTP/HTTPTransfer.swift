@@ -102,8 +102,9 @@ final class HTTPTransfer {
     /// The message, read by libcurl through the read callback from `uploadOffset` on.
     private var upload: [UInt8] = []
     private var uploadOffset = 0
-    /// The server's last reply line (through the header callback, which receives SMTP replies).
-    private var lastReply = ""
+    /// The server's last reply lines (through the header callback, which receives SMTP replies; the last
+    /// may be the 221 to the QUIT libcurl sends when it closes a failed connection).
+    private var replies: [String] = []
 
     /// Resets the handle and sets the options for sending `request.body` over SMTP.
     private func configureMail(_ request: HTTPRequest, _ mail: MailEnvelope, options: TransportOptions,
@@ -112,7 +113,7 @@ final class HTTPTransfer {
         self.mail = mail
         upload = request.body
         uploadOffset = 0
-        lastReply = ""
+        replies = []
         let scheme = request.url.prefix(while: { $0 != ":" }).lowercased()
         guard scheme == "smtp" || scheme == "smtps" else {
             throw .other(code: Int(CURLE_UNSUPPORTED_PROTOCOL.rawValue),
@@ -170,7 +171,8 @@ final class HTTPTransfer {
             guard let data, let context, length > 0 else { return length }
             let transfer = Unmanaged<HTTPTransfer>.fromOpaque(context).takeUnretainedValue()
             let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
-            transfer.lastReply = line.trimmingCharacters(in: .whitespacesAndNewlines)
+            if transfer.replies.count == 8 { transfer.replies.removeFirst() }
+            transfer.replies.append(line.trimmingCharacters(in: .whitespacesAndNewlines))
             return length
         }
     }
@@ -197,16 +199,21 @@ final class HTTPTransfer {
             }
             guard command != "" || reply >= 400 else { return .failure(error) }
             // The server's own words where it gave a refusal (334 lines are AUTH prompts, not refusals).
-            let words = lastReply.hasPrefix(String(reply)) && reply >= 400 ? lastReply : ""
+            let words = reply >= 400 ? self.reply(reply) ?? "" : ""
             let message = [curlMessage.isEmpty ? String(cString: curl_easy_strerror(code)) : curlMessage, words]
                 .filter { !$0.isEmpty }.joined(separator: ": ")
             return .failure(.smtp(code: reply, command: command, message: message))
         }
         var headers: [(String, String)] = []
         if let id = Self.messageID(in: upload) { headers.append(("message-id", id)) }
-        if !lastReply.isEmpty { headers.append(("smtp-reply", lastReply)) }
+        if let line = self.reply(reply) { headers.append(("smtp-reply", line)) }
         return .success(HTTPResponse(status: reply, headers: headers, body: [], httpVersion: 0,
                                      seconds: easy.info(double: CURLINFO_TOTAL_TIME) ?? 0))
+    }
+
+    /// The last reply line with this code.
+    private func reply(_ code: Int) -> String? {
+        replies.last { $0.hasPrefix("\(code) ") || $0.hasPrefix("\(code)-") || $0 == String(code) }
     }
 
     /// The Message-ID header field's value in a message's header section, or nil.
