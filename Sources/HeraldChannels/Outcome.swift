@@ -57,6 +57,10 @@ extension TransportError {
         case .couldNotResolve: .retry(after: nil, code: "dns", message: "could not resolve host")
         case .tls(let m): .retry(after: nil, code: "tls", message: "TLS error: \(m)")
         case .other(let code, let m): .retry(after: nil, code: "curl_\(code)", message: m)
+        // SMTP reply classes (RFC 5321 §4.2.1): 4yz transient, 5yz permanent. SMTPAdapter refines this.
+        case .smtp(let code, _, let m) where (400..<500).contains(code) || code == 0:
+            .retry(after: nil, code: code == 0 ? "smtp" : String(code), message: m)
+        case .smtp(let code, _, let m): .permanent(code: String(code), message: m)
         }
     }
 }

@@ -1,4 +1,5 @@
 import CCurl
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -27,6 +28,10 @@ final class HTTPTransfer {
 
     /// Resets the handle and sets every option for `request`.
     func configure(_ request: HTTPRequest, options: TransportOptions, caBundle: String?) throws(TransportError) {
+        if let mail = request.mail {
+            try configureMail(request, mail, options: options, caBundle: caBundle)
+            return
+        }
         easy.reset()
         try easy.set(CURLOPT_URL, request.url)
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
@@ -90,6 +95,145 @@ final class HTTPTransfer {
         }
     }
 
+    // MARK: SMTP
+
+    /// The envelope when this transfer is a mail, else nil.
+    private var mail: MailEnvelope?
+    /// The message, read by libcurl through the read callback from `uploadOffset` on.
+    private var upload: [UInt8] = []
+    private var uploadOffset = 0
+    /// The server's last reply lines (through the header callback, which receives SMTP replies; the last
+    /// may be the 221 to the QUIT libcurl sends when it closes a failed connection).
+    private var replies: [String] = []
+
+    /// Resets the handle and sets the options for sending `request.body` over SMTP.
+    private func configureMail(_ request: HTTPRequest, _ mail: MailEnvelope, options: TransportOptions,
+                               caBundle: String?) throws(TransportError) {
+        easy.reset()
+        self.mail = mail
+        upload = request.body
+        uploadOffset = 0
+        replies = []
+        let scheme = request.url.prefix(while: { $0 != ":" }).lowercased()
+        guard scheme == "smtp" || scheme == "smtps" else {
+            throw .other(code: Int(CURLE_UNSUPPORTED_PROTOCOL.rawValue),
+                         message: "a mail needs an smtp:// or smtps:// URL, not \(scheme)://")
+        }
+        // libcurl writes addresses into MAIL FROM / RCPT TO lines as given: refuse anything that could
+        // end the line or the address.
+        for address in [mail.from] + mail.recipients {
+            guard !address.isEmpty, !address.contains(where: { $0.isNewline || $0.isWhitespace || $0 == "<" || $0 == ">" })
+            else {
+                throw .other(code: Int(CURLE_BAD_FUNCTION_ARGUMENT.rawValue),
+                             message: "invalid mail address \(address.debugDescription)")
+            }
+        }
+        guard !mail.recipients.isEmpty else {
+            throw .other(code: Int(CURLE_BAD_FUNCTION_ARGUMENT.rawValue), message: "a mail needs a recipient")
+        }
+
+        try easy.set(CURLOPT_URL, request.url)
+        try easy.set(CURLOPT_PROTOCOLS_STR, "smtp,smtps")
+        try easy.set(CURLOPT_NOSIGNAL, 1)
+        if Self.verbose { try easy.set(CURLOPT_VERBOSE, 1) }
+        try easy.set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
+        try easy.set(CURLOPT_USE_SSL, Int((mail.requireTLS ? CURLUSESSL_ALL : CURLUSESSL_TRY).rawValue))
+        try easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.timeout))
+        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(min(options.connectTimeout, request.timeout)))
+        try easy.set(CURLOPT_TCP_KEEPALIVE, 1)
+        if let caBundle { try easy.set(CURLOPT_CAINFO, caBundle) }
+
+        try easy.set(CURLOPT_MAIL_FROM, "<\(mail.from)>")
+        let recipients = try CurlStringList(mail.recipients.map { "<\($0)>" })
+        headerList = recipients
+        try easy.set(CURLOPT_MAIL_RCPT, list: recipients)
+        try easy.set(CURLOPT_UPLOAD, 1)
+        try easy.set(CURLOPT_INFILESIZE_LARGE, offset: Int64(upload.count))
+
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        try easy.set(CURLOPT_READDATA, pointer: me)
+        try easy.set(CURLOPT_HEADERDATA, pointer: me)
+        _ = herald_curl_easy_setopt_read_callback(easy.raw) { buffer, size, count, context in
+            guard let buffer, let context else { return 0 }
+            let transfer = Unmanaged<HTTPTransfer>.fromOpaque(context).takeUnretainedValue()
+            let length = min(size * count, transfer.upload.count - transfer.uploadOffset)
+            guard length > 0 else { return 0 }
+            transfer.upload.withUnsafeBytes { bytes in
+                UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress! + transfer.uploadOffset,
+                                                           byteCount: length)
+            }
+            transfer.uploadOffset += length
+            return length
+        }
+        // libcurl hands every SMTP reply line to the header callback.
+        _ = herald_curl_easy_setopt_header_callback(easy.raw) { data, size, count, context in
+            let length = size * count
+            guard let data, let context, length > 0 else { return length }
+            let transfer = Unmanaged<HTTPTransfer>.fromOpaque(context).takeUnretainedValue()
+            let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+            if transfer.replies.count == 8 { transfer.replies.removeFirst() }
+            transfer.replies.append(line.trimmingCharacters(in: .whitespacesAndNewlines))
+            return length
+        }
+    }
+
+    /// The outcome of a mail transfer.
+    private func mailResult(_ code: CURLcode) -> Result<HTTPResponse, TransportError> {
+        let reply = easy.info(long: CURLINFO_RESPONSE_CODE) ?? 0
+        guard code == CURLE_OK else {
+            let curlMessage = easy.errorMessage
+            let error = TransportError(curlCode: code, message: curlMessage)
+            guard case .other = error else { return .failure(error) }   // timeout, refused, TLS: as for HTTP
+            let command: String
+            switch code {
+            case CURLE_LOGIN_DENIED: command = "AUTH"
+            case CURLE_USE_SSL_FAILED: command = "STARTTLS"
+            default:
+                if let verb = ["MAIL", "RCPT", "DATA"].first(where: { curlMessage.hasPrefix("\($0) failed") }) {
+                    command = verb
+                } else if reply >= 400, !upload.isEmpty, uploadOffset == upload.count {
+                    command = "."   // refused after the whole message was sent
+                } else {
+                    command = ""
+                }
+            }
+            guard command != "" || reply >= 400 else { return .failure(error) }
+            // The server's own words where it gave a refusal (334 lines are AUTH prompts, not refusals).
+            let words = reply >= 400 ? self.reply(reply) ?? "" : ""
+            let message = [curlMessage.isEmpty ? String(cString: curl_easy_strerror(code)) : curlMessage, words]
+                .filter { !$0.isEmpty }.joined(separator: ": ")
+            return .failure(.smtp(code: reply, command: command, message: message))
+        }
+        var headers: [(String, String)] = []
+        if let id = Self.messageID(in: upload) { headers.append(("message-id", id)) }
+        if let line = self.reply(reply) { headers.append(("smtp-reply", line)) }
+        return .success(HTTPResponse(status: reply, headers: headers, body: [], httpVersion: 0,
+                                     seconds: easy.info(double: CURLINFO_TOTAL_TIME) ?? 0))
+    }
+
+    /// The last reply line with this code.
+    private func reply(_ code: Int) -> String? {
+        replies.last { $0.hasPrefix("\(code) ") || $0.hasPrefix("\(code)-") || $0 == String(code) }
+    }
+
+    /// The Message-ID header field's value in a message's header section, or nil.
+    static func messageID(in message: [UInt8]) -> String? {
+        var lineStart = 0
+        while lineStart < message.count {
+            let lineEnd = message[lineStart...].firstIndex(of: UInt8(ascii: "\n")) ?? message.count
+            var line = message[lineStart..<lineEnd]
+            if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+            if line.isEmpty { return nil }   // end of the header section
+            let text = String(decoding: line, as: UTF8.self)
+            if text.lowercased().hasPrefix("message-id:") {
+                let value = text.dropFirst("message-id:".count).trimmingCharacters(in: .whitespaces)
+                return value.isEmpty ? nil : value
+            }
+            lineStart = lineEnd + 1
+        }
+        return nil
+    }
+
     private func configureMethodAndBody(_ request: HTTPRequest) throws(TransportError) {
         let method = request.method.uppercased()
         switch method {
@@ -135,6 +279,7 @@ final class HTTPTransfer {
 
     /// The outcome, once libcurl reports the transfer done with `code`.
     func result(_ code: CURLcode) -> Result<HTTPResponse, TransportError> {
+        if mail != nil { return mailResult(code) }
         guard code == CURLE_OK else {
             return .failure(TransportError(curlCode: code, message: easy.errorMessage))
         }

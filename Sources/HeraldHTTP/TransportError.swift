@@ -18,6 +18,12 @@ public enum TransportError: Error, Sendable, Equatable {
     case tls(String)
     /// Any other libcurl error: the CURLcode and its message.
     case other(code: Int, message: String)
+    /// An SMTP server refused: `code` is its last reply code (e.g. 550, 451, 535; 0 if it gave none),
+    /// `command` what it refused — "STARTTLS" (TLS required but not offered or refused), "AUTH" (credentials
+    /// refused, CURLE_LOGIN_DENIED), "MAIL", "RCPT", "DATA", "." (the message itself, after its data), or
+    /// "" (the greeting or EHLO, or unknown) — and `message` the server's reply line or libcurl's text.
+    /// Never carries the credentials.
+    case smtp(code: Int, command: String, message: String)
 
     /// Classifies a libcurl result code; `message` is the error buffer's text, if any.
     public init(curlCode code: CURLcode, message: String) {

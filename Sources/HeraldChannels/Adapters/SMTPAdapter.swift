@@ -1,0 +1,214 @@
+import Foundation
+import HeraldCore
+import HeraldHTTP
+
+/// Email over SMTP, sent by the shared transport (libcurl), so mails go out concurrently with the other
+/// channels' requests. One message per destination: a UTF-8 text/plain RFC 5322 message whose Message-ID
+/// is `<queue-id@herald>` (the same on every retry) and which carries `X-Herald-Notification-Id`.
+///
+///     let smtp = try SMTPAdapter(url: "smtp://herald:secret@mail.example.com:587",   // SMTP_URL
+///                                from: "Herald <herald@example.com>")               // EMAIL_FROM
+///
+/// Outcomes (RFC 5321 reply classes, providers.md §6.7): 250 after the data → delivered; a 4yz reply →
+/// retry; 550/551/553 to RCPT TO → destination invalid; other 5yz → permanent; refused credentials or
+/// no STARTTLS where TLS is required → permanent (configuration); connection failures → retry.
+public struct SMTPAdapter: HTTPAdapter {
+    public let provider = "smtp"
+    /// SMTP_URL, credentials included. Never logged.
+    private let url: String
+    /// EMAIL_FROM's bare address, for MAIL FROM.
+    public let fromAddress: String
+    /// The From header field's value: `"Name" <address>` or `address`.
+    public let fromHeader: String
+    /// smtp:// URLs only: require STARTTLS (smtps:// is TLS from the start).
+    public let requireTLS: Bool
+    public var timeout: Double
+
+    /// - Parameters:
+    ///   - url: SMTP_URL, `smtp://user:password@host:587` (STARTTLS) or `smtps://user:password@host:465`;
+    ///     user and password percent-encoded.
+    ///   - from: EMAIL_FROM, `Name <address>` or `address`.
+    ///   - requireTLS: for smtp:// URLs, refuse to send unless the server offers STARTTLS.
+    public init(url: String, from: String, requireTLS: Bool = true, timeout: Double = 30) throws {
+        guard let parsed = URLComponents(string: url), let scheme = parsed.scheme?.lowercased(),
+              scheme == "smtp" || scheme == "smtps", let host = parsed.host, !host.isEmpty else {
+            // The URL may hold a password: never echo it.
+            throw AdapterError("SMTP_URL must look like smtp://user:password@host:587 or smtps://user:password@host:465"
+                               + " (user and password percent-encoded)")
+        }
+        if parsed.password != nil, parsed.user == nil {
+            throw AdapterError("SMTP_URL has a password but no user name")
+        }
+        let (name, address) = try Self.parseFrom(from)
+        self.url = url
+        fromAddress = address
+        fromHeader = name.map { "\(Self.phrase($0)) <\(address)>" } ?? address
+        self.requireTLS = requireTLS
+        self.timeout = timeout
+    }
+
+    /// SMTP_URL without its password, for logs: `smtp://herald:***@mail.example.com:587`.
+    public var redactedURL: String {
+        guard var parts = URLComponents(string: url) else { return "smtp://***" }
+        if parts.password != nil { parts.password = "***" }
+        return parts.string ?? "smtp://***"
+    }
+
+    public func request(for envelope: Envelope) throws -> HTTPRequest {
+        let to = envelope.destination.address.trimmingCharacters(in: .whitespaces)
+        guard Self.isAddress(to) else {
+            throw AdapterError("not an email address: \(to.debugDescription)")
+        }
+        return HTTPRequest(method: "POST", url: url, body: Array(message(for: envelope, to: to).utf8),
+                           timeout: timeout,
+                           mail: MailEnvelope(from: fromAddress, recipients: [to], requireTLS: requireTLS))
+    }
+
+    /// The RFC 5322 message for `envelope`, CRLF line ends.
+    public func message(for envelope: Envelope, to: String) -> String {
+        let id = envelope.item.id.uuidString.lowercased()
+        var text = envelope.rendered.body
+        if let link = envelope.rendered.deepLink { text += "\n\n" + link }
+        let (encoding, body) = Self.encodeBody(text)
+        let headers = [
+            "Date: " + Self.date(envelope.now),
+            "From: " + fromHeader,
+            "To: " + to,
+            "Subject: " + Self.encodedHeaderText(envelope.rendered.title),
+            "Message-ID: <\(id)@herald>",
+            "MIME-Version: 1.0",
+            "Content-Type: text/plain; charset=utf-8",
+            "Content-Transfer-Encoding: " + encoding,
+            "X-Herald-Notification-Id: " + id,
+        ]
+        return headers.joined(separator: "\r\n") + "\r\n\r\n" + body
+    }
+
+    public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
+        switch result {
+        case .success(let response):
+            let latency = Int(response.seconds * 1000)
+            guard (200..<300).contains(response.status) else {
+                return ClassifiedResponse(.retry(after: nil, code: String(response.status),
+                                                 message: "SMTP server answered \(response.status) to the message"),
+                                          httpStatus: response.status, latencyMs: latency)
+            }
+            let id = response.header("message-id")?.trimmingCharacters(in: CharacterSet(charactersIn: "<> "))
+            return ClassifiedResponse(.delivered(messageId: id), httpStatus: response.status, latencyMs: latency)
+        case .failure(.smtp(let code, let command, let message)):
+            return ClassifiedResponse(Self.outcome(code: code, command: command, message: message),
+                                      httpStatus: code == 0 ? nil : code)
+        case .failure(let error):
+            return ClassifiedResponse(error.asOutcome)
+        }
+    }
+
+    /// What an SMTP refusal means for this message.
+    static func outcome(code: Int, command: String, message: String) -> DeliveryOutcome {
+        let reply = code == 0 ? "" : " (\(code))"
+        switch command {
+        case "STARTTLS":
+            return .permanent(code: "starttls", message: "the SMTP server does not offer STARTTLS\(reply) and TLS is "
+                              + "required: use an SMTP server with STARTTLS, or smtps:// in SMTP_URL")
+        case "AUTH" where (400..<500).contains(code):
+            return .retry(after: nil, code: String(code), message: "SMTP authentication failed temporarily: \(message)")
+        case "AUTH":
+            return .permanent(code: code == 0 ? "auth" : String(code),
+                              message: "the SMTP server refused the credentials\(reply): "
+                              + "check the user name and password in SMTP_URL")
+        case "RCPT" where [550, 551, 553].contains(code):
+            return .destinationInvalid(code: String(code), message: "recipient refused: \(message)")
+        default:
+            switch code {
+            case 400..<500: return .retry(after: nil, code: String(code), message: message)
+            case 500..<600: return .permanent(code: String(code), message: message)
+            default: return .retry(after: nil, code: code == 0 ? "smtp" : String(code), message: message)
+            }
+        }
+    }
+
+    // MARK: Message formatting
+
+    /// `Name <address>` or `address` → (name, address).
+    static func parseFrom(_ from: String) throws -> (String?, String) {
+        let trimmed = from.trimmingCharacters(in: .whitespaces)
+        var name: String?
+        var address = trimmed
+        if let open = trimmed.lastIndex(of: "<"), trimmed.hasSuffix(">") {
+            address = String(trimmed[trimmed.index(after: open)..<trimmed.index(before: trimmed.endIndex)])
+            let display = trimmed[..<open].trimmingCharacters(in: .whitespaces)
+                .trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            name = display.isEmpty ? nil : display
+        }
+        guard isAddress(address), name?.contains(where: \.isNewline) != true else {
+            throw AdapterError("EMAIL_FROM must be an address or Name <address>, got \(from.debugDescription)")
+        }
+        return (name, address)
+    }
+
+    /// A plausible single address: local@domain, no spaces, brackets or line breaks.
+    static func isAddress(_ text: String) -> Bool {
+        guard let at = text.lastIndex(of: "@"), at != text.startIndex, text.index(after: at) != text.endIndex
+        else { return false }
+        return !text.contains(where: { $0.isWhitespace || $0.isNewline || "<>(),;:\"\\[]".contains($0) })
+            && text.unicodeScalars.allSatisfy { $0.value >= 0x21 }
+    }
+
+    /// A display name: an RFC 2047 encoded word when not ASCII, else a quoted string.
+    static func phrase(_ name: String) -> String {
+        guard name.allSatisfy(\.isASCII) else { return encodedWords(name) }
+        return "\"" + name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            + "\""
+    }
+
+    /// Unstructured header text (Subject): as is when short printable ASCII, else RFC 2047 encoded words.
+    /// Line breaks become spaces, so no text can add header lines.
+    static func encodedHeaderText(_ text: String) -> String {
+        let flat = text.split(whereSeparator: \.isNewline).joined(separator: " ")
+        if flat.utf8.count <= 900, flat.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7F }),
+           !flat.contains("=?") {
+            return flat
+        }
+        return encodedWords(flat)
+    }
+
+    /// `=?UTF-8?B?…?=` words of 60 characters at most (36 bytes of text each, split between characters),
+    /// folded onto continuation lines, so a header line stays under 78 characters (RFC 2047 allows 75 a word).
+    static func encodedWords(_ text: String) -> String {
+        var words: [String] = []
+        var chunk: [UInt8] = []
+        for character in text {
+            let bytes = Array(String(character).utf8)
+            if !chunk.isEmpty, chunk.count + bytes.count > 36 {
+                words.append("=?UTF-8?B?" + Data(chunk).base64EncodedString() + "?=")
+                chunk = []
+            }
+            chunk += bytes
+        }
+        if !chunk.isEmpty || words.isEmpty { words.append("=?UTF-8?B?" + Data(chunk).base64EncodedString() + "?=") }
+        return words.joined(separator: "\r\n ")
+    }
+
+    /// The body with CRLF line ends: "7bit" when ASCII with short lines, else "base64" (76-column lines).
+    static func encodeBody(_ text: String) -> (encoding: String, body: String) {
+        let lines = text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\r", with: "\n")
+            .components(separatedBy: "\n")
+        let crlf = lines.joined(separator: "\r\n") + "\r\n"
+        if crlf.unicodeScalars.allSatisfy({ $0.isASCII && ($0.value >= 0x20 || $0 == "\r" || $0 == "\n" || $0 == "\t") }),
+           lines.allSatisfy({ $0.utf8.count <= 998 }) {
+            return ("7bit", crlf)
+        }
+        let encoded = Data(crlf.utf8).base64EncodedString(options: [.lineLength76Characters, .endLineWithCarriageReturn,
+                                                                     .endLineWithLineFeed])
+        return ("base64", encoded + "\r\n")
+    }
+
+    /// RFC 5322 date-time in UTC: "Tue, 14 May 2024 10:00:00 +0000".
+    static func date(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss '+0000'"
+        return formatter.string(from: date)
+    }
+}

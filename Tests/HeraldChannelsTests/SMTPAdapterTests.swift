@@ -1,0 +1,233 @@
+import Foundation
+import HeraldChannels
+import HeraldCore
+import HeraldHTTP
+import HeraldTestSupport
+import Testing
+
+/// SMTPAdapter: the message it builds and how it classifies the server's answers, through the real
+/// transport against the fake SMTP server.
+@Suite(.serialized) struct SMTPAdapterTests {
+    static let user = "herald"
+    static let password = "Sup3r-secret!"
+    static let queueId = UUID(uuidString: "6F1C2B0A-1111-4222-8333-944455556666")!
+    static let now = Date(timeIntervalSince1970: 1_715_680_800)   // Tue, 14 May 2024 10:00:00 UTC
+
+    static func envelope(to address: String = "ada@example.com", title: String = "Time for your check-in",
+                         body: String = "Your daily check-in is due.", locale: String = "en") -> Envelope {
+        Envelope(
+            item: QueueItem(id: queueId, recipientUserId: UUID(), channelRaw: "email", kindRaw: "checkin_due",
+                            scheduledAt: now),
+            rendered: RenderedNotification(title: title, body: body, deepLink: "herald://checkins", locale: locale),
+            destination: Destination(provider: "smtp", address: address),
+            now: now)
+    }
+
+    /// Sends `envelope` through a new transport and classifies the result.
+    static func send(_ adapter: SMTPAdapter, _ envelope: Envelope, caFile: String? = nil) throws -> ClassifiedResponse {
+        let transport = try HTTPTransport(options: .init(caFile: caFile))
+        return adapter.classify(transport.perform(try adapter.request(for: envelope)), now: now)
+    }
+
+    /// Decodes RFC 2047 `=?UTF-8?B?…?=` words (folding between words dropped); other text as is.
+    static func decodeWords(_ value: String) -> String {
+        let words = value.components(separatedBy: .whitespaces).filter { !$0.isEmpty }
+        guard words.allSatisfy({ $0.hasPrefix("=?UTF-8?B?") && $0.hasSuffix("?=") }) else { return value }
+        let bytes = words.flatMap { word -> [UInt8] in
+            Array(Data(base64Encoded: String(word.dropFirst(10).dropLast(2))) ?? Data())
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    // MARK: Through the transport
+
+    @Test func deliversArabicMailOverSTARTTLS() throws {
+        let certificates = try TestCertificates.make()
+        defer { certificates.remove() }
+        let server = try FakeSMTPServer(tls: certificates, user: Self.user, password: Self.password)
+        defer { server.shutdown() }
+        let adapter = try SMTPAdapter(url: server.url(user: Self.user, password: Self.password),
+                                      from: "فريق هيرالد <herald@example.com>")
+        let title = "حان وقت تسجيل الوصول اليومي الخاص بك، لا تنس ذلك من فضلك"
+        let body = "تسجيل الوصول اليومي مستحق.\nشكراً لك."
+
+        let classified = try Self.send(adapter, Self.envelope(title: title, body: body, locale: "ar"),
+                                       caFile: certificates.caFile)
+
+        #expect(classified.outcome == .delivered(messageId: "6f1c2b0a-1111-4222-8333-944455556666@herald"))
+        #expect(classified.httpStatus == 250)
+        let mail = try #require(server.mails.first)
+        #expect(mail.tls)
+        #expect(mail.authenticatedUser == Self.user)
+        #expect(mail.from == "herald@example.com")
+        #expect(mail.recipients == ["ada@example.com"])
+        #expect(mail.header("Date") == "Tue, 14 May 2024 10:00:00 +0000")
+        #expect(mail.header("To") == "ada@example.com")
+        #expect(mail.header("Message-ID") == "<6f1c2b0a-1111-4222-8333-944455556666@herald>")
+        #expect(mail.header("X-Herald-Notification-Id") == "6f1c2b0a-1111-4222-8333-944455556666")
+        #expect(mail.header("MIME-Version") == "1.0")
+        #expect(mail.header("Content-Type") == "text/plain; charset=utf-8")
+        #expect(mail.header("Content-Transfer-Encoding") == "base64")
+        let subject = try #require(mail.header("Subject"))
+        #expect(subject.hasPrefix("=?UTF-8?B?"))
+        #expect(Self.decodeWords(subject) == title)
+        let from = try #require(mail.header("From"))
+        #expect(from.hasSuffix(" <herald@example.com>"))
+        #expect(Self.decodeWords(String(from.dropLast(" <herald@example.com>".count))) == "فريق هيرالد")
+        // Header lines stay within 78 characters (encoded words are folded).
+        #expect(mail.text.components(separatedBy: "\r\n\r\n")[0].components(separatedBy: "\r\n")
+                    .allSatisfy { $0.utf8.count <= 78 })
+        let decoded = String(decoding: Data(base64Encoded: mail.body, options: .ignoreUnknownCharacters) ?? Data(),
+                             as: UTF8.self)
+        #expect(decoded == "تسجيل الوصول اليومي مستحق.\r\nشكراً لك.\r\n\r\nherald://checkins\r\n")
+        #expect(mail.body.components(separatedBy: "\r\n").allSatisfy { $0.count <= 76 })
+    }
+
+    @Test func asciiMailIsSevenBit() throws {
+        let server = try FakeSMTPServer()
+        defer { server.shutdown() }
+        let adapter = try SMTPAdapter(url: server.url(), from: "Herald, Inc. <herald@example.com>", requireTLS: false)
+        let classified = try Self.send(adapter, Self.envelope(body: "Line one\n.line two"))
+        #expect(classified.outcome.label == "delivered")
+        let mail = try #require(server.mails.first)
+        #expect(mail.header("Subject") == "Time for your check-in")
+        #expect(mail.header("From") == "\"Herald, Inc.\" <herald@example.com>")
+        #expect(mail.header("Content-Transfer-Encoding") == "7bit")
+        #expect(mail.body == "Line one\r\n.line two\r\n\r\nherald://checkins\r\n")
+        #expect(mail.tls == false)
+    }
+
+    @Test func deadMailboxIsDestinationInvalid() throws {
+        let certificates = try TestCertificates.make()
+        defer { certificates.remove() }
+        let server = try FakeSMTPServer(tls: certificates, user: Self.user, password: Self.password, recipientReplies: [
+            "gone@example.com": "550 5.1.1 <gone@example.com>: Recipient address rejected: User unknown",
+            "nolocal@example.com": "551 5.1.6 User not local",
+            "badname@example.com": "553 5.1.3 Mailbox name not allowed",
+            "full@example.com": "552 5.2.2 Mailbox full",
+            "busy@example.com": "451 4.3.0 Temporary local problem",
+        ])
+        defer { server.shutdown() }
+        let adapter = try SMTPAdapter(url: server.url(user: Self.user, password: Self.password),
+                                      from: "herald@example.com")
+        let transport = try HTTPTransport(options: .init(caFile: certificates.caFile))
+        let addresses = ["gone", "nolocal", "badname", "full", "busy"].map { "\($0)@example.com" }
+        var outcomes: [Int: DeliveryOutcome] = [:]
+        transport.perform(try addresses.map { try adapter.request(for: Self.envelope(to: $0)) }) { index, result in
+            outcomes[index] = adapter.classify(result, now: Self.now).outcome
+        }
+        guard case .destinationInvalid("550", let message) = outcomes[0] else {
+            Issue.record("550: \(String(describing: outcomes[0]))")
+            return
+        }
+        #expect(message.contains("User unknown"))
+        #expect(outcomes[1]?.label == "destination_invalid" && outcomes[1]?.code == "551")
+        #expect(outcomes[2]?.label == "destination_invalid" && outcomes[2]?.code == "553")
+        #expect(outcomes[3]?.label == "permanent" && outcomes[3]?.code == "552")
+        guard case .retry(nil, "451", _) = outcomes[4] else {
+            Issue.record("451: \(String(describing: outcomes[4]))")
+            return
+        }
+        #expect(server.mails.isEmpty)
+    }
+
+    @Test func rejectedMessageIsPermanent() throws {
+        let server = try FakeSMTPServer(dataReply: "550 5.7.1 Message content rejected")
+        defer { server.shutdown() }
+        let adapter = try SMTPAdapter(url: server.url(), from: "herald@example.com", requireTLS: false)
+        let outcome = try Self.send(adapter, Self.envelope()).outcome
+        // A 550 to the message itself is about the content, not the mailbox.
+        #expect(outcome.label == "permanent")
+        #expect(outcome.code == "550")
+    }
+
+    @Test func wrongPasswordIsPermanentAndNeverEchoed() throws {
+        let certificates = try TestCertificates.make()
+        defer { certificates.remove() }
+        let server = try FakeSMTPServer(tls: certificates, user: Self.user, password: Self.password)
+        defer { server.shutdown() }
+        let adapter = try SMTPAdapter(url: server.url(user: Self.user, password: "Wr0ng-guess"), from: "herald@example.com")
+        let outcome = try Self.send(adapter, Self.envelope(), caFile: certificates.caFile).outcome
+        guard case .permanent(let code, let message) = outcome else {
+            Issue.record("expected permanent, got \(outcome)")
+            return
+        }
+        #expect(code == "535")
+        #expect(message.contains("SMTP_URL"))
+        #expect(!message.contains("Wr0ng-guess"))
+        #expect(!message.contains(Self.password))
+        #expect(adapter.redactedURL.contains("***"))
+        #expect(!adapter.redactedURL.contains("Wr0ng-guess"))
+    }
+
+    @Test func serverWithoutSTARTTLSIsPermanentConfigWhenTLSIsRequired() throws {
+        let server = try FakeSMTPServer(user: Self.user, password: Self.password)
+        defer { server.shutdown() }
+        let adapter = try SMTPAdapter(url: server.url(user: Self.user, password: Self.password), from: "herald@example.com")
+        let outcome = try Self.send(adapter, Self.envelope()).outcome
+        guard case .permanent("starttls", let message) = outcome else {
+            Issue.record("expected permanent starttls, got \(outcome)")
+            return
+        }
+        #expect(message.contains("STARTTLS"))
+        #expect(!message.contains(Self.password))
+        #expect(server.mails.isEmpty)
+    }
+
+    @Test func connectionRefusedIsRetried() throws {
+        let server = try FakeSMTPServer()
+        let adapter = try SMTPAdapter(url: server.url(), from: "herald@example.com")
+        server.shutdown()
+        let outcome = try Self.send(adapter, Self.envelope()).outcome
+        #expect(outcome == .retry(after: nil, code: "connection_refused", message: "connection refused"))
+    }
+
+    @Test func stalledServerTimesOutAndIsRetried() throws {
+        let server = try FakeSMTPServer(stall: true)
+        defer { server.shutdown() }
+        var adapter = try SMTPAdapter(url: server.url(), from: "herald@example.com")
+        adapter.timeout = 0.5
+        let start = Date()
+        let outcome = try Self.send(adapter, Self.envelope()).outcome
+        #expect(outcome.label == "retry")
+        #expect(outcome.code == "timeout")
+        #expect(Date().timeIntervalSince(start) < 3)
+    }
+
+    // MARK: Configuration and formatting
+
+    @Test func badURLsThrowWithoutEchoingThePassword() {
+        for url in ["http://u:hunter2@mail.example.com", "smtp://", "mail.example.com:587", "smtp://u:hunter2@/x"] {
+            do {
+                _ = try SMTPAdapter(url: url, from: "herald@example.com")
+                Issue.record("\(url) accepted")
+            } catch {
+                let text = "\(error)"
+                #expect(text.contains("SMTP_URL"))
+                #expect(!text.contains("hunter2"))
+            }
+        }
+        #expect(throws: AdapterError.self) { try SMTPAdapter(url: "smtp://mail.example.com", from: "not an address") }
+        #expect(throws: AdapterError.self) { try SMTPAdapter(url: "smtp://mail.example.com", from: "A <a@b.c>\r\nBcc: x@y.z") }
+        #expect((try? SMTPAdapter(url: "smtps://u:p@mail.example.com:465", from: "Herald <h@example.com>")) != nil)
+    }
+
+    @Test func requestCarriesTheEnvelope() throws {
+        let adapter = try SMTPAdapter(url: "smtp://u:p@mail.example.com:587", from: "Herald <herald@example.com>")
+        let request = try adapter.request(for: Self.envelope(to: "ada@example.com"))
+        #expect(request.url == "smtp://u:p@mail.example.com:587")
+        #expect(request.mail == MailEnvelope(from: "herald@example.com", recipients: ["ada@example.com"], requireTLS: true))
+        let text = String(decoding: request.body, as: UTF8.self)
+        #expect(text.hasPrefix("Date: Tue, 14 May 2024 10:00:00 +0000\r\nFrom: \"Herald\" <herald@example.com>\r\n"))
+        #expect(!text.replacingOccurrences(of: "\r\n", with: "").contains("\n"), "bare LF in \(text)")
+        #expect(throws: AdapterError.self) { try adapter.request(for: Self.envelope(to: "ada@example.com\r\nBcc: x@y.z")) }
+        #expect(throws: AdapterError.self) { try adapter.request(for: Self.envelope(to: "+15551234567")) }
+    }
+
+    @Test func subjectLineBreaksCannotAddHeaders() throws {
+        let adapter = try SMTPAdapter(url: "smtp://mail.example.com", from: "herald@example.com")
+        let text = adapter.message(for: Self.envelope(title: "Hi\r\nBcc: evil@example.com"), to: "ada@example.com")
+        #expect(!text.contains("\r\nBcc:"))
+        #expect(text.contains("\r\nSubject: Hi Bcc: evil@example.com\r\n"))
+    }
+}
