@@ -2,13 +2,23 @@ import Foundation
 import HeraldChannels
 import HeraldCore
 
-/// Which adapter serves each channel in this run, from the settings. Checked before any row is claimed.
+/// Which adapters serve each channel in this run, from the settings. Checked before any row is
+/// claimed: a channel half configured, an unreadable key file or a malformed URL stops the run (exit 1)
+/// with a message that names the variable to set.
 ///
-///     HERALD_CHANNEL_PUSH=log                         every push is printed instead of sent
-///     WEBHOOK_URL=https://… WEBHOOK_SECRET=whsec_…    the webhook channel
-///     (in_app is always on: it writes the inbox table)
+///     push       APNS_KEY_FILE APNS_KEY_ID APNS_TEAM_ID APNS_TOPIC [APNS_ENV=production|sandbox] [APNS_URL]
+///                FCM_SERVICE_ACCOUNT_FILE [FCM_URL]
+///                EXPO_ACCESS_TOKEN, or HERALD_EXPO=on without a token [EXPO_URL]
+///     sms        TWILIO_ACCOUNT_SID TWILIO_AUTH_TOKEN (TWILIO_FROM | TWILIO_MESSAGING_SERVICE_SID) [TWILIO_URL]
+///     whatsapp   WHATSAPP_TOKEN WHATSAPP_PHONE_NUMBER_ID [WHATSAPP_TEMPLATE_<KIND>=name:lang] [WHATSAPP_URL]
+///     email      (SENDGRID_API_KEY [SENDGRID_URL] | SMTP_URL) EMAIL_FROM
+///     webhook    WEBHOOK_URL WEBHOOK_SECRET
+///     in_app     always on: it writes the inbox table
+///     any        HERALD_CHANNEL_<CHANNEL>=log prints instead of sending; =off disables the channel
 ///
-/// A channel with no route is not claimed: its rows stay pending and are counted as unroutable.
+/// A channel with no route is not claimed: its rows stay pending and are counted as unroutable. Push
+/// reaches each device token through the provider that issued it; tokens of a provider that is not
+/// configured are not destinations.
 public struct ChannelRoutes: Sendable {
     public var routes: [Channel: ChannelRoute]
 
@@ -34,6 +44,26 @@ public struct ChannelRoutes: Sendable {
             throw ConfigError("WEBHOOK_SECRET is set but WEBHOOK_URL is not: set WEBHOOK_URL to the receiver's https URL")
         }
 
+        do {
+            var push: [String: ProviderAdapter] = [:]
+            if let apns = try apns(settings) { push["apns"] = .single(apns) }
+            if let json = try settings.fileText("FCM_SERVICE_ACCOUNT_FILE") {
+                push["fcm"] = .single(try FCMAdapter(serviceAccountJSON: json, baseURL: settings["FCM_URL"]))
+            }
+            let expoToken = try settings.secret("EXPO_ACCESS_TOKEN")
+            let expoOn = try settings.bool("HERALD_EXPO") ?? (settings["EXPO_URL"] != nil)
+            if expoToken != nil || expoOn {
+                push["expo"] = .batch(try ExpoAdapter(accessToken: expoToken, baseURL: settings["EXPO_URL"]))
+            }
+            if !push.isEmpty { routes[.push] = .providers(push) }
+
+            if let twilio = try twilio(settings) { routes[.sms] = .providers(["twilio": .single(twilio)]) }
+            if let whatsapp = try whatsapp(settings) { routes[.whatsapp] = .providers(["whatsapp": .single(whatsapp)]) }
+            if let email = try email(settings) { routes[.email] = .providers([email.provider: .single(email)]) }
+        } catch let error as AdapterError {
+            throw ConfigError(error.description)
+        }
+
         // HERALD_CHANNEL_<CHANNEL>=log overrides whatever else serves the channel.
         for channel in Channel.allCases {
             let key = "HERALD_CHANNEL_" + channel.rawValue.uppercased()
@@ -49,6 +79,70 @@ public struct ChannelRoutes: Sendable {
     }
 
     public var routable: [Channel] { Channel.allCases.filter { routes[$0] != nil } }
+
+    /// Requires every name in `group` once any of them is set: a half-configured provider is an error.
+    static func required(_ settings: Settings, _ group: [String], for provider: String) throws -> [String: String]? {
+        var found: [String: String] = [:]
+        for key in group {
+            if let v = try settings.secret(key) { found[key] = v }
+        }
+        guard !found.isEmpty else { return nil }
+        if let missing = group.first(where: { found[$0] == nil }) {
+            throw ConfigError("\(missing) is not set: \(provider) needs \(group.joined(separator: ", "))")
+        }
+        return found
+    }
+
+    static func apns(_ settings: Settings) throws -> APNsAdapter? {
+        guard let v = try required(settings, ["APNS_KEY_FILE", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_TOPIC"], for: "APNs") else {
+            return nil
+        }
+        let env = settings["APNS_ENV"] ?? "production"
+        guard let environment = APNsAdapter.Environment(rawValue: env) else {
+            throw ConfigError("APNS_ENV must be production or sandbox, got '\(env)'")
+        }
+        guard let pem = try settings.fileText("APNS_KEY_FILE") else { return nil }
+        return try APNsAdapter(keyPEM: pem, keyId: v["APNS_KEY_ID"]!, teamId: v["APNS_TEAM_ID"]!, topic: v["APNS_TOPIC"]!,
+                               environment: environment, baseURL: settings["APNS_URL"])
+    }
+
+    static func twilio(_ settings: Settings) throws -> TwilioAdapter? {
+        guard let v = try required(settings, ["TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN"], for: "Twilio") else {
+            if settings["TWILIO_FROM"] != nil || settings["TWILIO_MESSAGING_SERVICE_SID"] != nil {
+                throw ConfigError("TWILIO_ACCOUNT_SID is not set: Twilio needs TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN")
+            }
+            return nil
+        }
+        return try TwilioAdapter(accountSid: v["TWILIO_ACCOUNT_SID"]!, authToken: v["TWILIO_AUTH_TOKEN"]!,
+                                 from: settings["TWILIO_FROM"], messagingServiceSid: settings["TWILIO_MESSAGING_SERVICE_SID"],
+                                 baseURL: settings["TWILIO_URL"])
+    }
+
+    static func whatsapp(_ settings: Settings) throws -> WhatsAppAdapter? {
+        guard let v = try required(settings, ["WHATSAPP_TOKEN", "WHATSAPP_PHONE_NUMBER_ID"], for: "WhatsApp") else { return nil }
+        let templates = try WhatsAppAdapter.parseTemplates(settings.withPrefix("WHATSAPP_TEMPLATE_"))
+        return try WhatsAppAdapter(token: v["WHATSAPP_TOKEN"]!, phoneNumberId: v["WHATSAPP_PHONE_NUMBER_ID"]!,
+                                   templates: templates, baseURL: settings["WHATSAPP_URL"])
+    }
+
+    static func email(_ settings: Settings) throws -> (any HTTPAdapter)? {
+        let sendgrid = try settings.secret("SENDGRID_API_KEY")
+        let smtp = try settings.secret("SMTP_URL")
+        guard sendgrid != nil || smtp != nil else {
+            if settings["EMAIL_FROM"] != nil {
+                throw ConfigError("EMAIL_FROM is set but neither SENDGRID_API_KEY nor SMTP_URL is: set one of them")
+            }
+            return nil
+        }
+        guard sendgrid == nil || smtp == nil else {
+            throw ConfigError("both SENDGRID_API_KEY and SMTP_URL are set: set one of them for the email channel")
+        }
+        guard let from = settings["EMAIL_FROM"] else {
+            throw ConfigError("EMAIL_FROM is not set: email needs a sender, e.g. EMAIL_FROM='Herald <noreply@example.com>'")
+        }
+        if let key = sendgrid { return try SendGridAdapter(apiKey: key, from: from, baseURL: settings["SENDGRID_URL"]) }
+        return try SMTPAdapter(url: smtp!, from: from, requireTLS: try settings.bool("SMTP_REQUIRE_TLS") ?? true)
+    }
 
     public subscript(_ channel: Channel) -> ChannelRoute? { routes[channel] }
 }

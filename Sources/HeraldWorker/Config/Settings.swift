@@ -80,6 +80,21 @@ public struct Settings: Sendable {
         }
     }
 
+    /// Every setting whose name starts with `prefix` (e.g. WHATSAPP_TEMPLATE_).
+    public func withPrefix(_ prefix: String) -> [String: String] {
+        values.filter { $0.key.hasPrefix(prefix) && !$0.value.isEmpty }
+    }
+
+    /// A file's text, for settings that name a key or credentials file (APNS_KEY_FILE, …).
+    public func fileText(_ key: String) throws -> String? {
+        guard let path = self[key] else { return nil }
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8),
+              !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            throw ConfigError("\(key) names \(path), which cannot be read (or is empty)")
+        }
+        return text
+    }
+
     public func with(_ key: String, _ value: String?) -> Settings {
         var copy = self
         copy.values[key] = value

@@ -6,7 +6,7 @@ public enum Phase: String, CaseIterable, Sendable {
     case patterns, forecasts, prompts, reminders, deliver, receipts
 
     /// The phases this version of herald implements; the others are refused with a clear message.
-    public static let available: [Phase] = [.patterns, .forecasts, .prompts, .reminders, .deliver]
+    public static let available: [Phase] = Phase.allCases
 }
 
 /// How one `herald run` behaves. Defaults are the seed's cron body (batch 50) and DESIGN §1.

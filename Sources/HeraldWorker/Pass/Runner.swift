@@ -129,6 +129,12 @@ public struct Runner {
                 defer { summary = pass.summary }
                 try pass.run()
             }
+            if options.phases.contains(.receipts) && !options.dryRun && !summary.interrupted,
+               case .batch(let adapter as ExpoAdapter)? = routes[.push]?.adapter(for: "expo") {
+                let r = try ReceiptsPhase(db: db, now: clock.now(), logger: logger, transport: transport, expo: adapter).run()
+                summary.generated["receipts_checked"] = r.checked
+                if r.deactivated > 0 { summary.generated["tokens_deactivated"] = r.deactivated }
+            }
             if summary.interrupted { code = .interrupted }
         } catch {
             summary.ok = false
