@@ -73,7 +73,7 @@ let package = Package(
         ], path: "Tests/Support"),
 
         .executableTarget(name: "herald-bench", dependencies: [
-            "HeraldWorker", "HeraldTestSupport",
+            "HeraldWorker", "HeraldChannels", "HeraldCore", "HeraldHTTP", "HeraldPostgres", "HeraldTestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldChannels
 import HeraldCore
 import HeraldHTTP
 import HeraldPostgres
@@ -11,8 +12,11 @@ import Logging
 ///   1. claim → decide → record, log adapter, batch 1,000 over 20,000 rows — beside the same claim and
 ///      record SQL run bare (no context, no decisions, no rendering);
 ///   2. 2,000 webhook sends to a loopback receiver that waits 20 ms each — beside the sequential time;
-///   3. a pass with nothing to do, process start to exit — beside starting a trivial process;
-///   4. peak memory of a pass at batch 10,000 — beside the peak memory of `herald --help`.
+///   3. a pass with nothing to do, process start to exit — beside `herald --help` (starting the binary);
+///   4. peak memory of a pass at batch 10,000 — beside a pass with nothing to do;
+///   5. 10,000 APNs pushes to an HTTP/2 fake answering after 20 ms — beside one connection, one
+///      request at a time (and the sequential rate it implies);
+///   6. pattern evaluation of 10,000 users × 60 days × 4 metrics — beside reading the same rows bare.
 @main
 struct Bench {
     static func main() throws {
@@ -28,6 +32,8 @@ struct Bench {
         try bench.webhookFanOut()
         try bench.idlePass()
         try bench.peakMemory()
+        try bench.apnsPushes()
+        try bench.patterns()
     }
 
     let serverURL: String
@@ -181,13 +187,13 @@ struct Bench {
         var env = ProcessInfo.processInfo.environment
         env["DATABASE_URL"] = url
         env["HERALD_CHANNEL_PUSH"] = "log"
-        var pass: [Double] = [], trivial: [Double] = []
+        var pass: [Double] = [], start: [Double] = []
         for _ in 0..<15 {
-            pass.append(try Bench.seconds { try runProcess(herald, ["run", "--quiet"], env: env) })
-            trivial.append(try Bench.seconds { try runProcess(URL(fileURLWithPath: "/bin/true"), [], env: env) })
+            pass.append(try Bench.seconds { _ = try runProcess(herald, ["run", "--quiet"], env: env) })
+            start.append(try Bench.seconds { _ = try runProcess(herald, ["--help"], env: env) })
         }
-        Bench.line("herald run (empty queue)", String(format: "%.1f ms", median(pass) * 1000), "start a process",
-                   String(format: "%.1f ms", median(trivial) * 1000), "(aim < 50 ms)")
+        Bench.line("herald run (empty queue)", String(format: "%.1f ms", median(pass) * 1000), "herald --help",
+                   String(format: "%.1f ms", median(start) * 1000), "(aim < 50 ms)")
         print("")
     }
 
@@ -199,48 +205,145 @@ struct Bench {
         let db = try PGConnection(url)
         try fill(db, rows: rows, channel: "in_app", at: ISO8601.parse("2026-01-25T12:00:00Z")!)
         db.close()
-        print("4. peak memory of a pass at batch \(rows) (log adapter)")
+        print("4. peak memory of a pass at batch \(rows) (log adapter; the pass's own VmHWM)")
         var env = ProcessInfo.processInfo.environment
         env["DATABASE_URL"] = url
         env["HERALD_CHANNEL_IN_APP"] = "log"
-        let help = try peakRSS(herald, ["--help"], env: env)
-        let pass = try peakRSS(herald, ["run", "--quiet", "--batch-size", "\(rows)", "--now", "2026-01-25T12:00:00Z"], env: env)
-        Bench.line("herald run --batch-size \(rows)", String(format: "%.1f MB", pass), "herald --help",
-                   String(format: "%.1f MB", help), "(aim < 64 MB)")
+        let args = ["run", "--quiet", "--batch-size", "\(rows)", "--now", "2026-01-25T12:00:00Z"]
+        let pass = try runProcess(herald, args, env: env)
+        let idle = try runProcess(herald, args, env: env)  // the same pass again: nothing left to do
+        func mb(_ summary: JSONValue) -> String {
+            summary["peak_memory_mb"]?.doubleValue.map { String(format: "%.1f MB", $0) } ?? "n/a"
+        }
+        Bench.line("herald run --batch-size \(rows)", mb(pass), "nothing to do", mb(idle),
+                   "(\(pass["processed"]?.intValue ?? 0) rows; aim < 64 MB)")
+        print("")
+    }
+
+    // MARK: - 5. APNs over HTTP/2
+
+    func apnsPushes() throws {
+        let rows = 10_000, latency = 0.020
+        let url = try freshDatabase("herald_bench_apns")
+        let db = try PGConnection(url)
+        let now = ISO8601.parse("2026-01-25T12:00:00Z")!
+        print("5. \(rows) APNs pushes to an HTTP/2 fake (TLS) answering after \(Int(latency * 1000)) ms")
+        let certificates = try TestCertificates.make()
+        let apns = try FakeAPNs(certificates: certificates, latency: latency, threads: 2)
+        defer { apns.shutdown() }
+        let keyFile = certificates.directory + "/apns-bench.p8"
+        try apns.keyPEM.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        try fill(db, rows: rows, channel: "push", at: now)
+        try db.execute("""
+            update user_profiles set notify_push = true;
+            """)
+        try db.execute("""
+            insert into device_tokens (user_id, device_token, platform, provider)
+            select user_id, encode(sha256(user_id::text::bytea), 'hex'), 'ios', 'apns' from user_profiles
+            """)
+        let settings = Settings(["DATABASE_URL": url, "APNS_KEY_FILE": keyFile, "APNS_KEY_ID": apns.keyId,
+                                 "APNS_TEAM_ID": apns.teamId, "APNS_TOPIC": apns.topic, "APNS_URL": apns.baseURL,
+                                 "HERALD_CA_FILE": certificates.caFile])
+
+        // The floor: one connection, one request at a time, through the same adapter and transport.
+        let adapter = try ChannelRoutes.load(settings)[.push]!.adapter(for: "apns")!
+        guard case .single(let single) = adapter else { throw BenchError("APNs adapter is not a single adapter") }
+        let transport = try HTTPTransport(options: TransportOptions(caFile: certificates.caFile, maxConnectionsPerHost: 1,
+                                                                    maxTransfersInFlight: 1))
+        let item = QueueItem(id: UUID(), recipientUserId: UUID(), channelRaw: "push", kindRaw: "system", scheduledAt: now)
+        let rendered = RenderedNotification(title: "Hello", body: "Bench", badge: 1, locale: "en")
+        let probes = (0..<100).map { i in
+            try! single.request(for: Envelope(item: item, rendered: rendered,
+                destination: Destination(provider: "apns", address: String(format: "%064x", i)), now: Date()))
+        }
+        var ok = 0
+        let serial = Bench.seconds { transport.perform(probes) { _, r in if case .success(let x) = r, x.status == 200 { ok += 1 } } }
+        let singleRate = Double(probes.count) / serial
+
+        var options = PassOptions()
+        options.now = now
+        options.batchSize = 2_000
+        options.drain = true
+        options.maxBatches = nil
+        var summary: Summary?
+        let before = apns.connectionCount
+        let wall = try Bench.seconds {
+            let (s, code) = Runner(settings: settings, options: options, logger: logger()).run()
+            guard code == .ok else { throw BenchError("pass failed: \(s.error ?? "?")") }
+            summary = s
+        }
+        let rate = Double(summary?.sent ?? 0) / wall
+        Bench.line("herald pass (HTTP/2 multiplexed)", "\(Int(rate)) pushes/s", "one connection, one at a time",
+                   "\(Int(singleRate)) pushes/s (\(ok) ok)",
+                   "(sequential at \(Int(latency * 1000)) ms: \(Int(1 / latency))/s; \(summary?.sent ?? 0) sent over \(apns.connectionCount - before) connections; aim ≥ 2,000/s)")
+        db.close()
+        print("")
+    }
+
+    // MARK: - 6. pattern evaluation
+
+    func patterns() throws {
+        let users = 10_000, days = 60
+        let url = try freshDatabase("herald_bench_patterns")
+        let db = try PGConnection(url)
+        print("6. pattern evaluation: \(users) users × \(days) days × 4 metrics")
+        // Steady values with a deterministic wobble; every third user's last 8 days drop by a third.
+        try db.execute("""
+            insert into wearable_daily_metrics (user_id, metric_date, sleep_minutes, steps, hrv_ms, resting_hr)
+            select md5('u' || u)::uuid, '2026-01-25'::date - d,
+                   (450 + (u * 7 + d * 13) % 40) * case when u % 3 = 0 and d < 8 then 0.65 else 1 end,
+                   (9000 + (u * 11 + d * 17) % 2000) * case when u % 3 = 0 and d < 8 then 0.65 else 1 end,
+                   (60 + (u + d * 3) % 12) * case when u % 3 = 0 and d < 8 then 0.65 else 1 end,
+                   (58 + (u + d) % 6) * case when u % 3 = 0 and d < 8 then 1.35 else 1 end
+              from generate_series(1, \(users)) u, generate_series(0, \(days - 1)) d
+            """)
+        try db.execute("vacuum analyze wearable_daily_metrics")
+
+        // The floor: the same rows read bare into Swift values.
+        var cells = 0
+        let bare = try Bench.seconds {
+            for row in try db.query("""
+                select user_id, metric_date::text as d, sleep_minutes::float8 as a, steps::float8 as b,
+                       hrv_ms::float8 as c, resting_hr::float8 as e
+                  from wearable_daily_metrics
+                """) {
+                if row["user_id"].uuid != nil, row["d"].string != nil { cells += 1 }
+                for k in ["a", "b", "c", "e"] where row[k].double != nil { cells += 1 }
+            }
+        }
+        var options = PassOptions()
+        options.now = ISO8601.parse("2026-01-26T06:00:00Z")!
+        options.phases = [.patterns]
+        var summary: Summary?
+        let full = try Bench.seconds {
+            let (s, code) = Runner(settings: Settings(["DATABASE_URL": url]), options: options, logger: logger()).run()
+            guard code == .ok else { throw BenchError("pass failed: \(s.error ?? "?")") }
+            summary = s
+        }
+        let episodes = try db.query("select count(*)::int as n from pattern_alert_state").first?["n"].int ?? 0
+        Bench.line("herald --only patterns", String(format: "%.2f s", full), "read the rows bare", String(format: "%.2f s", bare),
+                   "(\(summary?.generated["patterns_users"] ?? 0) users, \(episodes) episodes; aim: no more than the read)")
+        db.close()
+        print("")
     }
 
     // MARK: - Processes
 
-    func runProcess(_ exe: URL, _ args: [String], env: [String: String]) throws {
+    /// Runs a process to completion; returns what it printed on stdout as JSON (or null).
+    @discardableResult
+    func runProcess(_ exe: URL, _ args: [String], env: [String: String]) throws -> JSONValue {
         let p = Process()
         p.executableURL = exe
         p.arguments = args
         p.environment = env
-        p.standardOutput = FileHandle.nullDevice
+        let out = Pipe()
+        p.standardOutput = out
         p.standardError = FileHandle.nullDevice
         try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
         guard p.terminationStatus == 0 else { throw BenchError("\(exe.lastPathComponent) \(args) exited \(p.terminationStatus)") }
-    }
-
-    /// The child's peak resident set in MB, from wait4's rusage.
-    func peakRSS(_ exe: URL, _ args: [String], env: [String: String]) throws -> Double {
-        var pid: pid_t = 0
-        let argv = ([exe.path] + args).map { strdup($0) } + [nil]
-        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { argv.forEach { free($0) }; envp.forEach { free($0) } }
-        var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        guard posix_spawn(&pid, exe.path, &actions, nil, argv, envp) == 0 else {
-            throw BenchError("cannot start \(exe.path)")
-        }
-        var status: Int32 = 0
-        var usage = rusage()
-        wait4(pid, &status, 0, &usage)
-        return Double(usage.ru_maxrss) / 1024  // ru_maxrss is in KB on Linux
+        return (try? JSONValue.parse(data)) ?? .null
     }
 }
 

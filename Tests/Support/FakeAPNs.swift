@@ -45,16 +45,18 @@ public final class FakeAPNs: Sendable {
     public let server: FakeHTTPServer
     private let state: FakeAPNsState
 
+    /// `latency`: how long every unscripted answer takes (the benchmark's 20 ms provider).
     public init(certificates: TestCertificates, topic: String = "com.example.herald",
-                keyId: String = "ABC123DEFG", teamId: String = "DEF123GHIJ") throws {
+                keyId: String = "ABC123DEFG", teamId: String = "DEF123GHIJ", latency: Double = 0,
+                threads: Int = 1) throws {
         let key = P256.Signing.PrivateKey()
-        let state = FakeAPNsState(publicKey: key.publicKey, topic: topic, keyId: keyId, teamId: teamId)
+        let state = FakeAPNsState(publicKey: key.publicKey, topic: topic, keyId: keyId, teamId: teamId, latency: latency)
         self.topic = topic
         self.keyId = keyId
         self.teamId = teamId
         keyPEM = key.pemRepresentation
         self.state = state
-        server = try FakeHTTPServer(tls: certificates) { request in state.handle(request) }
+        server = try FakeHTTPServer(tls: certificates, threads: threads) { request in state.handle(request) }
     }
 
     public var baseURL: String { server.baseURL }
@@ -80,13 +82,15 @@ private final class FakeAPNsState: @unchecked Sendable {
     let topic: String
     let keyId: String
     let teamId: String
+    let latency: Double
     private let lock = NSLock()
     private var scripts: [String: FakeAPNs.Behaviour] = [:]
     private var clock: Date?
     private var valid: Set<String> = []
     private var seen: [String] = []
 
-    init(publicKey: P256.Signing.PublicKey, topic: String, keyId: String, teamId: String) {
+    init(publicKey: P256.Signing.PublicKey, topic: String, keyId: String, teamId: String, latency: Double) {
+        self.latency = latency
         self.publicKey = publicKey
         self.topic = topic
         self.keyId = keyId
@@ -139,7 +143,7 @@ private final class FakeAPNsState: @unchecked Sendable {
             if response.status == 200 { response.headers.append(("apns-id", apnsId(request))) }
             return response
         }
-        return FakeResponse(status: 200, headers: [("apns-id", apnsId(request))])
+        return FakeResponse(status: 200, headers: [("apns-id", apnsId(request))], delay: latency)
     }
 
     private func apnsId(_ request: FakeRequest) -> String {

@@ -37,6 +37,9 @@ public enum Metrics {
         metric("herald_pass_deliveries", "Sends attempted by the last pass, one per destination.", "gauge", [("", Double(s.deliveries))])
         metric("herald_pass_batches", "Batches the last pass claimed.", "gauge", [("", Double(s.batches))])
         metric("herald_pass_duration_seconds", "Wall time of the last pass.", "gauge", [("", Double(s.durationMs) / 1000)])
+        if let m = s.peakMemoryBytes {
+            metric("herald_pass_peak_memory_bytes", "Peak resident memory of the last pass.", "gauge", [("", Double(m))])
+        }
         metric("herald_pass_success", "1 when the last pass completed, 0 when it failed or was interrupted.", "gauge",
                [("", s.ok && !s.interrupted ? 1 : 0)])
         metric("herald_last_run_timestamp_seconds", "When the last pass finished.", "gauge",

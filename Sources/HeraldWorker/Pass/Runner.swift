@@ -145,6 +145,7 @@ public struct Runner {
         }
 
         summary.durationMs = Int(clock.elapsed * 1000)
+        summary.peakMemoryBytes = ProcessMemory.peakBytes()
         if options.dryRun { _ = try? db.execute("rollback") }
         if !options.dryRun {
             try? db.execute("""

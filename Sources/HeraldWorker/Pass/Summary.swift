@@ -26,6 +26,8 @@ public struct Summary: Sendable {
     public var interrupted = false
     public var dryRun = false
     public var durationMs = 0
+    /// The process's peak resident memory (VmHWM), when the system reports it.
+    public var peakMemoryBytes: Int?
     public var error: String?
 
     public init(passId: String) {
@@ -66,6 +68,7 @@ public struct Summary: Sendable {
             "duration_ms": .number(Double(durationMs)),
         ]
         if let e = error { o["error"] = .string(e) }
+        if let m = peakMemoryBytes { o["peak_memory_mb"] = .number((Double(m) / 1_048_576 * 10).rounded() / 10) }
         return .object(o)
     }
 }
