@@ -28,12 +28,13 @@ struct Bench {
         let bench = try Bench(serverURL: server)
         print("herald bench — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ISO8601.string(Date()))")
         print("")
-        try bench.claimDecideRecord()
-        try bench.webhookFanOut()
-        try bench.idlePass()
-        try bench.peakMemory()
-        try bench.apnsPushes()
-        try bench.patterns()
+        // HERALD_BENCH_ONLY=1,5 runs only those sections.
+        let only = Set((ProcessInfo.processInfo.environment["HERALD_BENCH_ONLY"] ?? "").split(separator: ",").compactMap { Int($0) })
+        let sections: [(Int, () throws -> Void)] = [
+            (1, bench.claimDecideRecord), (2, bench.webhookFanOut), (3, bench.idlePass),
+            (4, bench.peakMemory), (5, bench.apnsPushes), (6, bench.patterns),
+        ]
+        for (n, run) in sections where only.isEmpty || only.contains(n) { try run() }
     }
 
     let serverURL: String
@@ -273,6 +274,11 @@ struct Bench {
             summary = s
         }
         let rate = Double(summary?.sent ?? 0) / wall
+        if summary?.sent != rows {
+            for row in try db.query("select last_error, count(*)::int as n from notification_queue group by 1 order by 2 desc limit 3") {
+                print("  (not sent: \(row["n"].int ?? 0) × \(row["last_error"].string ?? "-"))")
+            }
+        }
         Bench.line("herald pass (HTTP/2 multiplexed)", "\(Int(rate)) pushes/s", "one connection, one at a time",
                    "\(Int(singleRate)) pushes/s (\(ok) ok)",
                    "(sequential at \(Int(latency * 1000)) ms: \(Int(1 / latency))/s; \(summary?.sent ?? 0) sent over \(apns.connectionCount - before) connections; aim ≥ 2,000/s)")

@@ -17,7 +17,7 @@ struct PatternPhase {
     let logger: Logger
     var shadowMode = false
     var thresholdsVersion = "v1"
-    var batchSize = 500
+    var batchSize = 1000
 
     struct Result {
         var users = 0
@@ -107,24 +107,45 @@ struct PatternPhase {
         var series: [UUID: [String: [(LocalDate, Double)]]] = [:]
         var latest: [UUID: LocalDate] = [:]
         var newest: [UUID: Date] = [:]
+        // Each user's latest metric date (L) and newest update, then their rows in one plain read (the
+        // planner serves `= any(…)` from the (user_id, metric_date) index; a join to per-user windows
+        // or a window function costs several times more), cut to each user's 120 days below.
         for row in try db.query("""
-            with l as (
-              select user_id, max(metric_date) as latest, max(updated_at) as newest from wearable_daily_metrics
-               where user_id = any(\(users)::uuid[]) group by user_id
-            )
-            select m.user_id, m.metric_date::text as d, l.latest::text as latest, l.newest, \(unescaped: columns)
-              from wearable_daily_metrics m join l on l.user_id = m.user_id
-             where m.metric_date > l.latest - 120
+            select user_id, max(metric_date)::text as latest, max(updated_at) as newest
+              from wearable_daily_metrics where user_id = any(\(users)::uuid[]) group by user_id
             """) {
-            guard let user = row["user_id"].uuid, let day = row["d"].string.flatMap(LocalDate.init) else { continue }
-            if latest[user] == nil {
-                latest[user] = row["latest"].string.flatMap(LocalDate.init)
-                newest[user] = row["newest"].date
+            guard let user = row[0].uuid, let l = row[1].string.flatMap(LocalDate.init) else { continue }
+            latest[user] = l
+            newest[user] = row[2].date
+        }
+        guard let earliestLatest = latest.values.min() else { return result }
+        let rows = try db.query("""
+            select user_id, metric_date::text as d, \(unescaped: columns) from wearable_daily_metrics m
+             where user_id = any(\(users)::uuid[])
+               and metric_date > \(earliestLatest.adding(days: -PatternEvaluator.windowDays).description)::date
+             order by user_id, metric_date
+            """)
+        // Columns by position: this loop reads hundreds of thousands of cells.
+        let metricColumns = metrics.map { m in rows.columns.firstIndex(of: m) ?? -1 }
+        var current: UUID?
+        var values: [[(LocalDate, Double)]] = Array(repeating: [], count: metrics.count)
+        func finishUser() {
+            guard let user = current else { return }
+            series[user] = Dictionary(uniqueKeysWithValues: zip(metrics, values))
+            values = Array(repeating: [], count: metrics.count)
+        }
+        for row in rows {
+            guard let user = row[0].uuid, let day = row[1].string.flatMap(LocalDate.init), let l = latest[user],
+                  day > l.adding(days: -PatternEvaluator.windowDays) else { continue }
+            if user != current {
+                finishUser()
+                current = user
             }
-            for metric in metrics {
-                if let v = row[metric].double { series[user, default: [:]][metric, default: []].append((day, v)) }
+            for (i, column) in metricColumns.enumerated() where column >= 0 {
+                if let v = row[column].double { values[i].append((day, v)) }
             }
         }
+        finishUser()
         // Another pass may have evaluated these users between our candidate list and our lock.
         let due = users.filter { u in (newest[u] ?? .distantPast) > (evaluatedThrough[u] ?? .distantPast) }
         guard !due.isEmpty else { return result }

@@ -102,6 +102,7 @@ final class DeliveryPass {
             options: DecisionOptions(maxAge: options.maxAge, rateLimits: options.rateLimits, now: now),
             history: ctx.history)
 
+        let channelOf = Dictionary(batch.map { ($0.item.id, $0.item.channelRaw) }, uniquingKeysWith: { a, _ in a })
         var immediate = RecordBatch()
         var flights: [InFlight] = []
         var jobs: [Job] = []
@@ -163,9 +164,10 @@ final class DeliveryPass {
                 var flight = InFlight(claimed: claimed, trail: result.trail, rendered: rendered,
                                       provider: route.provider, expected: todo.count,
                                       previouslyDelivered: !already.isEmpty)
-                let index = flights.count
+                let index = flights.count  // its place in `flights` if it has anything to send
                 for destination in todo {
-                    let envelope = Envelope(item: item, rendered: rendered, destination: destination, now: now)
+                    // Wire timestamps (JWT iat, webhook-timestamp) follow the real clock, not --now.
+                    let envelope = Envelope(item: item, rendered: rendered, destination: destination, now: Date())
                     switch route {
                     case .log:
                         outbox.deliver(envelope)
@@ -185,16 +187,18 @@ final class DeliveryPass {
                         jobs.append(Job(flight: index, envelope: envelope, adapter: adapter))
                     }
                 }
-                flights.append(flight)
+                if flight.done {
+                    immediate.append(finish(flight))  // nothing left to send (log, inbox, or nothing new)
+                } else {
+                    flights.append(flight)
+                }
             }
+            // Rows whose fate is already known are recorded before any network I/O, a chunk at a
+            // time, so a large batch never holds all its records in memory at once.
+            if immediate.rows.count >= options.recordChunk * 5 { try flush(&immediate, channelOf: channelOf) }
         }
         if dryRun { return }
-
-        // Rows whose fate is already known are recorded before any network I/O.
-        for flight in flights where flight.done {
-            immediate.append(finish(flight))
-        }
-        try flush(&immediate, batch: batch)
+        try flush(&immediate, channelOf: channelOf)
 
         guard !jobs.isEmpty else { return }
         var pending = RecordBatch()
@@ -206,13 +210,13 @@ final class DeliveryPass {
             if flights[job.flight].done {
                 pending.append(finish(flights[job.flight]))
                 if flushError == nil && (pending.rows.count >= options.recordChunk || clock.elapsed - lastFlush > 0.25) {
-                    do { try flush(&pending, batch: batch) } catch { flushError = error }
+                    do { try flush(&pending, channelOf: channelOf) } catch { flushError = error }
                     lastFlush = clock.elapsed
                 }
             }
         }
         if let flushError { throw flushError }
-        try flush(&pending, batch: batch)
+        try flush(&pending, channelOf: channelOf)
     }
 
     // MARK: - Sending
@@ -246,7 +250,7 @@ final class DeliveryPass {
                 continue
             }
             do {
-                try adapter.prepare(now: now, transport: transport)
+                try adapter.prepare(now: Date(), transport: transport)  // access tokens live in real time
             } catch {
                 logger.error("could not prepare a provider; its sends are retried later",
                              metadata: ["provider": .string(provider), "error": .string("\(error)")])
@@ -288,10 +292,11 @@ final class DeliveryPass {
         transport.perform(requests) { index, response in
             let owner = owners[index]
             let now = clock.now()
+            // Providers' dates (Retry-After as an HTTP date) are in real time.
             let answers: [ClassifiedResponse]
             switch owner.adapter {
-            case .single(let a): answers = [a.classify(response, now: now)]
-            case .batch(let a): answers = a.classify(response, count: owner.jobs.count, now: now)
+            case .single(let a): answers = [a.classify(response, now: Date())]
+            case .batch(let a): answers = a.classify(response, count: owner.jobs.count, now: Date())
             }
             for (i, job) in owner.jobs.enumerated() {
                 let answer = i < answers.count ? answers[i]
@@ -314,10 +319,9 @@ final class DeliveryPass {
     }
 
     /// Writes a flush and counts what was recorded. Rows this pass no longer holds are reported.
-    func flush(_ records: inout RecordBatch, batch: [Claimed]) throws {
+    func flush(_ records: inout RecordBatch, channelOf: [UUID: String]) throws {
         guard !records.isEmpty else { return }
         let recorded = try store.record(records)
-        let channelOf = Dictionary(batch.map { ($0.item.id, $0.item.channelRaw) }, uniquingKeysWith: { a, _ in a })
         var lost = 0
         for row in records.rows {
             if recorded.contains(row.id) {
