@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-export HERALD_PG_PORT="${HERALD_PG_PORT:-54330}"
+export HERALD_PG_PORT="${HERALD_PG_PORT:-25433}"
 url=$(scripts/pg.sh start)
 trap 'scripts/pg.sh stop' EXIT INT TERM
 psql -q "$url" -c "create database herald_demo" >/dev/null

@@ -97,4 +97,25 @@ insert into notification_queue (recipient_user_id, member_user_id, alert_state_i
   ('00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000001', null, 'pidgeon', 'system', null,
    '{"title":"Hi"}', '2026-01-25 02:59+00', '2026-01-25 02:59+00');
 
+-- What the generator phases read.
+-- Mia's wearable data, 47 days to 2026-01-24, consistent with her episodes above: sleep down for 7 days
+-- (level 7), steps for 14 (level 14), HRV for 4 (level 3, snoozed) — and a resting heart rate up for the
+-- last 7 days, a new episode the pass opens and tells her family's admins about. The drops are deep
+-- enough that even the first day's 3-day mean passes the 20 % threshold.
+insert into wearable_daily_metrics (user_id, metric_date, sleep_minutes, steps, hrv_ms, resting_hr)
+select '00000000-0000-4000-8000-000000000005', '2026-01-24'::date - g,
+       case when g < 7 then 150 else 440 + g % 3 * 5 end,
+       case when g < 14 then 3000 else 9000 + g % 4 * 100 end,
+       case when g < 4 then 20 else 60 + g % 3 end,
+       case when g < 7 then 95 else 57 + g % 3 end
+  from generate_series(0, 46) g;
+
+-- Lena's daily dose reminder at 19:00 her time (03:00 UTC: due now), critical.
+insert into reminders (user_id, schedule, reminder_type, title, body, local_time, critical) values
+  ('00000000-0000-4000-8000-000000000001', 'daily', 'dose', 'Evening dose', 'Time for your evening dose.', '19:00', true);
+
+-- Yuki gets four meditation prompts a day between 07:00 and 22:00 Tokyo time.
+insert into prompt_settings (user_id, prompts_per_day, waking_hour_start, waking_hour_end) values
+  ('00000000-0000-4000-8000-000000000003', 4, 7, 22);
+
 commit;

@@ -7,7 +7,8 @@
 #   scripts/pg.sh url       # print the DATABASE_URL
 set -euo pipefail
 
-PORT="${HERALD_PG_PORT:-54329}"
+# Private ports sit below the ephemeral range (32768 and up), so no outgoing connection can hold them.
+PORT="${HERALD_PG_PORT:-25432}"
 DIR="${HERALD_PG_DIR:-/tmp/herald-pg-$PORT}"
 BIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)"
 URL="postgresql://postgres@127.0.0.1:$PORT/postgres"
