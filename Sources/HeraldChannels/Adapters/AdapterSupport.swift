@@ -83,4 +83,17 @@ enum AdapterSupport {
         guard case .retry(let after, let code, let message) = error.asOutcome else { return error.asOutcome }
         return .retry(after: after, code: code, message: redact("\(provider): \(message)", secrets: secrets))
     }
+
+    /// The shared shell of a single adapter's `classify`: transport failures become retries, an answer
+    /// goes through the provider's own `outcome`, and every message is scrubbed of the adapter's secrets.
+    static func classify(_ result: Result<HTTPResponse, TransportError>, provider: String, secrets: [String],
+                         now: Date, outcome: (HTTPResponse, Date) -> DeliveryOutcome) -> ClassifiedResponse {
+        switch result {
+        case .failure(let error):
+            return ClassifiedResponse(transportOutcome(error, provider: provider, secrets: secrets))
+        case .success(let response):
+            return ClassifiedResponse(redact(outcome(response, now), secrets: secrets),
+                                      httpStatus: response.status, latencyMs: latencyMs(response))
+        }
+    }
 }

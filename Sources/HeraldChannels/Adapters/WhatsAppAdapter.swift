@@ -127,13 +127,7 @@ public struct WhatsAppAdapter: HTTPAdapter {
     }
 
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        switch result {
-        case .failure(let error):
-            return ClassifiedResponse(AdapterSupport.transportOutcome(error, provider: "whatsapp", secrets: secrets))
-        case .success(let response):
-            let outcome = AdapterSupport.redact(Self.outcome(response, now: now), secrets: secrets)
-            return ClassifiedResponse(outcome, httpStatus: response.status, latencyMs: AdapterSupport.latencyMs(response))
-        }
+        AdapterSupport.classify(result, provider: "whatsapp", secrets: secrets, now: now) { Self.outcome($0, now: $1) }
     }
 
     static func outcome(_ response: HTTPResponse, now: Date) -> DeliveryOutcome {
