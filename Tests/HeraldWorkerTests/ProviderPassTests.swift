@@ -85,11 +85,11 @@ import Testing
     }
 
     static func deliveries(_ db: PGConnection, _ id: UUID) throws -> [PGRow] {
-        try db.query("""
+        Array(try db.query("""
             select provider, destination, device_token_id, outcome, http_status, provider_error_code,
                    provider_message_id, error, attempt
               from notification_deliveries where queue_id = \(id) order by id
-            """)
+            """))
     }
 
     static func token(_ db: PGConnection, _ id: UUID) throws -> PGRow {
