@@ -445,6 +445,49 @@ import Testing
         #expect(expo.sendRequests.last?.text.contains(gone) == false)
     }
 
+    /// Tickets age on the pass's clock (`--now`), like every other decision: a replay at a past instant
+    /// asks for receipts 15 minutes after its own sends, and closes tickets whose receipt never came a
+    /// day after them.
+    @Test func expoTicketsAgeOnThePassClock() throws {
+        let lab = try Lab()
+        defer { lab.cleanup() }
+        let expo = try FakeExpo(tls: lab.certificates)
+        defer { expo.shutdown() }
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+
+        let now = seedInstant   // months before the real clock
+        let user = try f.profile()
+        let token = "ExponentPushToken[\(UUID().uuidString.prefix(12))]"
+        try f.token(user, token, provider: "expo")
+        let first = try f.enqueue(to: user, channel: "push", at: now.addingTimeInterval(-10))
+        let settings = lab.base.merging(lab.expo(expo)) { $1 }
+        #expect(Self.pass(tdb.url, settings, now: now).1 == .ok)
+        #expect(try f.row(first)["status"].string == "sent")
+
+        func receiptRequests() -> Int { expo.server.requests.filter { $0.path.hasSuffix("/getReceipts") }.count }
+        _ = Self.pass(tdb.url, settings, now: now.addingTimeInterval(5 * 60), phases: [.receipts])
+        #expect(receiptRequests() == 0, "asked for a receipt 5 minutes after the send")
+        let (s, _) = Self.pass(tdb.url, settings, now: now.addingTimeInterval(20 * 60), phases: [.receipts])
+        #expect(s.generated["receipts_checked"] == 1)
+        #expect(receiptRequests() == 1)
+        #expect(try f.count("select count(*)::int from push_receipts where status = 'ok'") == 1)
+
+        // A receipt that never comes is closed a day after the ticket, not a day after the real clock.
+        expo.setReceiptsReady(false)
+        let second = try f.enqueue(to: user, channel: "push", kind: "reminder", at: now.addingTimeInterval(3600))
+        #expect(Self.pass(tdb.url, settings, now: now.addingTimeInterval(3600)).1 == .ok)
+        #expect(try f.row(second)["status"].string == "sent")
+        _ = Self.pass(tdb.url, settings, now: now.addingTimeInterval(2 * 3600), phases: [.receipts])
+        #expect(try f.count("select count(*)::int from push_receipts where status = 'pending'") == 1)
+        _ = Self.pass(tdb.url, settings, now: now.addingTimeInterval(26 * 3600), phases: [.receipts])
+        let expired = try db.query("select status, error_code from push_receipts where queue_id = \(second)").first
+        #expect(expired?["status"].string == "error")
+        #expect(expired?["error_code"].string == "receipt_expired")
+    }
+
     // MARK: - 6. A provider that asks to slow down is not called again in the pass
 
     @Test func throttledProviderIsNotCalledAgainThisPass() throws {

@@ -355,7 +355,7 @@ final class DeliveryPass {
                 // Expo's ticket is only an acceptance: its receipt is checked by a later pass.
                 if provider == "expo", let id {
                     out.tickets.append(ReceiptTicket(queueId: item.id, provider: provider, ticketId: id,
-                                                     deviceTokenId: destination.deviceTokenId))
+                                                     deviceTokenId: destination.deviceTokenId, createdAt: now))
                 }
             }
             out.deliveries.append(d)
