@@ -305,6 +305,24 @@ import Testing
         #expect(later.count == 1)
         #expect(later.first?["device_token_id"].uuid == aliveId)
 
+        // A retried row does not go back to a token that died on its first attempt.
+        let mixed = try f.profile()
+        let dying = Self.apnsToken(), busy = Self.apnsToken()
+        let dyingId = try f.token(mixed, dying)
+        try f.token(mixed, busy)
+        apns.script(dying, .error(400, "BadDeviceToken"))
+        apns.script(busy, .error(503, "ServiceUnavailable", headers: [("retry-after", "10")]))
+        let retried = try f.enqueue(to: mixed, channel: "push", at: now.addingTimeInterval(65))
+        _ = Self.pass(tdb.url, settings, now: now.addingTimeInterval(70))
+        #expect(try f.row(retried)["status"].string == "failed")
+        #expect(try f.row(retried)["permanent"].bool == false)
+        #expect(try Self.token(db, dyingId)["is_active"].bool == false)
+        apns.script(busy, .raw(FakeResponse(status: 200)))
+        let mark = apns.requests.count
+        _ = Self.pass(tdb.url, settings, now: now.addingTimeInterval(100))
+        #expect(try f.row(retried)["status"].string == "sent")
+        #expect(Self.paths(Array(apns.requests.dropFirst(mark))) == [busy])
+
         // A row for a recipient whose only tokens are dead has no destination at all.
         let lonely = try f.profile()
         let deadOnly = Self.apnsToken()
@@ -404,14 +422,21 @@ import Testing
         let goneId = try f.token(user, gone, provider: "expo")
         let fineId = try f.token(user, fine, provider: "expo")
         expo.failReceipt(token: gone, error: "DeviceNotRegistered")
+        // A token Expo refuses in the ticket itself is deactivated at once; it has no receipt to wait for.
+        let refused = "ExponentPushToken[refused-\(UUID().uuidString.prefix(8))]"
+        let refusedId = try f.token(user, refused, provider: "expo")
+        expo.failTicket(token: refused, error: "DeviceNotRegistered")
         let id = try f.enqueue(to: user, channel: "push", at: now.addingTimeInterval(-10))
         let settings = lab.base.merging(lab.expo(expo, accessToken: accessToken)) { $1 }
 
         let (s1, c1) = Self.pass(tdb.url, settings, now: now)
         #expect(c1 == .ok, "\(s1.error ?? "")")
         #expect(try f.row(id)["status"].string == "sent")
-        #expect(expo.sendBatchSizes == [2], "both tokens in one Expo request")
+        #expect(expo.sendBatchSizes == [3], "every token in one Expo request")
         #expect(try f.count("select count(*)::int from push_receipts where status = 'pending'") == 2)
+        let r = try Self.token(db, refusedId)
+        #expect(r["is_active"].bool == false)
+        #expect((r["deactivated_reason"].string ?? "").contains("DeviceNotRegistered"))
 
         // Too early (< 15 min): receipts are not asked for.
         _ = Self.pass(tdb.url, settings, now: now.addingTimeInterval(5 * 60), phases: [.receipts])
@@ -441,7 +466,7 @@ import Testing
         let second = try f.enqueue(to: user, channel: "push", kind: "reminder", at: now.addingTimeInterval(40 * 60))
         _ = Self.pass(tdb.url, settings, now: now.addingTimeInterval(41 * 60))
         #expect(try f.row(second)["status"].string == "sent")
-        #expect(expo.sendBatchSizes == [2, 1])
+        #expect(expo.sendBatchSizes == [3, 1])
         #expect(expo.sendRequests.last?.text.contains(gone) == false)
     }
 
