@@ -236,6 +236,59 @@ import Testing
         #expect(ds.last?["attempt"].int == 2)
     }
 
+    /// On the last attempt, a row that reached some of its destinations (now or earlier) is sent — the
+    /// recipient got it — with the destinations that never answered in last_error, not failed.
+    @Test func lastAttemptWithAnEarlierDeliveryIsSent() throws {
+        let lab = try Lab()
+        defer { lab.cleanup() }
+        let apns = try FakeAPNs(certificates: lab.certificates)
+        defer { apns.shutdown() }
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+
+        let now = Self.now()
+        let user = try f.profile()
+        let good = Self.apnsToken(), busy = Self.apnsToken()
+        try f.token(user, good)
+        try f.token(user, busy)
+        apns.script(busy, .error(500, "InternalServerError"))
+        let id = try f.enqueue(to: user, channel: "push", at: now.addingTimeInterval(-10), maxAttempts: 2)
+        let settings = lab.base.merging(try lab.apns(apns)) { $1 }
+
+        _ = Self.pass(tdb.url, settings, now: now)
+        var row = try f.row(id)
+        #expect(row["status"].string == "failed")
+        #expect(row["permanent"].bool == false)
+        let retryAt = try #require(row["run_after"].date)
+
+        let (summary, _) = Self.pass(tdb.url, settings, now: retryAt.addingTimeInterval(1))
+        #expect(Self.paths(Array(apns.requests.dropFirst(2))) == [busy])
+        row = try f.row(id)
+        #expect(row["attempts"].int == 2)
+        #expect(row["status"].string == "sent", "delivered to one device on attempt 1, yet \(row["status"].string ?? "")")
+        #expect(row["sent_at"].date != nil)
+        #expect((row["last_error"].string ?? "").contains("InternalServerError"))
+        #expect(summary.sent == 1)
+
+        // With a single attempt allowed, the same holds on the first.
+        let other = try f.enqueue(to: user, channel: "push", kind: "reminder", at: now.addingTimeInterval(100), maxAttempts: 1)
+        _ = Self.pass(tdb.url, settings, now: retryAt.addingTimeInterval(120))
+        #expect(try f.row(other)["status"].string == "sent")
+
+        // Nothing delivered at all on the last attempt: failed for good.
+        let alone = try f.profile()
+        try f.token(alone, busy + "00")
+        apns.script(busy + "00", .error(500, "InternalServerError"))
+        let lost = try f.enqueue(to: alone, channel: "push", at: now.addingTimeInterval(100), maxAttempts: 1)
+        _ = Self.pass(tdb.url, settings, now: retryAt.addingTimeInterval(130))
+        row = try f.row(lost)
+        #expect(row["status"].string == "failed")
+        #expect(row["permanent"].bool == true)
+        #expect((row["last_error"].string ?? "").contains("gave up after 1 attempts"))
+    }
+
     // MARK: - 3. Dead tokens are deactivated and never tried again
 
     @Test func deadTokensAreDeactivatedWithTheReason() throws {
