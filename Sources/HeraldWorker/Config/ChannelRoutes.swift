@@ -48,7 +48,13 @@ public struct ChannelRoutes: Sendable {
             var push: [String: ProviderAdapter] = [:]
             if let apns = try apns(settings) { push["apns"] = .single(apns) }
             if let json = try settings.fileText("FCM_SERVICE_ACCOUNT_FILE") {
-                push["fcm"] = .single(try FCMAdapter(serviceAccountJSON: json, baseURL: settings["FCM_URL"]))
+                do {
+                    push["fcm"] = .single(try FCMAdapter(serviceAccountJSON: json, baseURL: settings["FCM_URL"]))
+                } catch let error as AdapterError where error.description.hasPrefix(Self.serviceAccountPrefix) {
+                    // The adapter names the field; the operator also needs the variable (and file) to fix.
+                    throw ConfigError("FCM_SERVICE_ACCOUNT_FILE (\(settings["FCM_SERVICE_ACCOUNT_FILE"] ?? ""))"
+                        + error.description.dropFirst(Self.serviceAccountPrefix.count))
+                }
             }
             let expoToken = try settings.secret("EXPO_ACCESS_TOKEN")
             let expoOn = try settings.bool("HERALD_EXPO") ?? (settings["EXPO_URL"] != nil)
@@ -77,6 +83,9 @@ public struct ChannelRoutes: Sendable {
         }
         return ChannelRoutes(routes)
     }
+
+    /// How GoogleServiceAccount's errors begin ("FCM service account file has no "client_email" field").
+    static let serviceAccountPrefix = "FCM service account file"
 
     public var routable: [Channel] { Channel.allCases.filter { routes[$0] != nil } }
 

@@ -359,7 +359,7 @@ final class DeliveryPass {
                 // Expo's ticket is only an acceptance: its receipt is checked by a later pass.
                 if provider == "expo", let id {
                     out.tickets.append(ReceiptTicket(queueId: item.id, provider: provider, ticketId: id,
-                                                     deviceTokenId: destination.deviceTokenId))
+                                                     deviceTokenId: destination.deviceTokenId, createdAt: now))
                 }
             }
             out.deliveries.append(d)
@@ -385,7 +385,9 @@ final class DeliveryPass {
         let messages = (retries + failures).compactMap(\.message)
 
         var r: RowRecord
-        if let firstRetry = retries.first {
+        let reached = !delivered.isEmpty || flight.previouslyDelivered
+        // Out of attempts, a row that reached a destination (now or earlier) is sent, not failed.
+        if let firstRetry = retries.first, item.attempts < flight.claimed.maxAttempts || !reached {
             if item.attempts < flight.claimed.maxAttempts {
                 r = RowRecord(id: item.id, status: .failed, event: "failed")
                 let retryAfter = retries.compactMap { o -> Double? in
@@ -403,7 +405,7 @@ final class DeliveryPass {
                 r.reason = "attempts_exhausted"
                 r.lastError = "gave up after \(item.attempts) attempts: \(messages.first ?? "transient failure")"
             }
-        } else if !delivered.isEmpty || flight.previouslyDelivered {
+        } else if reached {
             r = RowRecord(id: item.id, status: .sent, event: "sent")
             r.sentAt = now
             r.providerMessageId = delivered.compactMap { $0 }.first

@@ -228,10 +228,10 @@ public struct QueueStore {
                     from jsonb_to_recordset(\(json(kept.optOuts) { $0.json })::jsonb) as x(user_id uuid, channel text, reason text)
                    where p.user_id = x.user_id
                 ), k as (
-                  insert into push_receipts (queue_id, provider, ticket_id, device_token_id)
-                  select x.queue_id, x.provider, x.ticket_id, x.device_token_id
+                  insert into push_receipts (queue_id, provider, ticket_id, device_token_id, created_at)
+                  select x.queue_id, x.provider, x.ticket_id, x.device_token_id, coalesce(x.created_at, now())
                     from jsonb_to_recordset(\(json(kept.tickets) { $0.json })::jsonb) as x(
-                      queue_id uuid, provider text, ticket_id text, device_token_id uuid)
+                      queue_id uuid, provider text, ticket_id text, device_token_id uuid, created_at timestamptz)
                   on conflict (ticket_id) do nothing
                 )
                 update daily_forecasts df

@@ -139,11 +139,23 @@ public struct ReceiptTicket: Sendable {
     public var provider: String
     public var ticketId: String
     public var deviceTokenId: UUID?
+    /// When the ticket was issued, on the pass's clock (`--now`): the receipts phase ages tickets on
+    /// that clock too. Nil: the database's clock.
+    public var createdAt: Date?
+
+    public init(queueId: UUID, provider: String, ticketId: String, deviceTokenId: UUID?, createdAt: Date? = nil) {
+        self.queueId = queueId
+        self.provider = provider
+        self.ticketId = ticketId
+        self.deviceTokenId = deviceTokenId
+        self.createdAt = createdAt
+    }
 
     var json: JSONValue {
         var o: [String: JSONValue] = ["queue_id": .string(queueId.lowercased), "provider": .string(provider),
                                       "ticket_id": .string(ticketId)]
         if let d = deviceTokenId { o["device_token_id"] = .string(d.lowercased) }
+        if let c = createdAt { o["created_at"] = .string(ISO8601.string(c)) }
         return .object(o)
     }
 }
