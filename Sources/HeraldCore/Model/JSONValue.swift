@@ -63,55 +63,65 @@ public enum JSONValue: Hashable, Sendable {
 
     /// Compact JSON text with sorted keys, so equal values serialise identically (signatures, tests).
     public var jsonText: String {
-        var out = ""
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
         write(to: &out)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
-    private func write(to out: inout String) {
+    /// Written as UTF-8 bytes: the hot path of every batch record, so no per-character String work.
+    private func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .number(let n):
-            if n.isFinite && n == n.rounded() && abs(n) < 1e15 { out += String(Int(n)) }
-            else if n.isFinite { out += String(n) }
-            else { out += "null" }
+            if n.isFinite && n == n.rounded() && abs(n) < 1e15 { out.append(contentsOf: String(Int(n)).utf8) }
+            else if n.isFinite { out.append(contentsOf: String(n).utf8) }
+            else { out.append(contentsOf: "null".utf8) }
         case .string(let s): JSONValue.writeString(s, to: &out)
         case .array(let a):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (i, v) in a.enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 v.write(to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let o):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (i, k) in o.keys.sorted().enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 JSONValue.writeString(k, to: &out)
-                out += ":"
+                out.append(UInt8(ascii: ":"))
                 o[k]!.write(to: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    private static func writeString(_ s: String, to out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20:
-                let hex = String(c.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// A JSON string: `"` and `\` escaped, control characters as \n, \r, \t or \u00XX; every other
+    /// byte (multi-byte UTF-8 included) copied as it is.
+    private static func writeString(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var s = s
+        s.withUTF8 { bytes in
+            for b in bytes {
+                switch b {
+                case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(b)
+                case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(b)
+                case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
+                case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
+                case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
+                case 0..<0x20:
+                    out.append(contentsOf: Array("\\u00".utf8))
+                    out.append(hex[Int(b >> 4)])
+                    out.append(hex[Int(b & 0xF)])
+                default: out.append(b)
+                }
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 }
 

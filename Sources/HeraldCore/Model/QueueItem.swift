@@ -15,8 +15,12 @@ public struct QueueItem: Sendable, Equatable {
     /// The row's own severity; an alert's severity wins when the row links one.
     public var severity: Severity?
     public var priority: Priority
-    /// The payload text as stored (jsonb rendered to text); parsed by `payload`.
-    public var payloadText: String
+    /// The payload text as stored (jsonb rendered to text); parsed once into `payload`.
+    public var payloadText: String {
+        didSet { payload = QueueItem.parse(payloadText) }
+    }
+    /// The parsed payload; nil when it is not a JSON object.
+    public private(set) var payload: [String: JSONValue]?
     /// When the notification was meant to go out (its first `run_after`); age is measured from here.
     public var scheduledAt: Date
     public var createdAt: Date
@@ -38,6 +42,7 @@ public struct QueueItem: Sendable, Equatable {
         self.severity = severity
         self.priority = priority
         self.payloadText = payloadText
+        self.payload = QueueItem.parse(payloadText)
         self.scheduledAt = scheduledAt
         self.createdAt = createdAt ?? scheduledAt
         self.runAfter = runAfter ?? scheduledAt
@@ -49,8 +54,8 @@ public struct QueueItem: Sendable, Equatable {
     public var kind: Kind? { Kind(rawValue: kindRaw) }
 
     /// The parsed payload; nil when it is not a JSON object.
-    public var payload: [String: JSONValue]? {
-        guard let v = try? JSONValue.parse(payloadText), case .object(let o) = v else { return nil }
+    static func parse(_ text: String) -> [String: JSONValue]? {
+        guard let v = try? JSONValue.parse(text), case .object(let o) = v else { return nil }
         return o
     }
 

@@ -33,6 +33,12 @@ public final class Outbox: @unchecked Sendable {
 
     public func deliver(_ envelope: Envelope) {
         let item = envelope.item
+        logger.info("log adapter delivered", metadata: [
+            "queue_id": .string(item.id.lowercased), "channel": .string(item.channelRaw),
+            "kind": .string(item.kindRaw), "destination": .string(Redact.destination(envelope.destination.address)),
+        ])
+        // The full line is built only when someone will read it.
+        guard handle != nil || logger.logLevel <= .debug else { return }
         let r = envelope.rendered
         var line: [String: JSONValue] = [
             "adapter": "log",
@@ -57,10 +63,6 @@ public final class Outbox: @unchecked Sendable {
             handle.write(Data((text + "\n").utf8))
             lock.unlock()
         }
-        logger.info("log adapter delivered", metadata: [
-            "queue_id": .string(item.id.lowercased), "channel": .string(item.channelRaw),
-            "kind": .string(item.kindRaw), "destination": .string(Redact.destination(envelope.destination.address)),
-        ])
         logger.debug("log adapter notification", metadata: ["notification": .string(text)])
     }
 
