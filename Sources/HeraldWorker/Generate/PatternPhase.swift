@@ -64,12 +64,20 @@ struct PatternPhase {
              where not exists (select 1 from pattern_evaluations e where e.user_id = m.user_id)
             on conflict (user_id) do nothing
             """)
-        var candidates = try db.query("""
-            select e.user_id from pattern_evaluations e
-              join (select user_id, max(updated_at) as newest from wearable_daily_metrics group by user_id) m
+        // Each candidate's latest metric date (L) and newest update come with it, once per pass.
+        var marks: [UUID: (latest: LocalDate, newest: Date)] = [:]
+        var candidates: [UUID] = []
+        for row in try db.query("""
+            select e.user_id, m.latest::text as latest, m.newest from pattern_evaluations e
+              join (select user_id, max(updated_at) as newest, max(metric_date) as latest
+                      from wearable_daily_metrics group by user_id) m
                 on m.user_id = e.user_id
              where m.newest > e.evaluated_through
-            """).compactMap { $0["user_id"].uuid }
+            """) {
+            guard let user = row[0].uuid, let latest = row[1].string.flatMap(LocalDate.init), let newest = row[2].date else { continue }
+            marks[user] = (latest, newest)
+            candidates.append(user)
+        }
         guard !candidates.isEmpty else { return result }
         // Concurrent passes start at different places, so they rarely wait on each other's locks.
         let offset = Int.random(in: 0..<candidates.count)
@@ -80,7 +88,7 @@ struct PatternPhase {
             if StopSignal.requested { break }
             let chunk = Array(candidates[start..<min(start + batchSize, candidates.count)])
             start += batchSize
-            let r = try db.transaction { db in try evaluate(chunk, thresholds: thresholds, db: db) }
+            let r = try db.transaction { db in try evaluate(chunk, marks: marks, thresholds: thresholds, db: db) }
             result.users += r.users
             result.episodesOpened += r.episodesOpened
             result.episodesResolved += r.episodesResolved
@@ -90,7 +98,8 @@ struct PatternPhase {
     }
 
     /// One batch of users, inside one transaction.
-    func evaluate(_ chunk: [UUID], thresholds: [PatternThreshold], db: PGConnection) throws -> Result {
+    func evaluate(_ chunk: [UUID], marks: [UUID: (latest: LocalDate, newest: Date)], thresholds: [PatternThreshold],
+                  db: PGConnection) throws -> Result {
         var result = Result()
         let locked = try db.query("""
             select user_id, evaluated_through from pattern_evaluations
@@ -107,16 +116,14 @@ struct PatternPhase {
         var series: [UUID: [String: [(LocalDate, Double)]]] = [:]
         var latest: [UUID: LocalDate] = [:]
         var newest: [UUID: Date] = [:]
-        // Each user's latest metric date (L) and newest update, then their rows in one plain read (the
-        // planner serves `= any(…)` from the (user_id, metric_date) index; a join to per-user windows
-        // or a window function costs several times more), cut to each user's 120 days below.
-        for row in try db.query("""
-            select user_id, max(metric_date)::text as latest, max(updated_at) as newest
-              from wearable_daily_metrics where user_id = any(\(users)::uuid[]) group by user_id
-            """) {
-            guard let user = row[0].uuid, let l = row[1].string.flatMap(LocalDate.init) else { continue }
-            latest[user] = l
-            newest[user] = row[2].date
+        // Their rows in one plain read (the planner serves `= any(…)` from the (user_id, metric_date)
+        // index; a join to per-user windows or a window function costs several times more), cut to each
+        // user's 120 days below. L and the newest update were read with the candidates.
+        for user in users {
+            if let m = marks[user] {
+                latest[user] = m.latest
+                newest[user] = m.newest
+            }
         }
         guard let earliestLatest = latest.values.min() else { return result }
         let rows = try db.query("""
