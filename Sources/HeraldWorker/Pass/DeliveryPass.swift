@@ -386,26 +386,21 @@ final class DeliveryPass {
 
         var r: RowRecord
         let reached = !delivered.isEmpty || flight.previouslyDelivered
-        // Out of attempts, a row that reached a destination (now or earlier) is sent, not failed.
-        if let firstRetry = retries.first, item.attempts < flight.claimed.maxAttempts || !reached {
-            if item.attempts < flight.claimed.maxAttempts {
-                r = RowRecord(id: item.id, status: .failed, event: "failed")
-                let retryAfter = retries.compactMap { o -> Double? in
-                    if case .retry(let after, _, _) = o { return after } else { return nil }
-                }.max()
-                let delay = Backoff.delay(attempt: item.attempts, retryAfter: retryAfter,
-                                          random: Double.random(in: 0..<1, using: &rng))
-                r.runAfter = now.addingTimeInterval(delay)
-                r.reason = firstRetry.code ?? "retry"
-                r.lastError = messages.first
-                r.details = ["retry_in_s": .number(delay.rounded()), "attempt": .number(Double(item.attempts))]
-            } else {
-                r = RowRecord(id: item.id, status: .failed, event: "failed")
-                r.permanent = true
-                r.reason = "attempts_exhausted"
-                r.lastError = "gave up after \(item.attempts) attempts: \(messages.first ?? "transient failure")"
-            }
+        let attemptsLeft = item.attempts < flight.claimed.maxAttempts
+        if let firstRetry = retries.first, attemptsLeft {
+            // Transient failures remain: try again later (only the destinations not yet delivered).
+            r = RowRecord(id: item.id, status: .failed, event: "failed")
+            let retryAfter = retries.compactMap { o -> Double? in
+                if case .retry(let after, _, _) = o { return after } else { return nil }
+            }.max()
+            let delay = Backoff.delay(attempt: item.attempts, retryAfter: retryAfter,
+                                      random: Double.random(in: 0..<1, using: &rng))
+            r.runAfter = now.addingTimeInterval(delay)
+            r.reason = firstRetry.code ?? "retry"
+            r.lastError = messages.first
+            r.details = ["retry_in_s": .number(delay.rounded()), "attempt": .number(Double(item.attempts))]
         } else if reached {
+            // Some destination got it, now or on an earlier attempt: sent, with what failed noted.
             r = RowRecord(id: item.id, status: .sent, event: "sent")
             r.sentAt = now
             r.providerMessageId = delivered.compactMap { $0 }.first
@@ -415,17 +410,19 @@ final class DeliveryPass {
             if item.kind == .dailyForecast, let date = item.payload?["date"]?.stringValue.flatMap(LocalDate.init) {
                 out.forecastsSent.append(ForecastSent(queueId: item.id, userId: item.recipientUserId, date: date))
             }
-        } else if failures.isEmpty {
-            // Nothing to send to and nothing delivered: every destination was delivered before.
-            r = RowRecord(id: item.id, status: .sent, event: "sent")
-            r.sentAt = now
-            r.details = flight.trail
+        } else if !retries.isEmpty {
+            r = RowRecord(id: item.id, status: .failed, event: "failed")
+            r.permanent = true
+            r.reason = "attempts_exhausted"
+            r.lastError = "gave up after \(item.attempts) attempts: \(messages.first ?? "transient failure")"
         } else {
             r = RowRecord(id: item.id, status: .failed, event: "failed")
             r.permanent = true
-            let allInvalid = outcomes.allSatisfy { if case .destinationInvalid = $0 { return true } else { return false } }
+            let allInvalid = !outcomes.isEmpty && outcomes.allSatisfy {
+                if case .destinationInvalid = $0 { return true } else { return false }
+            }
             r.reason = allInvalid ? "destinations_invalid" : (failures.first?.code ?? "permanent")
-            r.lastError = messages.joined(separator: "; ")
+            r.lastError = messages.isEmpty ? "nothing was delivered" : messages.joined(separator: "; ")
         }
         out.rows.append(r)
         return out
