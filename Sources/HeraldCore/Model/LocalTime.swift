@@ -55,6 +55,24 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
 
     /// Parses "YYYY-MM-DD".
     public init?(_ text: String) {
+        // The fixed form PostgreSQL prints, without building substrings (read for every metric row).
+        var text = text
+        let fast: (Int, Int, Int)? = text.withUTF8 { u in
+            guard u.count == 10, u[4] == 45, u[7] == 45 else { return nil }
+            var n = [0, 0, 0]
+            for (i, range) in [(0, 0..<4), (1, 5..<7), (2, 8..<10)] {
+                for j in range {
+                    guard u[j] >= 48 && u[j] <= 57 else { return nil }
+                    n[i] = n[i] * 10 + Int(u[j] - 48)
+                }
+            }
+            return (n[0], n[1], n[2])
+        }
+        if let (y, m, d) = fast {
+            guard (1...12).contains(m), (1...31).contains(d) else { return nil }
+            self.init(year: y, month: m, day: d)
+            return
+        }
         let parts = text.split(separator: "-")
         guard parts.count == 3, let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
               (1...12).contains(m), (1...31).contains(d) else { return nil }

@@ -127,7 +127,7 @@ struct PatternPhase {
         }
         guard let earliestLatest = latest.values.min() else { return result }
         let rows = try db.query("""
-            select user_id, metric_date::text as d, \(unescaped: columns) from wearable_daily_metrics m
+            select user_id, (metric_date - date '1970-01-01') as d, \(unescaped: columns) from wearable_daily_metrics m
              where user_id = any(\(users)::uuid[])
                and metric_date > \(earliestLatest.adding(days: -PatternEvaluator.windowDays).description)::date
              order by user_id, metric_date
@@ -142,7 +142,9 @@ struct PatternPhase {
             values = Array(repeating: [], count: metrics.count)
         }
         for row in rows {
-            guard let user = row[0].uuid, let day = row[1].string.flatMap(LocalDate.init), let l = latest[user],
+            // Days since 1970 arrive as an integer: no date text to parse for every row.
+            guard let user = row[0].uuid, let days = row[1].int, let l = latest[user],
+                  case let day = LocalDate(daysSinceEpoch: days),
                   day > l.adding(days: -PatternEvaluator.windowDays) else { continue }
             if user != current {
                 finishUser()
