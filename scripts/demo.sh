@@ -44,8 +44,8 @@ psql -q "$DATABASE_URL" -c "
     from notification_queue q join user_profiles p on p.user_id = q.recipient_user_id
    order by p.display_name, q.channel"
 
-echo "== herald status"
-$HERALD status
+echo "== herald status --now 2026-01-25T03:00:00Z"
+$HERALD status --now 2026-01-25T03:00:00Z
 
 deferred=$(psql -qtA "$DATABASE_URL" -c "select id from notification_queue where status = 'pending' and kind = 'reminder' limit 1")
 if [ -n "$deferred" ]; then
