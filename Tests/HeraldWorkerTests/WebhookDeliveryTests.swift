@@ -243,12 +243,19 @@ final class Results: @unchecked Sendable {
 /// The `herald` executable that `swift build` made, for tests that need a real process.
 enum HeraldBinary {
     /// Starts `herald` with `args`, the test's environment plus `env`, and stdout into `stdout`.
-    static func start(_ args: [String], env: [String: String], stdout: Pipe? = nil) throws -> Process {
+    static func start(_ args: [String], env: [String: String], stdout: Pipe? = nil, stderr: Pipe? = nil) throws -> Process {
+        try startProgram(url, args, env: env, stdout: stdout, stderr: stderr)
+    }
+
+    /// Starts any program with the test's environment plus `env`.
+    static func startProgram(_ program: URL, _ args: [String], env: [String: String], stdout: Pipe? = nil,
+                             stderr: Pipe? = nil) throws -> Process {
         let p = Process()
-        p.executableURL = url
+        p.executableURL = program
         p.arguments = args
         p.environment = ProcessInfo.processInfo.environment.merging(env) { _, new in new }
         p.standardOutput = stdout ?? FileHandle.nullDevice
+        if let stderr { p.standardError = stderr }
         try p.run()
         return p
     }

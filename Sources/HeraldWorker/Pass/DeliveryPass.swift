@@ -20,7 +20,7 @@ final class DeliveryPass {
     let renderer: Renderer
     var summary: Summary
     var rng = SystemRandomNumberGenerator()
-    private var lastProgress = 0.0
+    private var lastProgress = -1.0  // the first batch always shows
     /// Providers that answered "too many requests, wait": not called again before the time they gave.
     var throttledUntil: [String: Date] = [:]
 
