@@ -89,6 +89,17 @@ struct Bench {
         print("  \(label.padding(toLength: 34, withPad: " ", startingAt: 0)) \(value.padding(toLength: 16, withPad: " ", startingAt: 0)) \(floorLabel): \(floor)   \(verdict)")
     }
 
+    /// Runs one pass in-process; its summary and wall time. A pass that fails stops the bench.
+    func pass(_ settings: Settings, _ options: PassOptions) throws -> (Summary, Double) {
+        var summary: Summary?
+        let seconds = try Bench.seconds {
+            let (s, code) = Runner(settings: settings, options: options, logger: logger()).run()
+            guard code == .ok else { throw BenchError("pass failed: \(s.error ?? "?")") }
+            summary = s
+        }
+        return (summary!, seconds)
+    }
+
     func logger() -> Logger {
         var l = Logger(label: "bench")
         l.logLevel = .warning
@@ -128,17 +139,11 @@ struct Bench {
         options.batchSize = batch
         options.drain = true
         options.maxBatches = nil
-        var summary: Summary?
-        let full = try Bench.seconds {
-            let settings = Settings(["DATABASE_URL": url, "HERALD_CHANNEL_IN_APP": "log"])
-            let (s, code) = Runner(settings: settings, options: options, logger: logger()).run()
-            guard code == .ok else { throw BenchError("pass failed: \(s.error ?? "?")") }
-            summary = s
-        }
+        let (summary, full) = try pass(Settings(["DATABASE_URL": url, "HERALD_CHANNEL_IN_APP": "log"]), options)
         let bareRate = Double(bareCount) / bare
-        let rate = Double(summary?.processed ?? 0) / full
+        let rate = Double(summary.processed) / full
         Bench.line("herald pass", "\(Int(rate)) rows/s", "bare SQL", "\(Int(bareRate)) rows/s",
-                   "(\(Int(rate / bareRate * 100))% of bare; aim ≥ 50%; \(summary?.sent ?? 0) sent)")
+                   "(\(Int(rate / bareRate * 100))% of bare; aim ≥ 50%; \(summary.sent) sent)")
         db.close()
         print("")
     }
@@ -169,17 +174,12 @@ struct Bench {
             var options = PassOptions()
             options.now = now
             options.batchSize = rows
-            var summary: Summary?
             var settings = ["DATABASE_URL": url, "WEBHOOK_URL": server.baseURL + "/hooks", "WEBHOOK_SECRET": secret]
             if tls { settings["HERALD_CA_FILE"] = certificates.caFile }
-            let wall = try Bench.seconds {
-                let (s, code) = Runner(settings: Settings(settings), options: options, logger: logger()).run()
-                guard code == .ok else { throw BenchError("pass failed: \(s.error ?? "?")") }
-                summary = s
-            }
+            let (summary, wall) = try pass(Settings(settings), options)
             Bench.line(tls ? "herald pass, HTTPS (HTTP/2)" : "herald pass, HTTP/1.1", String(format: "%.2f s", wall), "sequential",
                        String(format: "%.1f s", sequential),
-                       "(\(summary?.sent ?? 0) sent, \(server.connectionCount) connections; aim < 1 s)")
+                       "(\(summary.sent) sent, \(server.connectionCount) connections; aim < 1 s)")
         }
         db.close()
         print("")
@@ -272,22 +272,17 @@ struct Bench {
         options.batchSize = 2_000
         options.drain = true
         options.maxBatches = nil
-        var summary: Summary?
         let before = apns.connectionCount
-        let wall = try Bench.seconds {
-            let (s, code) = Runner(settings: settings, options: options, logger: logger()).run()
-            guard code == .ok else { throw BenchError("pass failed: \(s.error ?? "?")") }
-            summary = s
-        }
-        let rate = Double(summary?.sent ?? 0) / wall
-        if summary?.sent != rows {
+        let (summary, wall) = try pass(settings, options)
+        let rate = Double(summary.sent) / wall
+        if summary.sent != rows {
             for row in try db.query("select last_error, count(*)::int as n from notification_queue group by 1 order by 2 desc limit 3") {
                 print("  (not sent: \(row["n"].int ?? 0) × \(row["last_error"].string ?? "-"))")
             }
         }
         Bench.line("herald pass (HTTP/2 multiplexed)", "\(Int(rate)) pushes/s", "one connection, one at a time",
                    "\(Int(singleRate)) pushes/s (\(ok) ok)",
-                   "(sequential at \(Int(latency * 1000)) ms: \(Int(1 / latency))/s; \(summary?.sent ?? 0) sent over \(apns.connectionCount - before) connections; aim ≥ 2,000/s)")
+                   "(sequential at \(Int(latency * 1000)) ms: \(Int(1 / latency))/s; \(summary.sent) sent over \(apns.connectionCount - before) connections; aim ≥ 2,000/s)")
         db.close()
         print("")
     }
@@ -326,15 +321,10 @@ struct Bench {
         var options = PassOptions()
         options.now = ISO8601.parse("2026-01-26T06:00:00Z")!
         options.phases = [.patterns]
-        var summary: Summary?
-        let full = try Bench.seconds {
-            let (s, code) = Runner(settings: Settings(["DATABASE_URL": url]), options: options, logger: logger()).run()
-            guard code == .ok else { throw BenchError("pass failed: \(s.error ?? "?")") }
-            summary = s
-        }
+        let (summary, full) = try pass(Settings(["DATABASE_URL": url]), options)
         let episodes = try db.query("select count(*)::int as n from pattern_alert_state").first?["n"].int ?? 0
         Bench.line("herald --only patterns", String(format: "%.2f s", full), "read the rows bare", String(format: "%.2f s", bare),
-                   "(\(summary?.generated["patterns_users"] ?? 0) users, \(episodes) episodes; aim: no more than the read)")
+                   "(\(summary.generated["patterns_users"] ?? 0) users, \(episodes) episodes; aim: no more than the read)")
         db.close()
         print("")
     }

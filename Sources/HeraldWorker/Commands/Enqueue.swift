@@ -25,20 +25,11 @@ public struct ManualNotification: Sendable {
         var payload: [String: JSONValue] = ["source": "herald enqueue"]
         if let title { payload["title"] = .string(title) }
         if let body { payload["body"] = .string(body) }
-        let when = at ?? Date()
-        let result = try db.query("""
-            with q as (
-              insert into notification_queue (recipient_user_id, member_user_id, channel, kind, severity, priority,
-                                              payload, scheduled_at, run_after, dedupe_key)
-              values (\(recipient), \(recipient), \(channel.rawValue), \(kind.rawValue), \(severity?.rawValue),
-                      \(priority.rawValue), \(JSONValue.object(payload).jsonText)::jsonb, \(when), \(when), \(dedupeKey))
-              on conflict (dedupe_key) where dedupe_key is not null do nothing
-              returning id
-            ), e as (
-              insert into notification_events (queue_id, event, reason) select id, 'enqueued', 'manual' from q
-            )
-            select id from q
-            """)
-        return result.first?["id"].uuid
+        // Without a key of the operator's, a key of its own: the row is simply new.
+        let key = dedupeKey ?? "manual:\(UUID().lowercased)"
+        let row = NewNotification(
+            recipient: recipient, member: recipient, channel: channel.rawValue, kind: kind, severity: severity,
+            priority: priority, payload: .object(payload), scheduledAt: at ?? Date(), dedupeKey: key, reason: "manual")
+        return try Enqueuer.insert([row], db: db, passId: nil)[key]
     }
 }

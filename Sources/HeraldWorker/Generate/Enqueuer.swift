@@ -38,9 +38,10 @@ public struct NewNotification: Sendable {
 enum Enqueuer {
     /// Two statements, neither joining one batch-sized set to another (so the cost stays linear): the
     /// insert, then the events of the rows it actually inserted.
+    /// Returns the ids of the rows inserted, by dedupe key (a key that existed already is absent).
     @discardableResult
-    static func insert(_ rows: [NewNotification], db: PGConnection, passId: String) throws -> Int {
-        guard !rows.isEmpty else { return 0 }
+    static func insert(_ rows: [NewNotification], db: PGConnection, passId: String?) throws -> [String: UUID] {
+        guard !rows.isEmpty else { return [:] }
         let json = JSONValue.array(rows.map(\.json)).jsonText
         let inserted = try db.query("""
             insert into notification_queue (recipient_user_id, member_user_id, alert_state_id, channel, kind,
@@ -53,16 +54,19 @@ enum Enqueuer {
             on conflict (dedupe_key) where dedupe_key is not null do nothing
             returning id, dedupe_key
             """)
-        guard !inserted.isEmpty else { return 0 }
+        var ids: [String: UUID] = [:]
+        for row in inserted {
+            if let id = row["id"].uuid, let key = row["dedupe_key"].string { ids[key] = id }
+        }
+        guard !ids.isEmpty else { return [:] }
         let reasons = Dictionary(rows.map { ($0.dedupeKey, $0.reason) }, uniquingKeysWith: { a, _ in a })
-        let events = JSONValue.array(inserted.compactMap { row -> JSONValue? in
-            guard let id = row["id"].uuid, let key = row["dedupe_key"].string else { return nil }
-            return ["id": .string(id.lowercased), "reason": .string(reasons[key] ?? "generated")]
+        let events = JSONValue.array(ids.map { key, id in
+            ["id": .string(id.lowercased), "reason": .string(reasons[key] ?? "generated")]
         }).jsonText
         try db.execute("""
             insert into notification_events (queue_id, pass_id, event, reason)
             select id, \(passId), 'enqueued', reason from jsonb_to_recordset(\(events)::jsonb) as x(id uuid, reason text)
             """)
-        return inserted.count
+        return ids
     }
 }

@@ -135,7 +135,7 @@ struct ForecastPhase {
                 priority: .normal, payload: .object(payload), scheduledAt: c.at,
                 dedupeKey: Self.dedupeKey(c.user, c.date), reason: "forecast_due"))
         }
-        result.enqueued = try Enqueuer.insert(rows, db: db, passId: passId)
+        result.enqueued = try Enqueuer.insert(rows, db: db, passId: passId).count
         return result
     }
 

@@ -310,6 +310,6 @@ struct PatternPhase {
                 }
             }
         }
-        return try Enqueuer.insert(rows, db: db, passId: passId)
+        return try Enqueuer.insert(rows, db: db, passId: passId).count
     }
 }

@@ -44,7 +44,7 @@ struct PromptPhase {
                   as x(user_id uuid, local_date date, prompts int)
                 on conflict do nothing
                 """)
-            return try Enqueuer.insert(rows, db: db, passId: passId)
+            return try Enqueuer.insert(rows, db: db, passId: passId).count
         }
     }
 }
@@ -103,7 +103,7 @@ struct ReminderPhase {
             if !once.isEmpty {
                 try db.execute("update reminders set enqueued_at = now(), updated_at = now() where id = any(\(once)::uuid[])")
             }
-            return try Enqueuer.insert(rows, db: db, passId: passId)
+            return try Enqueuer.insert(rows, db: db, passId: passId).count
         }
     }
 }

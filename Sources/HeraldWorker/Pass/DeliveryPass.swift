@@ -116,10 +116,7 @@ final class DeliveryPass {
                 preferences: prefs, alert: item.alertStateId.flatMap { ctx.alerts[$0] },
                 destinations: destinations, unreadInApp: ctx.unreadInApp[item.recipientUserId] ?? 0)
 
-            var result = decider.decide(item, context)
-            if case .send = result.decision, let problem = ctx.profileErrors[item.recipientUserId] {
-                result.decision = .fail("recipient \(item.recipientUserId): \(problem)")
-            }
+            let result = decider.decide(item, context)
             if dryRun {
                 printDryRun(item, result, destinations: destinations.count)
                 continue
@@ -206,7 +203,6 @@ final class DeliveryPass {
         var flushError: Error?
         send(jobs) { job, provider, classified in
             flights[job.flight].results.append((job.envelope.destination, provider, classified))
-            summary.deliveries += 1
             if flights[job.flight].done {
                 pending.append(finish(flights[job.flight]))
                 if flushError == nil && (pending.rows.count >= options.recordChunk || clock.elapsed - lastFlush > 0.25) {
@@ -334,7 +330,7 @@ final class DeliveryPass {
             logger.warning("rows were taken over by another pass after this pass's lease expired; their outcome was not recorded here",
                            metadata: ["rows": "\(lost)"])
         }
-        summary.deliveries += records.deliveries.filter { $0.provider == "log" || $0.provider == "inbox" }.count
+        summary.deliveries += records.deliveries.count
         records = RecordBatch()
     }
 

@@ -16,10 +16,6 @@ public struct BatchContext: Sendable {
     public var delivered: [UUID: Set<String>] = [:]
 
     public init() {}
-
-    /// Profiles whose columns could not be read (for example a quiet-hours time PostgreSQL stored but
-    /// herald cannot parse); their rows fail with this message.
-    public var profileErrors: [UUID: String] = [:]
 }
 
 extension QueueStore {
@@ -40,14 +36,11 @@ extension QueueStore {
               from user_profiles where user_id = any(\(recipients)::uuid[])
             """) {
             guard let id = row["user_id"].uuid else { continue }
-            var problems: [String] = []
-            let level = QuietLevel(rawValue: row["ql"].string ?? "none")
-            let action = QuietAction(rawValue: row["qa"].string ?? "skip")
-            if level == nil { problems.append("unknown quiet_hours_notification_level '\(row["ql"].string ?? "")'") }
-            if action == nil { problems.append("unknown quiet_hours_action '\(row["qa"].string ?? "")'") }
+            // The schema's checks keep these to known values; an unknown one reads as the default.
+            let level = row["ql"].string.flatMap(QuietLevel.init(rawValue:))
+            let action = row["qa"].string.flatMap(QuietAction.init(rawValue:))
             let start = row["qs"].string.flatMap(LocalTime.init)
             let end = row["qe"].string.flatMap(LocalTime.init)
-            if !problems.isEmpty { ctx.profileErrors[id] = problems.joined(separator: "; ") }
             ctx.profiles[id] = Preferences(
                 userId: id, timezone: row["timezone"].string ?? "UTC", locale: row["locale"].string ?? "en",
                 email: row["email"].string, phoneE164: row["phone_e164"].string,
