@@ -36,7 +36,7 @@ case "${1:-}" in
     # Tuned for a throw-away test server: no fsync, enough connections for concurrent passes.
     as_pg "'$BIN/pg_ctl' -D '$DIR/data' -l '$DIR/server.log' -w -t 60 \
       -o \"-p $PORT -k '$DIR' -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
-          -c full_page_writes=off -c max_connections=200 -c shared_buffers=256MB\" start" >/dev/null \
+          -c full_page_writes=off -c max_connections=400 -c shared_buffers=256MB\" start" >/dev/null \
       || { cat "$DIR/server.log" >&2; exit 1; }
     echo "$URL"
     ;;

@@ -2,15 +2,9 @@ import Foundation
 import HeraldHTTP
 import Testing
 
-/// Every HeraldHTTP test, one at a time: several measure elapsed time, and one is CPU-heavy.
+/// Every HeraldHTTP test, one at a time: several count requests in flight at a fake server, and one
+/// is CPU-heavy. (No test reads a clock: concurrency is measured at the server, as `peakInFlight`.)
 @Suite(.serialized) enum HTTPSuite {}
-
-/// Seconds `body` took.
-func seconds(_ body: () throws -> Void) rethrows -> Double {
-    let start = Date()
-    try body()
-    return Date().timeIntervalSince(start)
-}
 
 extension Result {
     var success: Success? {

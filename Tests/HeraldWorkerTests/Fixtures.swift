@@ -124,3 +124,29 @@ struct Worker {
 let seedInstant = ISO8601.parse("2026-01-25T03:00:00Z")!
 
 func instant(_ s: String) -> Date { ISO8601.parse(s)! }
+
+/// Runs `body(0) … body(count - 1)` on `count` threads of their own, released together, and returns
+/// when all have finished. Unlike `DispatchQueue.concurrentPerform`, which may run iterations one
+/// after another on a busy machine, every body really runs at the same time as the others.
+///
+///     inParallel(4) { _ in _ = worker.run(now: seedInstant, drain: true) }
+func inParallel(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    let ready = DispatchGroup()
+    let go = DispatchSemaphore(value: 0)
+    let done = DispatchGroup()
+    for index in 0..<count {
+        ready.enter()
+        done.enter()
+        let thread = Thread {
+            ready.leave()
+            go.wait()
+            body(index)
+            done.leave()
+        }
+        thread.stackSize = 4 << 20
+        thread.start()
+    }
+    ready.wait()
+    for _ in 0..<count { go.signal() }
+    done.wait()
+}

@@ -98,7 +98,7 @@ import Testing
             families.append(fam)
         }
         let worker = Worker(url: tdb.url)
-        DispatchQueue.concurrentPerform(iterations: 3) { _ in
+        inParallel(3) { _ in
             _ = worker.run(now: instant("2026-01-21T12:00:00Z")) { $0.phases = [.patterns] }
         }
         #expect(try f.count("select count(*)::int from pattern_alert_state") == 30)

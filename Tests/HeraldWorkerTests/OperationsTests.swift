@@ -135,25 +135,20 @@ import Testing
     }
 
     @Test func drainShowsProgressOnATerminalOnly() throws {
-        // `script` (util-linux) runs herald on a pseudo-terminal, as an operator's shell would.
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else {
-            Issue.record("/usr/bin/script (bsdutils) is needed to give herald a terminal")
-            return
-        }
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
         let f = Fixtures(db: try tdb.connect())
         var recipients: [UUID] = []
         for _ in 0..<30 { recipients.append(try f.profile()) }
         try f.enqueueMany(30, to: recipients, channel: "in_app", at: seedInstant)
-        let command = "\(HeraldBinary.url.path) run --drain --batch-size 10 --now \(ISO8601.string(seedInstant))"
 
-        let out = Pipe()
-        let onTerminal = try HeraldBinary.startProgram(URL(fileURLWithPath: "/usr/bin/script"),
-                                                       ["-qfec", command, "/dev/null"],
-                                                       env: ["DATABASE_URL": tdb.url, "HERALD_LOG_LEVEL": "warning"], stdout: out)
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        // stderr on a pseudo-terminal, as an operator's shell gives it.
+        let terminal = try PseudoTerminal()
+        let onTerminal = try HeraldBinary.start(["run", "--drain", "--batch-size", "10", "--now", ISO8601.string(seedInstant)],
+                                                env: ["DATABASE_URL": tdb.url, "HERALD_LOG_LEVEL": "warning"],
+                                                stderr: terminal.follower)
         onTerminal.waitUntilExit()
+        let text = terminal.readAll()
         #expect(onTerminal.terminationStatus == 0)
         #expect(text.contains("rows (") && text.contains("rows/s"), "no progress on a terminal: \(text)")
 

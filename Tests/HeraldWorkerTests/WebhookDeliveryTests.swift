@@ -156,7 +156,7 @@ import Testing
 
         let passes = 4
         let results = Results()
-        DispatchQueue.concurrentPerform(iterations: passes) { _ in
+        inParallel(passes) { _ in
             // No rate limits here: this test counts deliveries, not pacing.
             let (s, code) = worker.run(now: seedInstant, batchSize: 200, drain: true) { o in
                 o.rateLimits = RateLimits(perChannelPerDay: 1_000_000, sameKindSpacing: 0, perMinute: 1_000_000)
@@ -242,18 +242,14 @@ final class Results: @unchecked Sendable {
 
 /// The `herald` executable that `swift build` made, for tests that need a real process.
 enum HeraldBinary {
-    /// Starts `herald` with `args`, the test's environment plus `env`, and stdout into `stdout`.
-    static func start(_ args: [String], env: [String: String], stdout: Pipe? = nil, stderr: Pipe? = nil) throws -> Process {
-        try startProgram(url, args, env: env, stdout: stdout, stderr: stderr)
-    }
-
-    /// Starts any program with the test's environment plus `env`.
-    static func startProgram(_ program: URL, _ args: [String], env: [String: String], stdout: Pipe? = nil,
-                             stderr: Pipe? = nil) throws -> Process {
+    /// Starts `herald` with `args`, the test's environment plus `env`, stdin empty, stdout into
+    /// `stdout` (else discarded) and stderr into `stderr` (a `Pipe` or a `FileHandle`; else inherited).
+    static func start(_ args: [String], env: [String: String], stdout: Pipe? = nil, stderr: Any? = nil) throws -> Process {
         let p = Process()
-        p.executableURL = program
+        p.executableURL = url
         p.arguments = args
         p.environment = ProcessInfo.processInfo.environment.merging(env) { _, new in new }
+        p.standardInput = FileHandle.nullDevice
         p.standardOutput = stdout ?? FileHandle.nullDevice
         if let stderr { p.standardError = stderr }
         try p.run()

@@ -147,6 +147,10 @@ public final class FakeHTTPServer: Sendable {
     /// TCP connections accepted so far.
     public var connectionCount: Int { state.connections }
 
+    /// The most requests the server held at once (received, not yet answered): how concurrent the
+    /// client was, measured without a clock.
+    public var peakInFlight: Int { state.peakInFlight }
+
     /// Closes the listening socket and every connection, and stops the threads. Idempotent.
     /// Call it from a test's thread, never from the handler.
     public func shutdown() {
@@ -189,6 +193,8 @@ private final class FakeServerState: @unchecked Sendable {
     private let lock = NSLock()
     private var _requests: [FakeRequest] = []
     private var _connections = 0
+    private var _inFlight = 0
+    private var _peakInFlight = 0
     private var _shutDown = false
 
     init(handler: @escaping @Sendable (FakeRequest) -> FakeResponse) {
@@ -198,7 +204,15 @@ private final class FakeServerState: @unchecked Sendable {
     var requests: [FakeRequest] { lock.withLock { _requests } }
     var connections: Int { lock.withLock { _connections } }
     func connectionAccepted() { lock.withLock { _connections += 1 } }
-    func received(_ request: FakeRequest) { lock.withLock { _requests.append(request) } }
+    var peakInFlight: Int { lock.withLock { _peakInFlight } }
+    func received(_ request: FakeRequest) {
+        lock.withLock {
+            _requests.append(request)
+            _inFlight += 1
+            _peakInFlight = max(_peakInFlight, _inFlight)
+        }
+    }
+    func answered() { lock.withLock { _inFlight -= 1 } }
     /// True the first time only.
     func markShutDown() -> Bool {
         lock.withLock {
@@ -254,6 +268,7 @@ private final class FakeRequestHandler: ChannelInboundHandler, RemovableChannelH
 
     private func respond(context: ChannelHandlerContext, _ response: FakeResponse, version: NIOHTTP1.HTTPVersion,
                          keepAlive: Bool) {
+        state.answered()
         guard context.channel.isActive else { return }
         for interim in response.informational {
             var headers = HTTPHeaders()
