@@ -220,17 +220,19 @@ public final class PGConnection {
         return handle
     }
 
-    /// Turns a libpq result into a `PGResult` or a thrown `PGError`, and frees it.
+    /// Turns a libpq result into a `PGResult` (which then owns it) or a thrown `PGError` (freeing it).
     private func consume(_ result: OpaquePointer?, _ connection: OpaquePointer) throws -> PGResult {
         guard let result else {
             throw PGError(
                 message: scrub(Self.trimmed(PQerrorMessage(connection)) ?? "no result from the server"),
                 isConnectionFailure: PQstatus(connection) == CONNECTION_BAD)
         }
+        let status = PQresultStatus(result)
+        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY {
+            return PGResult(owning: result)  // frees it when its last row is gone
+        }
         defer { PQclear(result) }
-        switch PQresultStatus(result) {
-        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
-            return PGResult(result)
+        switch status {
         case PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_COPY_BOTH:
             throw PGError(message: "COPY is not supported by PGConnection", isConnectionFailure: false)
         default:

@@ -1,7 +1,8 @@
+import Foundation
 import CLibPQ
 
-/// The rows of a query, read eagerly into Swift memory (the `PGresult` is freed at once).
-/// Column names are held once; cells are text, converted only when a `PGValue` accessor is read.
+/// The rows of a query. It owns libpq's `PGresult` (freed with the last row that refers to it) and
+/// reads cells where libpq keeps them: nothing is copied until an accessor asks for a value.
 ///
 ///     let result = try conn.query("select id, status from notification_queue limit \(100)")
 ///     for row in result {
@@ -23,54 +24,50 @@ public struct PGResult: Sendable, RandomAccessCollection {
 
     public subscript(position: Int) -> PGRow {
         precondition(position >= 0 && position < storage.rowCount, "PGResult row \(position) out of range")
-        return PGRow(storage: storage, row: position)
+        return PGRow(storage: storage, row: Int32(position))
     }
 
-    /// Copies a result out of libpq (the caller still owns and frees `result`).
-    init(_ result: OpaquePointer) {
-        let rowCount = Int(PQntuples(result))
-        let columnCount = Int(PQnfields(result))
-        var columns: [String] = []
-        columns.reserveCapacity(columnCount)
-        for column in 0..<columnCount {
-            columns.append(PQfname(result, Int32(column)).map { String(cString: $0) } ?? "?column?")
-        }
-        var cells: [String?] = []
-        cells.reserveCapacity(rowCount * columnCount)
-        for row in 0..<Int32(rowCount) {
-            for column in 0..<Int32(columnCount) {
-                if PQgetisnull(result, row, column) != 0 {
-                    cells.append(nil)
-                } else {
-                    let length = Int(PQgetlength(result, row, column))
-                    let bytes = UnsafeRawPointer(PQgetvalue(result, row, column)!).assumingMemoryBound(to: UInt8.self)
-                    cells.append(String(decoding: UnsafeBufferPointer(start: bytes, count: length), as: UTF8.self))
-                }
-            }
-        }
-        storage = Storage(columns: columns, cells: cells, rowCount: rowCount)
+    /// Takes ownership of `result`: it is freed when no `PGResult` or `PGRow` refers to it.
+    init(owning result: OpaquePointer) {
+        storage = Storage(result)
         affectedRows = PQcmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
         commandStatus = PQcmdStatus(result).map { String(cString: $0) } ?? ""
     }
 
-    /// Immutable, shared by the rows.
-    final class Storage: Sendable {
+    /// The `PGresult` and what is read once from it. libpq's result is immutable once made and its
+    /// accessors only read it, so rows may be read from any thread.
+    final class Storage: @unchecked Sendable {
+        private let result: OpaquePointer
         let columns: [String]
         /// Column name → first column of that name.
         let indexByName: [String: Int]
-        /// Row-major: cell (row, column) is `cells[row * columns.count + column]`.
-        let cells: [String?]
         let rowCount: Int
 
-        init(columns: [String], cells: [String?], rowCount: Int) {
-            self.columns = columns
+        init(_ result: OpaquePointer) {
+            self.result = result
+            rowCount = Int(PQntuples(result))
+            var columns: [String] = []
             var indexByName: [String: Int] = [:]
-            for (index, name) in columns.enumerated() where indexByName[name] == nil {
-                indexByName[name] = index
+            for column in 0..<PQnfields(result) {
+                let name = PQfname(result, column).map { String(cString: $0) } ?? "?column?"
+                if indexByName[name] == nil { indexByName[name] = columns.count }
+                columns.append(name)
             }
+            self.columns = columns
             self.indexByName = indexByName
-            self.cells = cells
-            self.rowCount = rowCount
+        }
+
+        deinit {
+            PQclear(result)
+        }
+
+        /// The cell's bytes (without libpq's terminating NUL), or nil for NULL.
+        @inline(__always)
+        func withCell<T>(_ row: Int32, _ column: Int, _ body: (UnsafeBufferPointer<UInt8>) -> T?) -> T? {
+            let column = Int32(column)
+            if PQgetisnull(result, row, column) != 0 { return nil }
+            let start = UnsafeRawPointer(PQgetvalue(result, row, column)!).assumingMemoryBound(to: UInt8.self)
+            return body(UnsafeBufferPointer(start: start, count: Int(PQgetlength(result, row, column))))
         }
     }
 }
@@ -80,11 +77,12 @@ public struct PGResult: Sendable, RandomAccessCollection {
 ///     let row = try conn.query("select count(*) as n from t")[0]
 ///     row["n"].int      // by name; an unknown name gives a NULL value
 ///     row[0].int        // by position
+///     row.double(at: 2) // by position, parsed in place: for loops over many thousands of cells
 public struct PGRow: Sendable {
     private let storage: PGResult.Storage
-    private let row: Int
+    private let row: Int32
 
-    init(storage: PGResult.Storage, row: Int) {
+    init(storage: PGResult.Storage, row: Int32) {
         self.storage = storage
         self.row = row
     }
@@ -95,17 +93,62 @@ public struct PGRow: Sendable {
     /// The value of the first column called `column`; NULL if there is none.
     public subscript(_ column: String) -> PGValue {
         guard let index = storage.indexByName[column] else { return PGValue(nil) }
-        return PGValue(storage.cells[row * storage.columns.count + index])
+        return self[index]
     }
 
     /// The value at a column position; NULL if out of range.
     public subscript(_ index: Int) -> PGValue {
         guard index >= 0 && index < storage.columns.count else { return PGValue(nil) }
-        return PGValue(storage.cells[row * storage.columns.count + index])
+        return PGValue(storage.withCell(row, index) { String(decoding: $0, as: UTF8.self) })
     }
 
     /// Whether the result has a column called `column`.
     public func has(_ column: String) -> Bool {
         storage.indexByName[column] != nil
+    }
+
+    // The same conversions as `PGValue`'s, read from libpq's bytes without making a String first.
+
+    /// `self[index].double`, parsed in place.
+    public func double(at index: Int) -> Double? {
+        guard index >= 0 && index < storage.columns.count else { return nil }
+        return storage.withCell(row, index) { bytes in
+            // libpq ends every value with a NUL, so strtod can read it where it lies.
+            var end: UnsafeMutablePointer<CChar>?
+            let start = UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self)
+            let value = strtod(start, &end)
+            guard let end, end == UnsafeMutablePointer(mutating: start) + bytes.count, bytes.count > 0 else { return nil }
+            return value
+        }
+    }
+
+    /// `self[index].int`, parsed in place.
+    public func int(at index: Int) -> Int? {
+        guard index >= 0 && index < storage.columns.count else { return nil }
+        return storage.withCell(row, index) { bytes in
+            var value = 0
+            var negative = false
+            var digits = 0
+            for (i, byte) in bytes.enumerated() {
+                if i == 0 && (byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+")) {
+                    negative = byte == UInt8(ascii: "-")
+                    continue
+                }
+                guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { return nil }
+                let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+                let (next, o2) = times10.addingReportingOverflow(Int(byte - UInt8(ascii: "0")))
+                guard !o1 && !o2 else { return nil }
+                value = next
+                digits += 1
+            }
+            guard digits > 0 else { return nil }
+            return negative ? -value : value
+        }
+    }
+
+    /// `self[index].uuid`, parsed in place.
+    public func uuid(at index: Int) -> UUID? {
+        guard index >= 0 && index < storage.columns.count else { return nil }
+        return storage.withCell(row, index) { PGUUID.parse($0) }
     }
 }

@@ -113,24 +113,26 @@ enum PGArrayParser {
 enum PGUUID {
     static func parse(_ text: String) -> UUID? {
         var text = text
-        return text.withUTF8 { bytes -> UUID? in
-            guard bytes.count == 36 else { return UUID(uuidString: String(decoding: bytes, as: UTF8.self)) }
-            var out: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-            let ok = withUnsafeMutableBytes(of: &out) { raw -> Bool in
-                var i = 0
-                for index in 0..<16 {
-                    if i == 8 || i == 13 || i == 18 || i == 23 {
-                        guard bytes[i] == UInt8(ascii: "-") else { return false }
-                        i += 1
-                    }
-                    guard let high = nibble(bytes[i]), let low = nibble(bytes[i + 1]) else { return false }
-                    raw[index] = high << 4 | low
-                    i += 2
+        return text.withUTF8 { parse($0) }
+    }
+
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> UUID? {
+        guard bytes.count == 36 else { return UUID(uuidString: String(decoding: bytes, as: UTF8.self)) }
+        var out: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let ok = withUnsafeMutableBytes(of: &out) { raw -> Bool in
+            var i = 0
+            for index in 0..<16 {
+                if i == 8 || i == 13 || i == 18 || i == 23 {
+                    guard bytes[i] == UInt8(ascii: "-") else { return false }
+                    i += 1
                 }
-                return true
+                guard let high = nibble(bytes[i]), let low = nibble(bytes[i + 1]) else { return false }
+                raw[index] = high << 4 | low
+                i += 2
             }
-            return ok ? UUID(uuid: out) : nil
+            return true
         }
+        return ok ? UUID(uuid: out) : nil
     }
 
     @inline(__always) private static func nibble(_ c: UInt8) -> UInt8? {

@@ -59,4 +59,18 @@ import Testing
         let plan = Episodes.plan(active: [stale, current], evaluation: e)
         #expect(plan == EpisodePlan(resolve: [other], upsert: e, continuing: episodeId, notifyLevel: 7))
     }
+
+    @Test func aRunJoinedUpAgainReopensItsResolvedEpisodeWithoutRepeatingItsLevels() {
+        // Corrected data joins the run up again: it starts on the resolved episode's day.
+        let e = evaluation(since: since, duration: 8)
+        let resolved = StoredEpisode(id: episodeId, activeSince: since, level: 7, lastNotifiedLevel: 7)
+        let older = StoredEpisode(id: other, activeSince: since.adding(days: -40), level: 14, lastNotifiedLevel: 14)
+        #expect(Episodes.plan(active: [], resolved: [older, resolved], evaluation: e)
+                == EpisodePlan(upsert: e, notifyLevel: nil))
+        // Past the level it had reached, it notifies the new one.
+        let longer = evaluation(since: since, duration: 14)
+        #expect(Episodes.plan(active: [], resolved: [resolved], evaluation: longer).notifyLevel == 14)
+        // A resolved episode on another day is history: the new run notifies from 3.
+        #expect(Episodes.plan(active: [], resolved: [older], evaluation: e).notifyLevel == 7)
+    }
 }

@@ -42,14 +42,20 @@ public struct EpisodePlan: Sendable, Equatable {
 ///     let plan = Episodes.plan(active: [stored], evaluation: PatternEvaluator.evaluate(values, latest: l, threshold: t))
 ///     // stored.activeSince == evaluation.activeSince, level 7 > lastNotifiedLevel 3:
 ///     // EpisodePlan(resolve: [], upsert: evaluation, continuing: stored.id, notifyLevel: 7)
+///
+/// `resolved` are earlier episodes of the same metric and pattern that were resolved. When corrected
+/// data joins a run up again so that it starts on a resolved episode's day, that row is reopened
+/// (the upsert meets it) and the levels it already notified are not notified again.
 public enum Episodes {
-    public static func plan(active: [StoredEpisode], evaluation: EpisodeEvaluation?) -> EpisodePlan {
+    public static func plan(active: [StoredEpisode], resolved: [StoredEpisode] = [],
+                            evaluation: EpisodeEvaluation?) -> EpisodePlan {
         guard let evaluation else {
             return EpisodePlan(resolve: active.map(\.id))
         }
         let continuing = active.first { $0.activeSince == evaluation.activeSince }
+        let reopened = continuing == nil ? resolved.first { $0.activeSince == evaluation.activeSince } : nil
         let resolve = active.filter { $0.id != continuing?.id }.map(\.id)
-        let notified = continuing?.lastNotifiedLevel ?? 0
+        let notified = (continuing ?? reopened)?.lastNotifiedLevel ?? 0
         return EpisodePlan(resolve: resolve, upsert: evaluation, continuing: continuing?.id,
                            notifyLevel: evaluation.level > notified ? evaluation.level : nil)
     }

@@ -43,9 +43,19 @@ public enum PatternEvaluator {
     /// The episode ending at L, or nil when the run of deviating days ending at L is shorter than 3.
     public static func evaluate(_ values: [(LocalDate, Double)], latest: LocalDate,
                                 threshold: PatternThreshold) -> EpisodeEvaluation? {
+        evaluate(window: window(values, latest: latest), latest: latest, threshold: threshold)
+    }
+
+    /// The same, from the window itself: `windowDays` values, the last one L's, NaN where a day has
+    /// none. A reader of many users fills such windows in place, with no pairs to build.
+    ///
+    ///     var window = [Double](repeating: .nan, count: PatternEvaluator.windowDays)
+    ///     window[PatternEvaluator.windowDays - 1] = 310   // L's value
+    public static func evaluate(window: some RandomAccessCollection<Double>, latest: LocalDate,
+                                threshold: PatternThreshold) -> EpisodeEvaluation? {
         var runStart: Int? = nil
         var last: Step? = nil
-        walk(values, latest: latest, threshold: threshold) { s in
+        walk(window: Array(window), latest: latest, threshold: threshold) { s in
             runStart = s.deviates ? (runStart ?? s.day) : nil
             last = s
         }
@@ -68,18 +78,35 @@ public enum PatternEvaluator {
         var deviates: Bool
     }
 
-    /// Walks the days from the first with a value to `latest` (or not at all when the window is empty).
-    static func walk(_ values: [(LocalDate, Double)], latest: LocalDate, threshold: PatternThreshold,
-                     _ visit: (Step) -> Void) {
+    /// The window of `windowDays` values ending at `latest` (NaN where there is none): the values
+    /// outside it and the non-finite ones are left out; of a day given twice, the later value wins.
+    static func window(_ values: [(LocalDate, Double)], latest: LocalDate) -> [Double] {
         let n = windowDays
         let day0 = latest.daysSinceEpoch - (n - 1)
         var value = [Double](repeating: .nan, count: n)      // value[i] is day0 + i's value
-        var first = n
         for (date, v) in values where v.isFinite {
             let i = date.daysSinceEpoch - day0
             guard i >= 0 && i < n else { continue }
             value[i] = v
-            first = min(first, i)
+        }
+        return value
+    }
+
+    /// Walks the days from the first with a value to `latest` (or not at all when the window is empty).
+    static func walk(_ values: [(LocalDate, Double)], latest: LocalDate, threshold: PatternThreshold,
+                     _ visit: (Step) -> Void) {
+        walk(window: window(values, latest: latest), latest: latest, threshold: threshold, visit)
+    }
+
+    /// The walk over a window of `windowDays` values ending at `latest`; non-finite values are missing.
+    static func walk(window: [Double], latest: LocalDate, threshold: PatternThreshold, _ visit: (Step) -> Void) {
+        let n = windowDays
+        precondition(window.count == n, "a pattern window holds \(n) days")
+        let day0 = latest.daysSinceEpoch - (n - 1)
+        var value = window
+        var first = n
+        for i in 0..<n {
+            if !value[i].isFinite { value[i] = .nan } else if first == n { first = i }
         }
         guard first < n else { return }
 

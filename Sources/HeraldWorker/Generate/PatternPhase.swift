@@ -57,22 +57,23 @@ struct PatternPhase {
             logger.warning("no pattern thresholds configured", metadata: ["version": .string(thresholdsVersion)])
             return result
         }
-        // Users whose newest metrics are newer than their last evaluation. New users get a row first.
-        try db.execute("""
-            insert into pattern_evaluations (user_id, evaluated_through)
-            select distinct m.user_id, '-infinity'::timestamptz from wearable_daily_metrics m
-             where not exists (select 1 from pattern_evaluations e where e.user_id = m.user_id)
-            on conflict (user_id) do nothing
-            """)
-        // Each candidate's latest metric date (L) and newest update come with it, once per pass.
+        // Users whose newest metrics are newer than their last evaluation, with their latest metric
+        // date (L) and newest update, in one scan; users seen for the first time get their row here.
         var marks: [UUID: (latest: LocalDate, newest: Date)] = [:]
         var candidates: [UUID] = []
         for row in try db.query("""
-            select e.user_id, m.latest::text as latest, m.newest from pattern_evaluations e
-              join (select user_id, max(updated_at) as newest, max(metric_date) as latest
-                      from wearable_daily_metrics group by user_id) m
-                on m.user_id = e.user_id
-             where m.newest > e.evaluated_through
+            with m as (
+              select user_id, max(updated_at) as newest, max(metric_date) as latest
+                from wearable_daily_metrics group by user_id
+            ), first_seen as (
+              insert into pattern_evaluations (user_id, evaluated_through)
+              select m.user_id, '-infinity'::timestamptz from m
+               where not exists (select 1 from pattern_evaluations e where e.user_id = m.user_id)
+              on conflict (user_id) do nothing
+            )
+            select m.user_id, m.latest::text as latest, m.newest from m
+              left join pattern_evaluations e on e.user_id = m.user_id
+             where e.user_id is null or m.newest > e.evaluated_through
             """) {
             guard let user = row[0].uuid, let latest = row[1].string.flatMap(LocalDate.init), let newest = row[2].date else { continue }
             marks[user] = (latest, newest)
@@ -113,12 +114,12 @@ struct PatternPhase {
         // The 120 days ending at each user's latest metric date, every configured metric at once.
         let metrics = Array(Set(thresholds.map(\.metric))).sorted()
         let columns = metrics.map { "m.\(SQL.quoteIdentifier($0))::float8 as \(SQL.quoteIdentifier($0))" }.joined(separator: ", ")
-        var series: [UUID: [String: [(LocalDate, Double)]]] = [:]
         var latest: [UUID: LocalDate] = [:]
         var newest: [UUID: Date] = [:]
-        // Their rows in one plain read (the planner serves `= any(…)` from the (user_id, metric_date)
-        // index; a join to per-user windows or a window function costs several times more), cut to each
-        // user's 120 days below. L and the newest update were read with the candidates.
+        // Their rows in one plain read, unordered: the planner serves `= any(…)` from the (user_id,
+        // metric_date) index, and an ORDER BY would add a sort that spills to disk (twice the time).
+        // Each value lands in its user's window for its metric: 120 days ending at the user's L, NaN
+        // where a day has none. L and the newest update were read with the candidates.
         for user in users {
             if let m = marks[user] {
                 latest[user] = m.latest
@@ -130,70 +131,85 @@ struct PatternPhase {
             select user_id, (metric_date - date '1970-01-01') as d, \(unescaped: columns) from wearable_daily_metrics m
              where user_id = any(\(users)::uuid[])
                and metric_date > \(earliestLatest.adding(days: -PatternEvaluator.windowDays).description)::date
-             order by user_id, metric_date
             """)
-        // Columns by position: this loop reads hundreds of thousands of cells.
+        let days = PatternEvaluator.windowDays
+        let slot = Dictionary(uniqueKeysWithValues: users.enumerated().map { ($1, $0) })
+        let firstDay = users.map { latest[$0].map { $0.daysSinceEpoch - (days - 1) } ?? Int.max }
+        var windows = [Double](repeating: .nan, count: users.count * metrics.count * days)
+        /// User `u`'s window for metric `m` starts at `window(u, m)`.
+        func window(_ u: Int, _ m: Int) -> Int { (u * metrics.count + m) * days }
+        // Columns by position, parsed where libpq holds them: this loop reads millions of cells.
         let metricColumns = metrics.map { m in rows.columns.firstIndex(of: m) ?? -1 }
-        var current: UUID?
-        var values: [[(LocalDate, Double)]] = Array(repeating: [], count: metrics.count)
-        func finishUser() {
-            guard let user = current else { return }
-            series[user] = Dictionary(uniqueKeysWithValues: zip(metrics, values))
-            values = Array(repeating: [], count: metrics.count)
-        }
-        for row in rows {
-            // Days since 1970 arrive as an integer: no date text to parse for every row.
-            guard let user = row[0].uuid, let days = row[1].int, let l = latest[user],
-                  case let day = LocalDate(daysSinceEpoch: days),
-                  day > l.adding(days: -PatternEvaluator.windowDays) else { continue }
-            if user != current {
-                finishUser()
-                current = user
-            }
-            for (i, column) in metricColumns.enumerated() where column >= 0 {
-                if let v = row[column].double { values[i].append((day, v)) }
+        windows.withUnsafeMutableBufferPointer { windows in
+            for row in rows {
+                // Days since 1970 arrive as an integer: no date text to parse for every row.
+                guard let user = row.uuid(at: 0), let u = slot[user], let day = row.int(at: 1),
+                      case let offset = day - firstDay[u], offset >= 0 && offset < days else { continue }
+                for (m, column) in metricColumns.enumerated() where column >= 0 {
+                    if let v = row.double(at: column), v.isFinite { windows[window(u, m) + offset] = v }
+                }
             }
         }
-        finishUser()
         // Another pass may have evaluated these users between our candidate list and our lock.
         let due = users.filter { u in (newest[u] ?? .distantPast) > (evaluatedThrough[u] ?? .distantPast) }
         guard !due.isEmpty else { return result }
         result.users = due.count
 
-        var stored: [UUID: [String: [StoredEpisode]]] = [:]
+        // Their active episodes, and the resolved ones a run inside the window could start on again.
+        // These users are locked, so this is the whole truth about them until we commit.
+        var active: [UUID: [String: [StoredEpisode]]] = [:]
+        var resolved: [UUID: [String: [StoredEpisode]]] = [:]
         for row in try db.query("""
-            select id, user_id, metric_type, pattern_type, active_since::text as since, current_level, last_notified_level
-              from pattern_alert_state where user_id = any(\(due)::uuid[]) and episode_status = 'active'
+            select id, user_id, metric_type, pattern_type, active_since::text as since, current_level,
+                   last_notified_level, episode_status = 'active' as active
+              from pattern_alert_state
+             where user_id = any(\(due)::uuid[])
+               and (episode_status = 'active'
+                    or active_since > \(earliestLatest.adding(days: -days).description)::date)
             """) {
             guard let id = row["id"].uuid, let user = row["user_id"].uuid,
                   let since = row["since"].string.flatMap(LocalDate.init) else { continue }
             let key = (row["metric_type"].string ?? "") + "/" + (row["pattern_type"].string ?? "")
-            stored[user, default: [:]][key, default: []].append(StoredEpisode(
-                id: id, activeSince: since, level: row["current_level"].int ?? 3,
-                lastNotifiedLevel: row["last_notified_level"].int ?? 0))
+            let episode = StoredEpisode(id: id, activeSince: since, level: row["current_level"].int ?? 3,
+                                        lastNotifiedLevel: row["last_notified_level"].int ?? 0)
+            if row["active"].bool == true {
+                active[user, default: [:]][key, default: []].append(episode)
+            } else {
+                resolved[user, default: [:]][key, default: []].append(episode)
+            }
         }
 
         // Decide everything in memory.
         var resolve: [UUID] = []
         var upserts: [JSONValue] = []
+        /// The episodes to tell the admins about, by "user/metric/pattern/active_since".
+        var notices: [String: (level: Int, evaluation: EpisodeEvaluation)] = [:]
+        let metricIndex = Dictionary(uniqueKeysWithValues: metrics.enumerated().map { ($1, $0) })
         for user in due {
-            guard let l = latest[user] else { continue }
+            guard let l = latest[user], let u = slot[user] else { continue }
             for t in thresholds {
                 let key = t.metric + "/" + t.pattern.rawValue
-                let evaluation = PatternEvaluator.evaluate(series[user]?[t.metric] ?? [], latest: l, threshold: t)
-                let plan = Episodes.plan(active: stored[user]?[key] ?? [], evaluation: evaluation)
+                let start = window(u, metricIndex[t.metric]!)
+                let evaluation = PatternEvaluator.evaluate(window: windows[start..<start + days], latest: l, threshold: t)
+                let plan = Episodes.plan(active: active[user]?[key] ?? [], resolved: resolved[user]?[key] ?? [],
+                                         evaluation: evaluation)
                 resolve += plan.resolve
-                if let e = plan.upsert {
-                    if plan.continuing == nil { result.episodesOpened += 1 }
-                    upserts.append([
-                        "user_id": .string(user.lowercased), "metric_type": .string(t.metric),
-                        "pattern_type": .string(t.pattern.rawValue), "active_since": .string(e.activeSince.description),
-                        "current_level": .number(Double(e.level)), "severity": .string(e.severity.rawValue),
-                        "baseline_value": .number(e.baseline), "recent_value": .number(e.recent),
-                        "deviation_percent": .number(e.deviationPercent), "last_evaluated_date": .string(l.description),
-                        "notify_level": plan.notifyLevel.map { .number(Double($0)) } ?? .null,
-                    ])
+                guard let e = plan.upsert else { continue }
+                if plan.continuing == nil { result.episodesOpened += 1 }
+                // In shadow mode nothing is told, so no level counts as notified.
+                let notify = shadowMode ? nil : plan.notifyLevel
+                if let level = notify {
+                    notices[[user.lowercased, t.metric, t.pattern.rawValue, e.activeSince.description]
+                        .joined(separator: "/")] = (level, e)
                 }
+                upserts.append([
+                    "user_id": .string(user.lowercased), "metric_type": .string(t.metric),
+                    "pattern_type": .string(t.pattern.rawValue), "active_since": .string(e.activeSince.description),
+                    "current_level": .number(Double(e.level)), "severity": .string(e.severity.rawValue),
+                    "baseline_value": .number(e.baseline), "recent_value": .number(e.recent),
+                    "deviation_percent": .number(e.deviationPercent), "last_evaluated_date": .string(l.description),
+                    "notified_level": .number(Double(notify ?? 0)),
+                ])
             }
         }
         result.episodesResolved = resolve.count
@@ -206,59 +222,47 @@ struct PatternPhase {
         }
         var toNotify: [(episode: UUID, member: UUID, level: Int, severity: Severity, payload: [String: JSONValue])] = []
         if !upserts.isEmpty {
-            // Which upserted episodes should be told about, keyed the way the upsert returns them.
-            var wantsNotice = Set<String>()
-            for case .object(let o) in upserts where o["notify_level"] != .null {
-                wantsNotice.insert([o["user_id"], o["metric_type"], o["pattern_type"], o["active_since"]]
-                    .map { $0?.stringValue ?? "" }.joined(separator: "/"))
-            }
+            // One statement writes the episodes and the levels about to be notified; the rows to notify
+            // come back with their ids (the queue rows refer to them), in the same transaction.
             for row in try db.query("""
                 insert into pattern_alert_state as s (user_id, metric_type, pattern_type, episode_status, active_since,
                     current_level, severity, baseline_value, recent_value, deviation_percent, last_evaluated_date,
-                    thresholds_version)
+                    thresholds_version, last_notified_level)
                 select user_id, metric_type, pattern_type, 'active', active_since, current_level, severity,
-                       baseline_value, recent_value, deviation_percent, last_evaluated_date, \(thresholdsVersion)
+                       baseline_value, recent_value, deviation_percent, last_evaluated_date, \(thresholdsVersion),
+                       notified_level
                   from jsonb_to_recordset(\(JSONValue.array(upserts).jsonText)::jsonb) as x(
                     user_id uuid, metric_type text, pattern_type text, active_since date, current_level int,
                     severity text, baseline_value numeric, recent_value numeric, deviation_percent numeric,
-                    last_evaluated_date date)
+                    last_evaluated_date date, notified_level int)
                 on conflict (user_id, metric_type, pattern_type, active_since) do update
                   set episode_status = 'active', resolved_at = null, current_level = excluded.current_level,
                       severity = excluded.severity, baseline_value = excluded.baseline_value,
                       recent_value = excluded.recent_value, deviation_percent = excluded.deviation_percent,
-                      last_evaluated_date = excluded.last_evaluated_date, updated_at = now()
-                returning s.id, s.user_id, s.metric_type, s.pattern_type, s.active_since::text as active_since,
-                          s.current_level, s.severity, s.baseline_value::float8 as baseline_value,
-                          s.recent_value::float8 as recent_value, s.deviation_percent::float8 as deviation_percent,
-                          s.last_notified_level
-                """) {
-                guard let id = row["id"].uuid, let member = row["user_id"].uuid, let level = row["current_level"].int,
-                      level > (row["last_notified_level"].int ?? 0) else { continue }
-                let key = [member.lowercased, row["metric_type"].string ?? "", row["pattern_type"].string ?? "",
+                      last_evaluated_date = excluded.last_evaluated_date,
+                      last_notified_level = greatest(s.last_notified_level, excluded.last_notified_level),
+                      updated_at = now()
+                returning s.id, s.user_id, s.metric_type, s.pattern_type, s.active_since::text as active_since
+                """) where !notices.isEmpty {
+                let key = [row["user_id"].string ?? "", row["metric_type"].string ?? "", row["pattern_type"].string ?? "",
                            row["active_since"].string ?? ""].joined(separator: "/")
-                guard wantsNotice.contains(key) else { continue }
+                guard let (level, e) = notices[key], let id = row["id"].uuid, let member = row["user_id"].uuid else { continue }
                 var payload: [String: JSONValue] = [
                     "metric_type": .string(row["metric_type"].string ?? ""),
                     "pattern_type": .string(row["pattern_type"].string ?? ""),
                     "level": .number(Double(level)),
-                    "severity": .string(row["severity"].string ?? ""),
-                    "active_since": .string(row["active_since"].string ?? ""),
+                    "severity": .string(Severity(level: level).rawValue),
+                    "active_since": .string(e.activeSince.description),
                 ]
-                for key in ["baseline_value", "recent_value", "deviation_percent"] {
-                    if let v = row[key].double { payload[key] = .number((v * 100).rounded() / 100) }
+                for (key, v) in [("baseline_value", e.baseline), ("recent_value", e.recent),
+                                 ("deviation_percent", e.deviationPercent)] {
+                    payload[key] = .number((v * 100).rounded() / 100)
                 }
                 toNotify.append((id, member, level, Severity(level: level), payload))
             }
         }
-
-        if !shadowMode && !toNotify.isEmpty {
+        if !toNotify.isEmpty {
             result.enqueued = try notifyAdmins(toNotify, db: db)
-            try db.execute("""
-                update pattern_alert_state s set last_notified_level = greatest(s.last_notified_level, x.level), updated_at = now()
-                  from jsonb_to_recordset(\(JSONValue.array(toNotify.map { ["id": .string($0.episode.lowercased), "level": .number(Double($0.level))] }).jsonText)::jsonb)
-                       as x(id uuid, level int)
-                 where s.id = x.id
-                """)
         }
 
         let through = JSONValue.array(due.compactMap { u in
