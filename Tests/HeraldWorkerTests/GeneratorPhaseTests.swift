@@ -106,6 +106,71 @@ import Testing
         #expect(try f.count("select count(distinct dedupe_key)::int from notification_queue") == 90)
     }
 
+    /// The patterns phase looks only at metrics updated since the last complete scan (less an hour's
+    /// margin), so a pass every five minutes does not group the whole metrics table.
+    @Test func aPassLooksOnlyAtMetricsUpdatedSinceTheLastCompleteScan() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let fam = Family()
+        try fam.create(f)
+        try sleepSeries(db, user: fam.member, last: "2026-01-20", baselineDays: 40, dropDays: 3)
+        let worker = Worker(url: tdb.url)
+        let now = instant("2026-01-21T12:00:00Z")
+        let (first, _) = worker.run(now: now) { $0.phases = [.patterns] }
+        #expect(first.generated["patterns_users"] == 1)
+        #expect(try f.count("select count(*)::int from pattern_scan_state where scanned_through > now() - interval '1 minute'") == 1)
+
+        // Rows written two hours before that scan, which no evaluation has seen (as if their user's
+        // evaluation were lost): below the watermark and its margin, so no pass reads them.
+        try db.execute("update pattern_evaluations set evaluated_through = '-infinity'")
+        try db.execute("set session_replication_role = replica")  // no trigger touching updated_at
+        try db.execute("update wearable_daily_metrics set updated_at = now() - interval '2 hours'")
+        try db.execute("set session_replication_role = origin")
+        let (second, _) = worker.run(now: now) { $0.phases = [.patterns] }
+        #expect(second.generated["patterns_users"] == 0)
+
+        // A new day's row is above it: the user is evaluated again, on all their days.
+        try db.execute("""
+            insert into wearable_daily_metrics (user_id, metric_date, sleep_minutes, steps)
+            values (\(fam.member), '2026-01-21', 150, 8000)
+            """)
+        let (third, _) = worker.run(now: instant("2026-01-22T12:00:00Z")) { $0.phases = [.patterns] }
+        #expect(third.generated["patterns_users"] == 1)
+        #expect(try f.count("select current_level from pattern_alert_state where episode_status = 'active' and metric_type = 'sleep_minutes'") == 3)
+    }
+
+    /// A candidate that another pass holds locked is skipped; the watermark then stays where it was,
+    /// so the next pass still finds that user.
+    @Test func aSkippedCandidateKeepsTheWatermark() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let held = Family(), free = Family()
+        for fam in [held, free] {
+            try fam.create(f)
+            try sleepSeries(db, user: fam.member, last: "2026-01-20", baselineDays: 40, dropDays: 3)
+        }
+        try db.execute("insert into pattern_evaluations (user_id, evaluated_through) values (\(held.member), '-infinity')")
+        let other = try tdb.connect()
+        try other.execute("begin")
+        try other.execute("select 1 from pattern_evaluations where user_id = \(held.member) for update")
+
+        let worker = Worker(url: tdb.url)
+        let now = instant("2026-01-21T12:00:00Z")
+        let (first, _) = worker.run(now: now) { $0.phases = [.patterns] }
+        #expect(first.generated["patterns_users"] == 1)
+        #expect(try f.count("select count(*)::int from pattern_scan_state where scanned_through = '-infinity'") == 1)
+
+        try other.execute("rollback")
+        let (second, _) = worker.run(now: now) { $0.phases = [.patterns] }
+        #expect(second.generated["patterns_users"] == 1)
+        #expect(try f.count("select count(distinct user_id)::int from pattern_alert_state") == 2)
+        #expect(try f.count("select count(*)::int from pattern_scan_state where scanned_through > now() - interval '1 minute'") == 1)
+    }
+
     @Test func shadowModeStoresButEnqueuesNothing() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }

@@ -24,6 +24,8 @@ struct PatternPhase {
         var episodesOpened = 0
         var episodesResolved = 0
         var enqueued = 0
+        /// Candidates another pass held locked (SKIP LOCKED): not evaluated here.
+        var skipped: [UUID] = []
     }
 
     /// The configured thresholds whose metric is a numeric column of wearable_daily_metrics.
@@ -57,36 +59,47 @@ struct PatternPhase {
             logger.warning("no pattern thresholds configured", metadata: ["version": .string(thresholdsVersion)])
             return result
         }
-        // Users whose newest metrics are newer than their last evaluation, with their latest metric
-        // date (L) and newest update, in one scan; users seen for the first time get their row here.
+        // Where the last complete scan got to, and the database's clock now (the clock of updated_at).
+        guard let mark = try db.query("select scanned_through, now() as now from pattern_scan_state").first,
+              let scannedThrough = mark["scanned_through"].date, let scanStart = mark["now"].date else {
+            throw PGError(message: "pattern_scan_state has no row: run herald migrate", isConnectionFailure: false)
+        }
+        // Users with metrics updated since then whose newest update is newer than their last
+        // evaluation, with that update and their latest metric date (L); users seen for the first
+        // time get their row here. The updated_at index keeps this proportional to what changed.
         var marks: [UUID: (latest: LocalDate, newest: Date)] = [:]
         var candidates: [UUID] = []
         for row in try db.query("""
-            with m as (
-              select user_id, max(updated_at) as newest, max(metric_date) as latest
-                from wearable_daily_metrics group by user_id
+            with changed as (
+              select user_id, max(updated_at) as newest from wearable_daily_metrics
+               where updated_at > \(scannedThrough.addingTimeInterval(-Self.rescanMargin))
+               group by user_id
             ), first_seen as (
               insert into pattern_evaluations (user_id, evaluated_through)
-              select m.user_id, '-infinity'::timestamptz from m
-               where not exists (select 1 from pattern_evaluations e where e.user_id = m.user_id)
+              select c.user_id, '-infinity'::timestamptz from changed c
+               where not exists (select 1 from pattern_evaluations e where e.user_id = c.user_id)
               on conflict (user_id) do nothing
             )
-            select m.user_id, m.latest::text as latest, m.newest from m
-              left join pattern_evaluations e on e.user_id = m.user_id
-             where e.user_id is null or m.newest > e.evaluated_through
+            select c.user_id, l.latest::text as latest, c.newest from changed c
+              left join pattern_evaluations e on e.user_id = c.user_id
+              cross join lateral (select max(metric_date) as latest from wearable_daily_metrics w
+                                   where w.user_id = c.user_id) l
+             where e.user_id is null or c.newest > e.evaluated_through
             """) {
             guard let user = row[0].uuid, let latest = row[1].string.flatMap(LocalDate.init), let newest = row[2].date else { continue }
             marks[user] = (latest, newest)
             candidates.append(user)
         }
-        guard !candidates.isEmpty else { return result }
         // Concurrent passes start at different places, so they rarely wait on each other's locks.
-        let offset = Int.random(in: 0..<candidates.count)
-        candidates = Array(candidates[offset...] + candidates[..<offset])
+        if !candidates.isEmpty {
+            let offset = Int.random(in: 0..<candidates.count)
+            candidates = Array(candidates[offset...] + candidates[..<offset])
+        }
 
+        var skipped: [UUID] = []
         var start = 0
         while start < candidates.count {
-            if StopSignal.requested { break }
+            if StopSignal.requested { return result }
             let chunk = Array(candidates[start..<min(start + batchSize, candidates.count)])
             start += batchSize
             let r = try db.transaction { db in try evaluate(chunk, marks: marks, thresholds: thresholds, db: db) }
@@ -94,8 +107,33 @@ struct PatternPhase {
             result.episodesOpened += r.episodesOpened
             result.episodesResolved += r.episodesResolved
             result.enqueued += r.enqueued
+            skipped += r.skipped
         }
+        try advanceScan(to: scanStart, unlessPending: skipped, marks: marks)
         return result
+    }
+
+    /// How far back of the watermark a pass still looks: a writer's rows carry the time its transaction
+    /// began, so rows committed after a scan may be older than it. Transactions open longer than this
+    /// are not expected of an app that writes daily metrics.
+    static let rescanMargin: TimeInterval = 3600
+
+    /// Moves the watermark to `scanStart` once every candidate has been evaluated, by this pass or,
+    /// for those another pass held locked, by that one (already committed). Otherwise it stays, and
+    /// the next pass looks at the same rows again.
+    func advanceScan(to scanStart: Date, unlessPending skipped: [UUID],
+                     marks: [UUID: (latest: LocalDate, newest: Date)]) throws {
+        if !skipped.isEmpty {
+            for row in try db.query("""
+                select user_id, evaluated_through from pattern_evaluations where user_id = any(\(skipped)::uuid[])
+                """) {
+                guard let user = row[0].uuid, let through = row[1].date, let newest = marks[user]?.newest,
+                      through >= newest else { return }
+            }
+        }
+        try db.execute("""
+            update pattern_scan_state set scanned_through = greatest(scanned_through, \(scanStart)), updated_at = now()
+            """)
     }
 
     /// One batch of users, inside one transaction.
@@ -108,6 +146,7 @@ struct PatternPhase {
             """)
         var evaluatedThrough: [UUID: Date] = [:]
         for row in locked { if let id = row["user_id"].uuid { evaluatedThrough[id] = row["evaluated_through"].date ?? .distantPast } }
+        result.skipped = chunk.filter { evaluatedThrough[$0] == nil }
         guard !evaluatedThrough.isEmpty else { return result }
         let users = Array(evaluatedThrough.keys)
 
