@@ -72,6 +72,8 @@ import Testing
             (["WEBHOOK_URL": "https://x.example", "WEBHOOK_SECRET_FILE": "/nonexistent/secret"], "WEBHOOK_SECRET_FILE"),
             (["HERALD_CA_FILE": "/nonexistent/ca.pem"], "HERALD_CA_FILE"),
             (["HERALD_CHANNEL_PUSH": "carrier-pigeon"], "HERALD_CHANNEL_PUSH"),
+            (["HERALD_CONNECTIONS_PER_HOST": "0"], "HERALD_CONNECTIONS_PER_HOST"),
+            (["HERALD_CONNECTIONS_PER_HOST": "many"], "HERALD_CONNECTIONS_PER_HOST"),
         ]
         for (settings, variable) in cases {
             let (summary, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant)

@@ -2,7 +2,8 @@ import Foundation
 import HeraldCore
 import HeraldPostgres
 import HeraldTestSupport
-import HeraldWorker
+@testable import HeraldWorker
+import Logging
 import Testing
 
 /// The phases that fill the queue, end to end on a real PostgreSQL.
@@ -99,7 +100,8 @@ import Testing
         }
         let worker = Worker(url: tdb.url)
         inParallel(3) { _ in
-            _ = worker.run(now: instant("2026-01-21T12:00:00Z")) { $0.phases = [.patterns] }
+            // Chunks of 7 users: each pass reads the next chunk's metrics on a second connection.
+            _ = worker.run(now: instant("2026-01-21T12:00:00Z")) { $0.phases = [.patterns]; $0.patternChunk = 7 }
         }
         #expect(try f.count("select count(*)::int from pattern_alert_state") == 30)
         #expect(try f.count("select count(*)::int from notification_queue") == 90)
@@ -169,6 +171,38 @@ import Testing
         #expect(second.generated["patterns_users"] == 1)
         #expect(try f.count("select count(distinct user_id)::int from pattern_alert_state") == 2)
         #expect(try f.count("select count(*)::int from pattern_scan_state where scanned_through > now() - interval '1 minute'") == 1)
+    }
+
+    /// Chunks read ahead on a second connection give what one connection reading each chunk in turn
+    /// gives; when the second connection cannot be had, the pass reads on its own.
+    @Test func readingAheadChangesNothing() throws {
+        func outcome(_ configure: (inout PatternPhase, _ url: String) -> Void) throws -> [String] {
+            let tdb = try TestDatabase.create()
+            defer { tdb.drop() }
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            for i in 0..<12 {
+                let fam = Family()
+                try fam.create(f)
+                try sleepSeries(db, user: fam.member, last: "2026-01-20", baselineDays: 30 + i, dropDays: 3 + i)
+            }
+            var phase = PatternPhase(db: try tdb.connect(), passId: "p", now: instant("2026-01-21T12:00:00Z"),
+                                     logger: Logger(label: "test"))
+            configure(&phase, tdb.url)
+            let r = try phase.run()
+            #expect(r.users == 12)
+            return try db.query("""
+                select current_level || '/' || active_since || '/' || last_notified_level as e from pattern_alert_state
+                 order by 1
+                """).map { $0["e"].string ?? "" }
+        }
+        let inTurn = try outcome { phase, _ in phase.batchSize = 5 }
+        #expect(inTurn.count == 12)
+        #expect(try outcome { phase, url in phase.batchSize = 5; phase.readerURL = url } == inTurn)
+        #expect(try outcome { phase, _ in
+            phase.batchSize = 5
+            phase.readerURL = "postgresql://herald@127.0.0.1:1/none?connect_timeout=2"
+        } == inTurn)
     }
 
     @Test func shadowModeStoresButEnqueuesNothing() throws {

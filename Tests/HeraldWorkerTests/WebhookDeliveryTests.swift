@@ -143,6 +143,25 @@ import Testing
         #expect((row["last_error"].string ?? "").contains("gave up after 3 attempts"))
     }
 
+    @Test func connectionsPerHostCapWhatAnHTTP1ReceiverSees() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let server = try FakeHTTPServer { _ in FakeResponse(status: 200, delay: 0.05) }
+        defer { server.shutdown() }
+        var recipients: [UUID] = []
+        for _ in 0..<30 { recipients.append(try f.profile()) }
+        try f.enqueueMany(30, to: recipients, channel: "webhook", at: seedInstant)
+        var settings = Self.settings(server)
+        settings["HERALD_CONNECTIONS_PER_HOST"] = "3"
+        let (summary, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant, batchSize: 30)
+        #expect(code == .ok)
+        #expect(summary.sent == 30)
+        #expect(server.peakInFlight <= 3, "\(server.peakInFlight) requests at once over 3 connections")
+        #expect(server.peakInFlight >= 2)
+        #expect(server.connectionCount <= 3)
+    }
+
     @Test func concurrentPassesDeliverEveryRowExactlyOnce() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }

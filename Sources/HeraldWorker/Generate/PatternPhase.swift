@@ -18,6 +18,9 @@ struct PatternPhase {
     var shadowMode = false
     var thresholdsVersion = "v1"
     var batchSize = 1000
+    /// Where a second connection reads the next chunk's metrics while this one evaluates and writes
+    /// the current chunk; nil reads each chunk on `db`, in turn.
+    var readerURL: String?
 
     struct Result {
         var users = 0
@@ -96,13 +99,34 @@ struct PatternPhase {
             candidates = Array(candidates[offset...] + candidates[..<offset])
         }
 
+        let metrics = Array(Set(thresholds.map(\.metric))).sorted()
+        let latest = marks.mapValues(\.latest)
+        let chunks = stride(from: 0, to: candidates.count, by: batchSize).map {
+            Array(candidates[$0..<min($0 + batchSize, candidates.count)])
+        }
+        // With more than one chunk, the next one's metrics are read while this one is evaluated.
+        var reader = chunks.count > 1 ? readerURL.map { MetricPrefetcher(url: $0, applicationName: "herald \(passId) (metrics)") } : nil
+        defer { reader?.close() }
+        reader?.start(users: chunks[0], latest: latest, metrics: metrics)
+
         var skipped: [UUID] = []
-        var start = 0
-        while start < candidates.count {
+        for (index, chunk) in chunks.enumerated() {
             if StopSignal.requested { return result }
-            let chunk = Array(candidates[start..<min(start + batchSize, candidates.count)])
-            start += batchSize
-            let r = try db.transaction { db in try evaluate(chunk, marks: marks, thresholds: thresholds, db: db) }
+            var windows: MetricWindows?
+            if let prefetcher = reader {
+                do {
+                    windows = try prefetcher.take()
+                    if index + 1 < chunks.count { prefetcher.start(users: chunks[index + 1], latest: latest, metrics: metrics) }
+                } catch {
+                    logger.warning("the second connection for metric reads failed; reading on the pass's connection",
+                                   metadata: ["error": .string("\(error)")])
+                    prefetcher.close()
+                    reader = nil
+                }
+            }
+            let r = try db.transaction { db in
+                try evaluate(chunk, windows: windows, metrics: metrics, marks: marks, thresholds: thresholds, db: db)
+            }
             result.users += r.users
             result.episodesOpened += r.episodesOpened
             result.episodesResolved += r.episodesResolved
@@ -136,8 +160,11 @@ struct PatternPhase {
             """)
     }
 
-    /// One batch of users, inside one transaction.
-    func evaluate(_ chunk: [UUID], marks: [UUID: (latest: LocalDate, newest: Date)], thresholds: [PatternThreshold],
+    /// One batch of users, inside one transaction. `windows`, read before the lock, must hold every
+    /// user of `chunk` (they are read after the candidates, so they are at least as new as `marks`);
+    /// nil reads them here.
+    func evaluate(_ chunk: [UUID], windows: MetricWindows?, metrics: [String],
+                  marks: [UUID: (latest: LocalDate, newest: Date)], thresholds: [PatternThreshold],
                   db: PGConnection) throws -> Result {
         var result = Result()
         let locked = try db.query("""
@@ -149,50 +176,16 @@ struct PatternPhase {
         result.skipped = chunk.filter { evaluatedThrough[$0] == nil }
         guard !evaluatedThrough.isEmpty else { return result }
         let users = Array(evaluatedThrough.keys)
-
-        // The 120 days ending at each user's latest metric date, every configured metric at once.
-        let metrics = Array(Set(thresholds.map(\.metric))).sorted()
-        let columns = metrics.map { "m.\(SQL.quoteIdentifier($0))::float8 as \(SQL.quoteIdentifier($0))" }.joined(separator: ", ")
-        var latest: [UUID: LocalDate] = [:]
-        var newest: [UUID: Date] = [:]
-        // Their rows in one plain read, unordered: the planner serves `= any(…)` from the (user_id,
-        // metric_date) index, and an ORDER BY would add a sort that spills to disk (twice the time).
-        // Each value lands in its user's window for its metric: 120 days ending at the user's L, NaN
-        // where a day has none. L and the newest update were read with the candidates.
-        for user in users {
-            if let m = marks[user] {
-                latest[user] = m.latest
-                newest[user] = m.newest
-            }
-        }
-        guard let earliestLatest = latest.values.min() else { return result }
-        let rows = try db.query("""
-            select user_id, (metric_date - date '1970-01-01') as d, \(unescaped: columns) from wearable_daily_metrics m
-             where user_id = any(\(users)::uuid[])
-               and metric_date > \(earliestLatest.adding(days: -PatternEvaluator.windowDays).description)::date
-            """)
+        let latest = marks.mapValues(\.latest)
+        let newest = marks.mapValues(\.newest)
+        guard let earliestLatest = users.compactMap({ latest[$0] }).min() else { return result }
         let days = PatternEvaluator.windowDays
-        let slot = Dictionary(uniqueKeysWithValues: users.enumerated().map { ($1, $0) })
-        let firstDay = users.map { latest[$0].map { $0.daysSinceEpoch - (days - 1) } ?? Int.max }
-        var windows = [Double](repeating: .nan, count: users.count * metrics.count * days)
-        /// User `u`'s window for metric `m` starts at `window(u, m)`.
-        func window(_ u: Int, _ m: Int) -> Int { (u * metrics.count + m) * days }
-        // Columns by position, parsed where libpq holds them: this loop reads millions of cells.
-        let metricColumns = metrics.map { m in rows.columns.firstIndex(of: m) ?? -1 }
-        windows.withUnsafeMutableBufferPointer { windows in
-            for row in rows {
-                // Days since 1970 arrive as an integer: no date text to parse for every row.
-                guard let user = row.uuid(at: 0), let u = slot[user], let day = row.int(at: 1),
-                      case let offset = day - firstDay[u], offset >= 0 && offset < days else { continue }
-                for (m, column) in metricColumns.enumerated() where column >= 0 {
-                    if let v = row.double(at: column), v.isFinite { windows[window(u, m) + offset] = v }
-                }
-            }
-        }
+
         // Another pass may have evaluated these users between our candidate list and our lock.
         let due = users.filter { u in (newest[u] ?? .distantPast) > (evaluatedThrough[u] ?? .distantPast) }
         guard !due.isEmpty else { return result }
         result.users = due.count
+        let windows = try windows ?? MetricWindows.read(users: due, latest: latest, metrics: metrics, db: db)
 
         // Their active episodes, and the resolved ones a run inside the window could start on again.
         // These users are locked, so this is the whole truth about them until we commit.
@@ -223,13 +216,12 @@ struct PatternPhase {
         var upserts: [JSONValue] = []
         /// The episodes to tell the admins about, by "user/metric/pattern/active_since".
         var notices: [String: (level: Int, evaluation: EpisodeEvaluation)] = [:]
-        let metricIndex = Dictionary(uniqueKeysWithValues: metrics.enumerated().map { ($1, $0) })
         for user in due {
-            guard let l = latest[user], let u = slot[user] else { continue }
+            guard let l = latest[user] else { continue }
             for t in thresholds {
                 let key = t.metric + "/" + t.pattern.rawValue
-                let start = window(u, metricIndex[t.metric]!)
-                let evaluation = PatternEvaluator.evaluate(window: windows[start..<start + days], latest: l, threshold: t)
+                guard let window = windows[user, t.metric] else { continue }
+                let evaluation = PatternEvaluator.evaluate(window: window, latest: l, threshold: t)
                 let plan = Episodes.plan(active: active[user]?[key] ?? [], resolved: resolved[user]?[key] ?? [],
                                          evaluation: evaluation)
                 resolve += plan.resolve

@@ -25,15 +25,15 @@ public struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(level: Logger.Level, message: Logger.Message, metadata extra: Logger.Metadata?,
-                    source: String, file: String, function: String, line: UInt) {
+    public func log(event: LogEvent) {
         var o: [String: JSONValue] = [
             "ts": .string(ISO8601.string(Date())),
-            "level": .string(level.rawValue),
-            "msg": .string(message.description),
+            "level": .string(event.level.rawValue),
+            "msg": .string(event.message.description),
         ]
         for (k, v) in metadata { o[k] = JSONLogHandler.json(v) }
-        for (k, v) in extra ?? [:] { o[k] = JSONLogHandler.json(v) }
+        for (k, v) in event.metadata ?? [:] { o[k] = JSONLogHandler.json(v) }
+        if let error = event.error, o["error"] == nil { o["error"] = .string("\(error)") }
         stream.write(JSONValue.object(o).jsonText + "\n")
     }
 

@@ -35,6 +35,8 @@ public struct PassOptions: Sendable {
     /// Pattern alerts are evaluated and stored but nothing is enqueued (HERALD_SHADOW_MODE).
     public var shadowMode = false
     public var thresholdsVersion = "v1"
+    /// Users evaluated per pattern transaction; each chunk's metrics are read while the one before is evaluated.
+    public var patternChunk = 1000
     /// The Open-Meteo-style weather API for missing forecasts (WEATHER_URL).
     public var weatherURL: String? = "https://api.open-meteo.com"
     public var render = RenderOptions()

@@ -67,6 +67,12 @@ public struct Runner {
                 }
                 transportOptions.caFile = ca
             }
+            if let perHost = try settings.int("HERALD_CONNECTIONS_PER_HOST") {
+                guard (1...1000).contains(perHost) else {
+                    throw ConfigError("HERALD_CONNECTIONS_PER_HOST must be between 1 and 1000 (it is \(perHost))")
+                }
+                transportOptions.maxConnectionsPerHost = perHost
+            }
             transport = try HTTPTransport(options: transportOptions)
             outbox = try Outbox(path: settings["HERALD_LOG_ADAPTER_FILE"], logger: logger)
             options.render.detailedLockScreen = try settings.bool("HERALD_DETAILED_LOCK_SCREEN") ?? false
@@ -148,7 +154,7 @@ public struct Runner {
         summary.peakMemoryBytes = ProcessMemory.peakBytes()
         if options.dryRun { _ = try? db.execute("rollback") }
         if !options.dryRun {
-            try? db.execute("""
+            _ = try? db.execute("""
                 update herald_passes set finished_at = now(), exit_code = \(Int(code.rawValue)),
                        summary = \(summary.json.jsonText)::jsonb
                  where pass_id = \(summary.passId)
@@ -178,6 +184,8 @@ public struct Runner {
                 var p = PatternPhase(db: db, passId: passId, now: now, logger: logger)
                 p.shadowMode = options.shadowMode
                 p.thresholdsVersion = options.thresholdsVersion
+                p.readerURL = settings["DATABASE_URL"]
+                p.batchSize = max(1, options.patternChunk)
                 let r = try p.run()
                 summary.generated["patterns"] = r.enqueued
                 summary.generated["patterns_users"] = r.users

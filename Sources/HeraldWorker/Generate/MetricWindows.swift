@@ -1,0 +1,65 @@
+import Foundation
+import HeraldCore
+import HeraldPostgres
+
+/// The metric values the pattern rules read for a set of users: per user and metric, the 120 days
+/// ending at the user's latest metric date (L), NaN where a day has no value.
+///
+///     let windows = try MetricWindows.read(users: chunk, latest: latestByUser, metrics: ["sleep_minutes"], db: db)
+///     PatternEvaluator.evaluate(window: windows[user, "sleep_minutes"]!, latest: l, threshold: t)
+struct MetricWindows: Sendable {
+    let metrics: [String]
+    private let slot: [UUID: Int]
+    private let metricIndex: [String: Int]
+    private var values: [Double]
+
+    private static let days = PatternEvaluator.windowDays
+
+    init(users: [UUID], metrics: [String]) {
+        self.metrics = metrics
+        slot = Dictionary(users.enumerated().map { ($1, $0) }) { first, _ in first }
+        metricIndex = Dictionary(uniqueKeysWithValues: metrics.enumerated().map { ($1, $0) })
+        values = [Double](repeating: .nan, count: users.count * metrics.count * Self.days)
+    }
+
+    /// `user`'s window for `metric`; nil if either was not read.
+    subscript(user: UUID, metric: String) -> ArraySlice<Double>? {
+        guard let u = slot[user], let m = metricIndex[metric] else { return nil }
+        let start = offset(u, m)
+        return values[start..<start + Self.days]
+    }
+
+    private func offset(_ u: Int, _ m: Int) -> Int { (u * metrics.count + m) * Self.days }
+
+    /// Reads the users' rows in one plain query, unordered: the planner serves `= any(…)` from the
+    /// (user_id, metric_date) index, and an ORDER BY would add a sort that spills to disk (twice the
+    /// time). `metrics` are numeric columns of wearable_daily_metrics; users without an L are left out.
+    static func read(users: [UUID], latest: [UUID: LocalDate], metrics: [String], db: PGConnection) throws -> MetricWindows {
+        let users = users.filter { latest[$0] != nil }
+        var windows = MetricWindows(users: users, metrics: metrics)
+        guard let earliestLatest = users.compactMap({ latest[$0] }).min(), !metrics.isEmpty else { return windows }
+        let columns = metrics.map { "m.\(SQL.quoteIdentifier($0))::float8 as \(SQL.quoteIdentifier($0))" }
+            .joined(separator: ", ")
+        let rows = try db.query("""
+            select user_id, (metric_date - date '1970-01-01') as d, \(unescaped: columns) from wearable_daily_metrics m
+             where user_id = any(\(users)::uuid[])
+               and metric_date > \(earliestLatest.adding(days: -days).description)::date
+            """)
+        let firstDay = users.map { latest[$0]!.daysSinceEpoch - (days - 1) }
+        // Columns by position, parsed where libpq holds them: this loop reads millions of cells.
+        let metricColumns = metrics.map { m in rows.columns.firstIndex(of: m) ?? -1 }
+        let slot = windows.slot
+        let stride = metrics.count * days
+        windows.values.withUnsafeMutableBufferPointer { values in
+            for row in rows {
+                // Days since 1970 arrive as an integer: no date text to parse for every row.
+                guard let user = row.uuid(at: 0), let u = slot[user], let day = row.int(at: 1),
+                      case let offset = day - firstDay[u], offset >= 0 && offset < days else { continue }
+                for (m, column) in metricColumns.enumerated() where column >= 0 {
+                    if let v = row.double(at: column), v.isFinite { values[u * stride + m * days + offset] = v }
+                }
+            }
+        }
+        return windows
+    }
+}
