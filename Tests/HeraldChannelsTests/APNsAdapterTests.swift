@@ -241,14 +241,14 @@ final class APNsAdapterTests {
         var quick = adapter
         quick.timeout = 0.5
         let (classified, _) = try send(pushEnvelope(token: "slow", provider: "apns"), with: quick)
-        #expect(classified.outcome == .retry(after: nil, code: "timeout", message: "request timed out"))
+        #expect(classified.outcome == .retry(after: nil, code: "timeout", message: "apns: request timed out"))
     }
 
     @Test func connectionRefusedRetries() throws {
         let closed = try APNsAdapter(keyPEM: apns.keyPEM, keyId: apns.keyId, teamId: apns.teamId,
                                      topic: apns.topic, baseURL: try closedBaseURL())
         let (classified, _) = try send(pushEnvelope(token: "aa", provider: "apns"), with: closed)
-        #expect(classified.outcome == .retry(after: nil, code: "connection_refused", message: "connection refused"))
+        #expect(classified.outcome == .retry(after: nil, code: "connection_refused", message: "apns: connection refused"))
     }
 
     @Test func malformedErrorBodiesAreReadable() throws {

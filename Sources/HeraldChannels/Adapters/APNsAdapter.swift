@@ -181,32 +181,29 @@ public struct APNsAdapter: HTTPAdapter {
     /// with what to fix, ExpiredProviderToken drops the cached JWT and retries. A body that is not
     /// `{"reason":…}` is classified by status alone.
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        let response: HTTPResponse
-        switch result {
-        case .failure(let error): return ClassifiedResponse(error.asOutcome)
-        case .success(let r): response = r
-        }
+        AdapterSupport.classify(result, provider: "apns", secrets: [], now: now) { outcome($0, now: $1) }
+    }
+
+    func outcome(_ response: HTTPResponse, now: Date) -> DeliveryOutcome {
         let status = response.status
-        let latency = Int(response.seconds * 1000)
-        let done = { (outcome: DeliveryOutcome) in ClassifiedResponse(outcome, httpStatus: status, latencyMs: latency) }
         if status == 200 {
-            return done(.delivered(messageId: response.header("apns-id")))
+            return .delivered(messageId: response.header("apns-id"))
         }
-        let after = response.header("retry-after").flatMap { Backoff.parseRetryAfter($0, now: now) }
+        let after = AdapterSupport.retryAfter(response, now: now)
         let transient = status == 429 || status >= 500
 
-        guard let parsed = try? JSONValue.parse(Data(response.body)), let reason = parsed["reason"]?.stringValue,
+        guard let parsed = AdapterSupport.json(response), let reason = parsed["reason"]?.stringValue,
               !reason.isEmpty else {
-            let text = Self.excerpt(response)
+            let text = AdapterSupport.snippet(response)
             let message = "APNs answered \(status) without a JSON reason" + (text.isEmpty ? "" : ": " + text)
-            return done(transient ? .retry(after: after, code: "http_\(status)", message: message)
-                                  : .permanent(code: "http_\(status)", message: message))
+            return transient ? .retry(after: after, code: "http_\(status)", message: message)
+                             : .permanent(code: "http_\(status)", message: message)
         }
 
         guard let entry = Self.reasons[reason] else {
             let message = "APNs answered \(status) \(reason)"
-            return done(transient ? .retry(after: after, code: reason, message: message)
-                                  : .permanent(code: reason, message: message))
+            return transient ? .retry(after: after, code: reason, message: message)
+                             : .permanent(code: reason, message: message)
         }
         let (action, sentence) = entry
         var message = "APNs \(status) \(reason): \(sentence)"
@@ -216,21 +213,14 @@ public struct APNsAdapter: HTTPAdapter {
                 // Apple documents milliseconds since the epoch (apns2 reads seconds; Apple's text wins).
                 message += " (since \(ISO8601.string(Date(timeIntervalSince1970: ms / 1000))))"
             }
-            return done(.destinationInvalid(code: reason, message: message))
+            return .destinationInvalid(code: reason, message: message)
         case .retry:
-            return done(.retry(after: after, code: reason, message: message))
+            return .retry(after: after, code: reason, message: message)
         case .refreshTokenAndRetry:
             tokens.invalidate()
-            return done(.retry(after: after, code: reason, message: message))
+            return .retry(after: after, code: reason, message: message)
         case .fail, .config:
-            return done(.permanent(code: reason, message: message))
+            return .permanent(code: reason, message: message)
         }
-    }
-
-    /// The first 200 characters of an unexpected body, for `last_error`.
-    static func excerpt(_ response: HTTPResponse) -> String {
-        let text = String(decoding: response.body.prefix(600), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        return text.isEmpty ? "" : Truncation.prefix(text, maxUTF8Bytes: 200)
     }
 }

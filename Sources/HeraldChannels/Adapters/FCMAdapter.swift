@@ -112,30 +112,27 @@ public struct FCMAdapter: HTTPAdapter {
     /// 200 delivered (the message `name`); errors by the FcmError `errorCode` in `details` (stored as the
     /// code), else by the google.rpc `status` and the HTTP status (providers.md §2.5).
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        let response: HTTPResponse
-        switch result {
-        case .failure(let error): return ClassifiedResponse(error.asOutcome)
-        case .success(let r): response = r
-        }
+        AdapterSupport.classify(result, provider: "fcm", secrets: [], now: now) { outcome($0, now: $1) }
+    }
+
+    func outcome(_ response: HTTPResponse, now: Date) -> DeliveryOutcome {
         let status = response.status
-        let latency = Int(response.seconds * 1000)
-        let done = { (outcome: DeliveryOutcome) in ClassifiedResponse(outcome, httpStatus: status, latencyMs: latency) }
-        let parsed = try? JSONValue.parse(Data(response.body))
+        let parsed = AdapterSupport.json(response)
         if (200..<300).contains(status) {
-            return done(.delivered(messageId: parsed?["name"]?.stringValue))
+            return .delivered(messageId: parsed?["name"]?.stringValue)
         }
-        let after = response.header("retry-after").flatMap { Backoff.parseRetryAfter($0, now: now) }
+        let after = AdapterSupport.retryAfter(response, now: now)
 
         guard let error = parsed?["error"], case .object = error else {
-            let text = APNsAdapter.excerpt(response)
+            let text = AdapterSupport.snippet(response)
             let message = "FCM answered \(status) without a google.rpc error" + (text.isEmpty ? "" : ": " + text)
             if status == 401 {
                 account.invalidate()
-                return done(.retry(after: after, code: "http_401", message: message + "; the access token is dropped"))
+                return .retry(after: after, code: "http_401", message: message + "; the access token is dropped")
             }
-            if status == 429 { return done(.retry(after: max(after ?? 0, Self.quotaRetryAfter), code: "http_429", message: message)) }
-            return done(status >= 500 ? .retry(after: after, code: "http_\(status)", message: message)
-                                      : .permanent(code: "http_\(status)", message: message))
+            if status == 429 { return .retry(after: max(after ?? 0, Self.quotaRetryAfter), code: "http_429", message: message) }
+            return status >= 500 ? .retry(after: after, code: "http_\(status)", message: message)
+                                 : .permanent(code: "http_\(status)", message: message)
         }
         let rpcStatus = error["status"]?.stringValue
         let text = error["message"]?.stringValue.map { Truncation.prefix($0, maxUTF8Bytes: 300) } ?? ""
@@ -153,23 +150,23 @@ public struct FCMAdapter: HTTPAdapter {
 
         switch fcmCode {
         case "UNREGISTERED":
-            return done(.destinationInvalid(code: code, message: message("the app instance is unregistered")))
+            return .destinationInvalid(code: code, message: message("the app instance is unregistered"))
         case "SENDER_ID_MISMATCH":
-            return done(.destinationInvalid(code: code, message: message("the token belongs to another Firebase project")))
+            return .destinationInvalid(code: code, message: message("the token belongs to another Firebase project"))
         case "INVALID_ARGUMENT":
-            return done(.permanent(code: code, message: message("")))
+            return .permanent(code: code, message: message(""))
         case "QUOTA_EXCEEDED":
-            return done(.retry(after: max(after ?? 0, Self.quotaRetryAfter), code: code, message: message("over quota")))
+            return .retry(after: max(after ?? 0, Self.quotaRetryAfter), code: code, message: message("over quota"))
         case "UNAVAILABLE", "INTERNAL":
-            return done(.retry(after: after, code: code, message: message("")))
+            return .retry(after: after, code: code, message: message(""))
         case "THIRD_PARTY_AUTH_ERROR":
-            return done(.permanent(code: code, message: message(
-                "the APNs auth key or web-push credentials in the Firebase project are invalid or missing: fix them in the Firebase console")))
+            return .permanent(code: code, message: message(
+                "the APNs auth key or web-push credentials in the Firebase project are invalid or missing: fix them in the Firebase console"))
         case "UNSPECIFIED_ERROR":
-            return done(.permanent(code: code, message: message("")))
+            return .permanent(code: code, message: message(""))
         case .some:
-            return done(status == 429 || status >= 500 ? .retry(after: after, code: code, message: message(""))
-                                                       : .permanent(code: code, message: message("")))
+            return status == 429 || status >= 500 ? .retry(after: after, code: code, message: message(""))
+                                                  : .permanent(code: code, message: message(""))
         case nil:
             break
         }
@@ -178,18 +175,18 @@ public struct FCMAdapter: HTTPAdapter {
         // body for this case is unconfirmed; see providers.md §2.5): drop it so prepare fetches another.
         if status == 401 || rpcStatus == "UNAUTHENTICATED" {
             account.invalidate()
-            return done(.retry(after: after, code: code, message: message("the access token was refused; a new one is fetched")))
+            return .retry(after: after, code: code, message: message("the access token was refused; a new one is fetched"))
         }
         if status == 403 || rpcStatus == "PERMISSION_DENIED" {
-            return done(.permanent(code: code, message: message(
-                "the service account lacks cloudmessaging.messages.create on the project (wording unconfirmed)")))
+            return .permanent(code: code, message: message(
+                "the service account lacks cloudmessaging.messages.create on the project (wording unconfirmed)"))
         }
         if status == 429 || rpcStatus == "RESOURCE_EXHAUSTED" {
-            return done(.retry(after: max(after ?? 0, Self.quotaRetryAfter), code: code, message: message("")))
+            return .retry(after: max(after ?? 0, Self.quotaRetryAfter), code: code, message: message(""))
         }
         if status >= 500 {
-            return done(.retry(after: after, code: code, message: message("")))
+            return .retry(after: after, code: code, message: message(""))
         }
-        return done(.permanent(code: code, message: message("")))
+        return .permanent(code: code, message: message(""))
     }
 }
