@@ -205,6 +205,30 @@ import Testing
         } == inTurn)
     }
 
+    @Test func aDryRunEvaluatesButStoresNothing() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        for _ in 0..<3 {
+            let fam = Family()
+            try fam.create(f)
+            try sleepSeries(db, user: fam.member, last: "2026-01-20", baselineDays: 40, dropDays: 7)
+        }
+        // Chunks of 2: the read-ahead connection is used too.
+        let (summary, code) = Worker(url: tdb.url).run(now: instant("2026-01-21T12:00:00Z"), dryRun: true) {
+            $0.phases = [.patterns]
+            $0.patternChunk = 2
+        }
+        #expect(code == .ok)
+        #expect(summary.generated["patterns_users"] == 3)
+        #expect(summary.generated["episodes_opened"] == 3)
+        for table in ["pattern_alert_state", "pattern_evaluations", "notification_queue"] {
+            #expect(try f.count("select count(*)::int from \(unescaped: table)") == 0, "\(table)")
+        }
+        #expect(try f.count("select count(*)::int from pattern_scan_state where scanned_through = '-infinity'") == 1)
+    }
+
     @Test func shadowModeStoresButEnqueuesNothing() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
