@@ -7,9 +7,12 @@ import Logging
 /// evaluation, evaluate every configured metric, upsert or resolve their episodes, and — unless in
 /// shadow mode — tell the family's admins when an episode's level rises.
 ///
-/// Users are taken in batches with SKIP LOCKED on `pattern_evaluations`, so concurrent passes split
-/// the work; each batch is one transaction, so a user's episodes, notifications and raised levels
-/// commit together. Dedupe keys (episode + level + recipient + channel) make a repeat a no-op.
+/// Candidates come from the metrics updated since the last complete scan (`pattern_scan_state`),
+/// found through the updated_at index. They are taken in batches with SKIP LOCKED on
+/// `pattern_evaluations`, so concurrent passes split the work; each batch is one transaction, so a
+/// user's episodes, notifications and raised levels commit together. Dedupe keys (episode + level +
+/// recipient + channel) make a repeat a no-op. While a batch is evaluated and written, the next
+/// batch's metrics are read on a second connection (`MetricPrefetcher`).
 struct PatternPhase {
     let db: PGConnection
     let passId: String
