@@ -173,7 +173,7 @@ final class APNsAdapterTests {
         let broken = try send(pushEnvelope(token: "broken", provider: "apns")).0
         #expect(broken.outcome.label == "retry")
         if case .retry(let after, let code, _) = broken.outcome {
-            #expect(after == nil)
+            #expect(after == APNsAdapter.internalErrorWait, "Apple: retry a 500 after 15 minutes")
             #expect(code == "InternalServerError")
         }
         expectNoSecrets(down.outcome, secrets)

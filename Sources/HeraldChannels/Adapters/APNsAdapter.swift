@@ -139,6 +139,9 @@ public struct APNsAdapter: HTTPAdapter {
         case config
     }
 
+    /// How long a row waits after APNs answers 500 without a Retry-After.
+    public static let internalErrorWait: Double = 15 * 60
+
     /// Apple's reason table: the action and a sentence for `last_error`.
     static let reasons: [String: (Action, String)] = [
         "BadCollapseId": (.fail, "apns-collapse-id is longer than 64 bytes"),
@@ -189,7 +192,8 @@ public struct APNsAdapter: HTTPAdapter {
         if status == 200 {
             return .delivered(messageId: response.header("apns-id"))
         }
-        let after = AdapterSupport.retryAfter(response, now: now)
+        // Apple: a 500 may be retried after 15 minutes (providers.md §1); Retry-After, when sent, wins.
+        let after = AdapterSupport.retryAfter(response, now: now) ?? (status == 500 ? Self.internalErrorWait : nil)
         let transient = status == 429 || status >= 500
 
         guard let parsed = AdapterSupport.json(response), let reason = parsed["reason"]?.stringValue,
