@@ -143,6 +143,33 @@ import Testing
         #expect(try f.count("select current_level from pattern_alert_state where episode_status = 'active' and metric_type = 'sleep_minutes'") == 3)
     }
 
+    /// A row whose writer's transaction began before a scan but committed after it carries an older
+    /// updated_at than rows the scan saw. The user is evaluated once more after the scan, so it counts.
+    @Test func aRowCommittedAfterTheScanIsStillEvaluated() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let fam = Family()
+        try fam.create(f)
+        try sleepSeries(db, user: fam.member, last: "2026-01-20", baselineDays: 40, dropDays: 3)
+        let worker = Worker(url: tdb.url)
+        _ = worker.run(now: instant("2026-01-21T12:00:00Z")) { $0.phases = [.patterns] }
+        #expect(try f.count("select count(*)::int from pattern_evaluations where evaluated_through < now() - interval '100 seconds'") == 1)
+
+        // Written by a transaction that began a minute ago, committed only now.
+        try db.execute("""
+            insert into wearable_daily_metrics (user_id, metric_date, sleep_minutes, steps, updated_at)
+            values (\(fam.member), '2026-01-21', 150, 8000, now() - interval '1 minute')
+            """)
+        let (next, _) = worker.run(now: instant("2026-01-22T12:00:00Z")) { $0.phases = [.patterns] }
+        #expect(next.generated["patterns_users"] == 1)
+        let dates = try db.query("""
+            select last_evaluated_date::text as d from pattern_alert_state where metric_type = 'sleep_minutes'
+            """).map { $0["d"].string }
+        #expect(dates == ["2026-01-21"])
+    }
+
     /// A candidate that another pass holds locked is skipped; the watermark then stays where it was,
     /// so the next pass still finds that user.
     @Test func aSkippedCandidateKeepsTheWatermark() throws {
@@ -167,8 +194,9 @@ import Testing
         #expect(try f.count("select count(*)::int from pattern_scan_state where scanned_through = '-infinity'") == 1)
 
         try other.execute("rollback")
+        // The held user now, and the free one once more: its rows are younger than the late-commit margin.
         let (second, _) = worker.run(now: now) { $0.phases = [.patterns] }
-        #expect(second.generated["patterns_users"] == 1)
+        #expect(second.generated["patterns_users"] == 2)
         #expect(try f.count("select count(distinct user_id)::int from pattern_alert_state") == 2)
         #expect(try f.count("select count(*)::int from pattern_scan_state where scanned_through > now() - interval '1 minute'") == 1)
     }

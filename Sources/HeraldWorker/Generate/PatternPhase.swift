@@ -128,7 +128,8 @@ struct PatternPhase {
                 }
             }
             let r = try db.transaction { db in
-                try evaluate(chunk, windows: windows, metrics: metrics, marks: marks, thresholds: thresholds, db: db)
+                try evaluate(chunk, windows: windows, metrics: metrics, marks: marks, thresholds: thresholds,
+                             settled: scanStart.addingTimeInterval(-Self.lateCommitMargin), db: db)
             }
             result.users += r.users
             result.episodesOpened += r.episodesOpened
@@ -136,7 +137,8 @@ struct PatternPhase {
             result.enqueued += r.enqueued
             skipped += r.skipped
         }
-        try advanceScan(to: scanStart, unlessPending: skipped, marks: marks)
+        try advanceScan(to: scanStart, unlessPending: skipped, marks: marks,
+                        settled: scanStart.addingTimeInterval(-Self.lateCommitMargin))
         return result
     }
 
@@ -145,17 +147,22 @@ struct PatternPhase {
     /// are not expected of an app that writes daily metrics.
     static let rescanMargin: TimeInterval = 3600
 
+    /// How long after a scan a user whose newest row is that recent is evaluated once more: rows of
+    /// a writer's transaction still open at the scan carry its start time and may commit after it.
+    /// A user's `evaluated_through` is never set later than the scan less this margin.
+    static let lateCommitMargin: TimeInterval = 120
+
     /// Moves the watermark to `scanStart` once every candidate has been evaluated, by this pass or,
     /// for those another pass held locked, by that one (already committed). Otherwise it stays, and
     /// the next pass looks at the same rows again.
     func advanceScan(to scanStart: Date, unlessPending skipped: [UUID],
-                     marks: [UUID: (latest: LocalDate, newest: Date)]) throws {
+                     marks: [UUID: (latest: LocalDate, newest: Date)], settled: Date) throws {
         if !skipped.isEmpty {
             for row in try db.query("""
                 select user_id, evaluated_through from pattern_evaluations where user_id = any(\(skipped)::uuid[])
                 """) {
                 guard let user = row[0].uuid, let through = row[1].date, let newest = marks[user]?.newest,
-                      through >= newest else { return }
+                      through >= min(newest, settled) else { return }
             }
         }
         try db.execute("""
@@ -166,9 +173,11 @@ struct PatternPhase {
     /// One batch of users, inside one transaction. `windows`, read before the lock, must hold every
     /// user of `chunk` (they are read after the candidates, so they are at least as new as `marks`);
     /// nil reads them here.
+    /// `settled`: updates before it have surely committed; a user's `evaluated_through` goes no
+    /// later, so one whose newest update is more recent is evaluated once more by a later pass.
     func evaluate(_ chunk: [UUID], windows: MetricWindows?, metrics: [String],
                   marks: [UUID: (latest: LocalDate, newest: Date)], thresholds: [PatternThreshold],
-                  db: PGConnection) throws -> Result {
+                  settled: Date, db: PGConnection) throws -> Result {
         var result = Result()
         let locked = try db.query("""
             select user_id, evaluated_through from pattern_evaluations
@@ -300,7 +309,7 @@ struct PatternPhase {
         }
 
         let through = JSONValue.array(due.compactMap { u in
-            newest[u].map { ["user_id": .string(u.lowercased), "through": .string(ISO8601.string($0))] }
+            newest[u].map { ["user_id": .string(u.lowercased), "through": .string(ISO8601.string(min($0, settled)))] }
         }).jsonText
         try db.execute("""
             update pattern_evaluations e set evaluated_through = x.through, evaluated_at = now(),
