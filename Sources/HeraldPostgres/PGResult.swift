@@ -135,14 +135,15 @@ public struct PGRow: Sendable {
                     continue
                 }
                 guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { return nil }
+                // Accumulated with the sign, so Int.min (whose magnitude Int cannot hold) parses too.
+                let digit = Int(byte - UInt8(ascii: "0"))
                 let (times10, o1) = value.multipliedReportingOverflow(by: 10)
-                let (next, o2) = times10.addingReportingOverflow(Int(byte - UInt8(ascii: "0")))
+                let (next, o2) = negative ? times10.subtractingReportingOverflow(digit) : times10.addingReportingOverflow(digit)
                 guard !o1 && !o2 else { return nil }
                 value = next
                 digits += 1
             }
-            guard digits > 0 else { return nil }
-            return negative ? -value : value
+            return digits > 0 ? value : nil
         }
     }
 

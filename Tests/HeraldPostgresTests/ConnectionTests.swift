@@ -46,6 +46,37 @@ func serverConnection() throws -> PGConnection {
         }
     }
 
+    /// `row.double(at:)`, `int(at:)` and `uuid(at:)` parse in place what `row[i].double` etc. parse
+    /// from a String: the same answer for every kind of cell, NULL and nonsense included.
+    @Test func accessorsByPositionAgreeWithPGValue() throws {
+        let conn = try serverConnection()
+        let rows = try conn.query("""
+            select * from (values
+              ('1'::text, '1.5'::float8, 42::int8, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid),
+              ('-7', 'NaN', -9223372036854775808, 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11'),
+              ('+3', 'Infinity', 9223372036854775807, null),
+              ('12x', '-Infinity', 0, '00000000-0000-0000-0000-000000000000'),
+              ('', '1e-300', null, null),
+              ('99999999999999999999', 0.1, null, null),
+              (null, null, null, null)
+            ) as t(a, b, c, d)
+            """)
+        #expect(rows.count == 7)
+        for row in rows {
+            for column in 0..<4 {
+                let value = row[column]
+                #expect(row.int(at: column) == value.int, "int of \(value)")
+                #expect(row.uuid(at: column) == value.uuid, "uuid of \(value)")
+                let a = row.double(at: column), b = value.double
+                #expect(a == b || (a?.isNaN == true && b?.isNaN == true), "double of \(value)")
+            }
+        }
+        #expect(rows[1].int(at: 2) == Int.min)
+        #expect(rows[2].double(at: 1) == .infinity)
+        #expect(rows[3].int(at: 0) == nil)
+        #expect(rows[0].int(at: 9) == nil && rows[0].double(at: -1) == nil)
+    }
+
     @Test func uuids() throws {
         let conn = try serverConnection()
         let id = UUID()

@@ -104,6 +104,7 @@ struct PatternPhase {
 
         let metrics = Array(Set(thresholds.map(\.metric))).sorted()
         let latest = marks.mapValues(\.latest)
+        let settled = scanStart.addingTimeInterval(-Self.lateCommitMargin)
         let chunks = stride(from: 0, to: candidates.count, by: batchSize).map {
             Array(candidates[$0..<min($0 + batchSize, candidates.count)])
         }
@@ -128,8 +129,8 @@ struct PatternPhase {
                 }
             }
             let r = try db.transaction { db in
-                try evaluate(chunk, windows: windows, metrics: metrics, marks: marks, thresholds: thresholds,
-                             settled: scanStart.addingTimeInterval(-Self.lateCommitMargin), db: db)
+                try evaluate(chunk, windows: windows, metrics: metrics, marks: marks, latest: latest,
+                             thresholds: thresholds, settled: settled, db: db)
             }
             result.users += r.users
             result.episodesOpened += r.episodesOpened
@@ -137,8 +138,7 @@ struct PatternPhase {
             result.enqueued += r.enqueued
             skipped += r.skipped
         }
-        try advanceScan(to: scanStart, unlessPending: skipped, marks: marks,
-                        settled: scanStart.addingTimeInterval(-Self.lateCommitMargin))
+        try advanceScan(to: scanStart, unlessPending: skipped, marks: marks, settled: settled)
         return result
     }
 
@@ -176,8 +176,8 @@ struct PatternPhase {
     /// `settled`: updates before it have surely committed; a user's `evaluated_through` goes no
     /// later, so one whose newest update is more recent is evaluated once more by a later pass.
     func evaluate(_ chunk: [UUID], windows: MetricWindows?, metrics: [String],
-                  marks: [UUID: (latest: LocalDate, newest: Date)], thresholds: [PatternThreshold],
-                  settled: Date, db: PGConnection) throws -> Result {
+                  marks: [UUID: (latest: LocalDate, newest: Date)], latest: [UUID: LocalDate],
+                  thresholds: [PatternThreshold], settled: Date, db: PGConnection) throws -> Result {
         var result = Result()
         let locked = try db.query("""
             select user_id, evaluated_through from pattern_evaluations
@@ -188,13 +188,11 @@ struct PatternPhase {
         result.skipped = chunk.filter { evaluatedThrough[$0] == nil }
         guard !evaluatedThrough.isEmpty else { return result }
         let users = Array(evaluatedThrough.keys)
-        let latest = marks.mapValues(\.latest)
-        let newest = marks.mapValues(\.newest)
         guard let earliestLatest = users.compactMap({ latest[$0] }).min() else { return result }
         let days = PatternEvaluator.windowDays
 
         // Another pass may have evaluated these users between our candidate list and our lock.
-        let due = users.filter { u in (newest[u] ?? .distantPast) > (evaluatedThrough[u] ?? .distantPast) }
+        let due = users.filter { u in (marks[u]?.newest ?? .distantPast) > (evaluatedThrough[u] ?? .distantPast) }
         guard !due.isEmpty else { return result }
         result.users = due.count
         let windows = try windows ?? MetricWindows.read(users: due, latest: latest, metrics: metrics, db: db)
@@ -309,7 +307,7 @@ struct PatternPhase {
         }
 
         let through = JSONValue.array(due.compactMap { u in
-            newest[u].map { ["user_id": .string(u.lowercased), "through": .string(ISO8601.string(min($0, settled)))] }
+            marks[u].map { ["user_id": .string(u.lowercased), "through": .string(ISO8601.string(min($0.newest, settled)))] }
         }).jsonText
         try db.execute("""
             update pattern_evaluations e set evaluated_through = x.through, evaluated_at = now(),
