@@ -197,113 +197,35 @@ struct PatternPhase {
         result.users = due.count
         let windows = try windows ?? MetricWindows.read(users: due, latest: latest, metrics: metrics, db: db)
 
-        // Their active episodes, and the resolved ones a run inside the window could start on again.
-        // These users are locked, so this is the whole truth about them until we commit.
-        var active: [UUID: [String: [StoredEpisode]]] = [:]
-        var resolved: [UUID: [String: [StoredEpisode]]] = [:]
-        for row in try db.query("""
-            select id, user_id, metric_type, pattern_type, active_since::text as since, current_level,
-                   last_notified_level, episode_status = 'active' as active
-              from pattern_alert_state
-             where user_id = any(\(due)::uuid[])
-               and (episode_status = 'active'
-                    or active_since > \(earliestLatest.adding(days: -days).description)::date)
-            """) {
-            guard let id = row["id"].uuid, let user = row["user_id"].uuid,
-                  let since = row["since"].string.flatMap(LocalDate.init) else { continue }
-            let key = (row["metric_type"].string ?? "") + "/" + (row["pattern_type"].string ?? "")
-            let episode = StoredEpisode(id: id, activeSince: since, level: row["current_level"].int ?? 3,
-                                        lastNotifiedLevel: row["last_notified_level"].int ?? 0)
-            if row["active"].bool == true {
-                active[user, default: [:]][key, default: []].append(episode)
-            } else {
-                resolved[user, default: [:]][key, default: []].append(episode)
-            }
-        }
-
-        // Decide everything in memory.
+        // Their episodes, and what today's values make of them, decided in memory.
+        let store = EpisodeStore(db: db, now: now, thresholdsVersion: thresholdsVersion)
+        let stored = try store.load(users: due, since: earliestLatest.adding(days: -days))
         var resolve: [UUID] = []
-        var upserts: [JSONValue] = []
-        /// The episodes to tell the admins about, by "user/metric/pattern/active_since".
-        var notices: [String: (level: Int, evaluation: EpisodeEvaluation)] = [:]
+        var writes: [EpisodeStore.Write] = []
         for user in due {
             guard let l = latest[user] else { continue }
             for t in thresholds {
-                let key = t.metric + "/" + t.pattern.rawValue
                 guard let window = windows[user, t.metric] else { continue }
-                let evaluation = PatternEvaluator.evaluate(window: window, latest: l, threshold: t)
-                let plan = Episodes.plan(active: active[user]?[key] ?? [], resolved: resolved[user]?[key] ?? [],
-                                         evaluation: evaluation)
+                let episodes = stored[user]?[t.metric + "/" + t.pattern.rawValue] ?? EpisodeStore.Stored()
+                let plan = Episodes.plan(active: episodes.active, resolved: episodes.resolved,
+                                         evaluation: PatternEvaluator.evaluate(window: window, latest: l, threshold: t))
                 resolve += plan.resolve
                 guard let e = plan.upsert else { continue }
                 if plan.continuing == nil { result.episodesOpened += 1 }
                 // In shadow mode nothing is told, so no level counts as notified.
-                let notify = shadowMode ? nil : plan.notifyLevel
-                if let level = notify {
-                    notices[[user.lowercased, t.metric, t.pattern.rawValue, e.activeSince.description]
-                        .joined(separator: "/")] = (level, e)
-                }
-                upserts.append([
-                    "user_id": .string(user.lowercased), "metric_type": .string(t.metric),
-                    "pattern_type": .string(t.pattern.rawValue), "active_since": .string(e.activeSince.description),
-                    "current_level": .number(Double(e.level)), "severity": .string(e.severity.rawValue),
-                    "baseline_value": .number(e.baseline), "recent_value": .number(e.recent),
-                    "deviation_percent": .number(e.deviationPercent), "last_evaluated_date": .string(l.description),
-                    "notified_level": .number(Double(notify ?? 0)),
-                ])
+                writes.append(EpisodeStore.Write(user: user, threshold: t, evaluation: e, latest: l,
+                                                 notifiedLevel: shadowMode ? nil : plan.notifyLevel))
             }
         }
         result.episodesResolved = resolve.count
-
-        if !resolve.isEmpty {
-            try db.execute("""
-                update pattern_alert_state set episode_status = 'resolved', resolved_at = \(now), updated_at = now()
-                 where id = any(\(resolve)::uuid[]) and episode_status = 'active'
-                """)
+        try store.resolve(resolve)
+        let ids = try store.upsert(writes)
+        let notices = writes.compactMap { w -> (episode: UUID, member: UUID, level: Int, payload: [String: JSONValue])? in
+            guard let level = w.notifiedLevel, let id = ids[w.key] else { return nil }
+            return (id, w.user, level, Self.alertPayload(w))
         }
-        var toNotify: [(episode: UUID, member: UUID, level: Int, severity: Severity, payload: [String: JSONValue])] = []
-        if !upserts.isEmpty {
-            // One statement writes the episodes and the levels about to be notified; the rows to notify
-            // come back with their ids (the queue rows refer to them), in the same transaction.
-            for row in try db.query("""
-                insert into pattern_alert_state as s (user_id, metric_type, pattern_type, episode_status, active_since,
-                    current_level, severity, baseline_value, recent_value, deviation_percent, last_evaluated_date,
-                    thresholds_version, last_notified_level)
-                select user_id, metric_type, pattern_type, 'active', active_since, current_level, severity,
-                       baseline_value, recent_value, deviation_percent, last_evaluated_date, \(thresholdsVersion),
-                       notified_level
-                  from jsonb_to_recordset(\(JSONValue.array(upserts).jsonText)::jsonb) as x(
-                    user_id uuid, metric_type text, pattern_type text, active_since date, current_level int,
-                    severity text, baseline_value numeric, recent_value numeric, deviation_percent numeric,
-                    last_evaluated_date date, notified_level int)
-                on conflict (user_id, metric_type, pattern_type, active_since) do update
-                  set episode_status = 'active', resolved_at = null, current_level = excluded.current_level,
-                      severity = excluded.severity, baseline_value = excluded.baseline_value,
-                      recent_value = excluded.recent_value, deviation_percent = excluded.deviation_percent,
-                      last_evaluated_date = excluded.last_evaluated_date,
-                      last_notified_level = greatest(s.last_notified_level, excluded.last_notified_level),
-                      updated_at = now()
-                returning s.id, s.user_id, s.metric_type, s.pattern_type, s.active_since::text as active_since
-                """) where !notices.isEmpty {
-                let key = [row["user_id"].string ?? "", row["metric_type"].string ?? "", row["pattern_type"].string ?? "",
-                           row["active_since"].string ?? ""].joined(separator: "/")
-                guard let (level, e) = notices[key], let id = row["id"].uuid, let member = row["user_id"].uuid else { continue }
-                var payload: [String: JSONValue] = [
-                    "metric_type": .string(row["metric_type"].string ?? ""),
-                    "pattern_type": .string(row["pattern_type"].string ?? ""),
-                    "level": .number(Double(level)),
-                    "severity": .string(Severity(level: level).rawValue),
-                    "active_since": .string(e.activeSince.description),
-                ]
-                for (key, v) in [("baseline_value", e.baseline), ("recent_value", e.recent),
-                                 ("deviation_percent", e.deviationPercent)] {
-                    payload[key] = .number((v * 100).rounded() / 100)
-                }
-                toNotify.append((id, member, level, Severity(level: level), payload))
-            }
-        }
-        if !toNotify.isEmpty {
-            result.enqueued = try notifyAdmins(toNotify, db: db)
+        if !notices.isEmpty {
+            result.enqueued = try notifyAdmins(notices, db: db)
         }
 
         let through = JSONValue.array(due.compactMap { u in
@@ -318,8 +240,26 @@ struct PatternPhase {
         return result
     }
 
+    /// What the app gets with an alert: metric, pattern, level, severity, and day L's baseline,
+    /// recent value and deviation (rounded to hundredths). The lock screen shows none of it by default.
+    static func alertPayload(_ w: EpisodeStore.Write) -> [String: JSONValue] {
+        let level = w.notifiedLevel ?? w.evaluation.level
+        var payload: [String: JSONValue] = [
+            "metric_type": .string(w.threshold.metric),
+            "pattern_type": .string(w.threshold.pattern.rawValue),
+            "level": .number(Double(level)),
+            "severity": .string(Severity(level: level).rawValue),
+            "active_since": .string(w.evaluation.activeSince.description),
+        ]
+        for (key, v) in [("baseline_value", w.evaluation.baseline), ("recent_value", w.evaluation.recent),
+                         ("deviation_percent", w.evaluation.deviationPercent)] {
+            payload[key] = .number((v * 100).rounded() / 100)
+        }
+        return payload
+    }
+
     /// One row per family admin (other than the member) per channel the admin has enabled.
-    func notifyAdmins(_ episodes: [(episode: UUID, member: UUID, level: Int, severity: Severity, payload: [String: JSONValue])],
+    func notifyAdmins(_ episodes: [(episode: UUID, member: UUID, level: Int, payload: [String: JSONValue])],
                       db: PGConnection) throws -> Int {
         let members = Array(Set(episodes.map(\.member)))
         var admins: [UUID: [(admin: UUID, channels: [Channel])]] = [:]
@@ -348,7 +288,8 @@ struct PatternPhase {
                     payload["member_user_id"] = .string(e.member.lowercased)
                     rows.append(NewNotification(
                         recipient: admin, member: e.member, alertStateId: e.episode, channel: channel.rawValue,
-                        kind: .patternAlert, severity: e.severity, priority: e.severity == .critical ? .high : .normal,
+                        kind: .patternAlert, severity: Severity(level: e.level),
+                        priority: Severity(level: e.level) == .critical ? .high : .normal,
                         payload: .object(payload), scheduledAt: now,
                         dedupeKey: "alert:\(e.episode.lowercased):\(e.level):\(admin.lowercased):\(channel.rawValue)",
                         reason: "pattern_level_\(e.level)"))
