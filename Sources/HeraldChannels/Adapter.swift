@@ -25,6 +25,8 @@ public struct Envelope: Sendable {
 public protocol HTTPAdapter: Sendable {
     /// The provider's name as stored in `notification_deliveries.provider`: "webhook", "apns", …
     var provider: String { get }
+    /// Seconds one request may take on the wire (the lease must outlast the deadline plus this).
+    var timeout: Double { get }
     /// Work to do before a batch of sends, outside any transaction: fetch or refresh an access token
     /// (FCM's OAuth exchange). Most adapters have nothing to do.
     func prepare(now: Date, transport: HTTPTransport) throws
@@ -39,6 +41,8 @@ extension HTTPAdapter {
 /// A provider that takes many messages in one request (Expo: up to 100) and answers for each.
 public protocol BatchHTTPAdapter: Sendable {
     var provider: String { get }
+    /// Seconds one request may take on the wire.
+    var timeout: Double { get }
     /// The most envelopes one request may carry.
     var maxBatch: Int { get }
     func prepare(now: Date, transport: HTTPTransport) throws
@@ -60,6 +64,13 @@ public enum ProviderAdapter: Sendable {
         switch self {
         case .single(let a): a.provider
         case .batch(let a): a.provider
+        }
+    }
+
+    public var timeout: Double {
+        switch self {
+        case .single(let a): a.timeout
+        case .batch(let a): a.timeout
         }
     }
 

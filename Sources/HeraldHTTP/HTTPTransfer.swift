@@ -16,6 +16,8 @@ import Darwin
 final class HTTPTransfer {
     let index: Int
     let easy: CurlEasyHandle
+    /// The transport's number for the request's host (its connection-slot accounting).
+    var host = 0
     private var headerList: CurlStringList?
     private(set) var responseHeaders: [(String, String)] = []
     private(set) var responseBody: [UInt8] = []

@@ -53,53 +53,122 @@ public final class HTTPTransport {
     /// connection reuse across calls — keep the multi handle and its connection cache alive between
     /// calls), blocking until all have finished. `onComplete(index, result)` is called on the calling
     /// thread as each transfer finishes, in completion order — the caller records results in chunks
-    /// while the rest are still in flight (but must not call `perform` from it). At most
-    /// `options.maxTransfersInFlight` run at once; the rest start as slots free up.
-    public func perform(_ requests: [HTTPRequest], onComplete: (Int, Result<HTTPResponse, TransportError>) -> Void) {
+    /// while the rest are still in flight (but must not call `perform` from it, and should not block in
+    /// it: the other transfers wait meanwhile). At most `options.maxTransfersInFlight` run at once.
+    ///
+    /// A request is handed to libcurl only when its host has room: `maxConnectionsPerHost` requests
+    /// at once to a host not known to multiplex (one per connection), more once it answered over
+    /// HTTP/2. So a request never waits inside libcurl for a connection, and its timeout counts from
+    /// when it goes on the wire, not from when it was queued.
+    ///
+    /// `shouldStart` is asked before each request is started; once it says no, nothing more starts,
+    /// the transfers in flight finish, and the indices of the requests never started are returned
+    /// (they never left this process: nothing was sent).
+    @discardableResult
+    public func perform(_ requests: [HTTPRequest], shouldStart: () -> Bool = { true },
+                        onComplete: (Int, Result<HTTPResponse, TransportError>) -> Void) -> [Int] {
         // A nested call from onComplete would take the outer call's completions, leaving it waiting forever.
         precondition(!performing, "HTTPTransport.perform called from its own onComplete")
         performing = true
         let limit = max(1, options.maxTransfersInFlight)
+        let perHost = max(1, options.maxConnectionsPerHost)
         // Slow start: until a server's HTTP/2 SETTINGS arrive, libcurl assumes it allows 100 concurrent
         // streams and opens a new connection for each further request. So start at most 100 transfers
         // until one completes (its connection's SETTINGS have then arrived) or half a second passes.
         var warmedUp = limit <= Self.streamsBeforeSettings
         let started = ContinuousClock.now
-        var next = 0
+        var queues = HostQueues(requests)
         var active: [UnsafeMutableRawPointer: HTTPTransfer] = [:]
+        var activeByHost: [Int: Int] = [:]
+        var stopped = false
         defer {
             performing = false
             if idleHandles.count > idleHandlesKept { idleHandles.removeLast(idleHandles.count - idleHandlesKept) }
         }
 
-        while next < requests.count || !active.isEmpty {
+        while !queues.isEmpty && !stopped || !active.isEmpty {
             if !warmedUp, ContinuousClock.now - started > .milliseconds(500) { warmedUp = true }
-            while active.count < (warmedUp ? limit : Self.streamsBeforeSettings), next < requests.count {
-                let index = next
-                next += 1
-                switch start(requests[index], index: index) {
-                case .success(let transfer): active[transfer.easy.raw] = transfer
-                case .failure(let error): onComplete(index, .failure(error))
+            let cap = warmedUp ? limit : Self.streamsBeforeSettings
+            admit: for host in queues.hostsWaiting where !stopped {
+                let room = multiplexing.contains(queues.key(host)) ? limit : perHost
+                while active.count < cap, activeByHost[host, default: 0] < room, let index = queues.peek(host) {
+                    guard shouldStart() else { stopped = true; break admit }
+                    queues.pop(host)
+                    switch start(requests[index], index: index) {
+                    case .success(let transfer):
+                        transfer.host = host
+                        active[transfer.easy.raw] = transfer
+                        activeByHost[host, default: 0] += 1
+                    case .failure(let error): onComplete(index, .failure(error))
+                    }
                 }
+                if active.count >= cap { break }
             }
-            if active.isEmpty { continue }
+            if active.isEmpty { if stopped { break } else { continue } }
 
             multi.perform()
             var finishedSome = false
             while let done = multi.nextDone() {
                 guard let transfer = active.removeValue(forKey: done.easy) else { continue }
                 multi.remove(transfer.easy)
+                activeByHost[transfer.host, default: 1] -= 1
                 let result = transfer.result(done.result)
+                if case .success(let response) = result, response.httpVersion >= 20 {
+                    multiplexing.insert(queues.key(transfer.host))
+                }
                 idleHandles.append(transfer.easy)
                 finishedSome = true
                 warmedUp = true
                 onComplete(transfer.index, result)
             }
             // Go straight back to start waiting requests in the freed slots; otherwise wait for I/O.
-            if !active.isEmpty, !(finishedSome && next < requests.count) {
+            if !active.isEmpty, !(finishedSome && !queues.isEmpty && !stopped) {
                 multi.poll(milliseconds: 100)
             }
         }
+        return queues.remaining
+    }
+
+    /// Hosts (scheme://authority) that answered over HTTP/2: many requests share one connection.
+    private var multiplexing: Set<String> = []
+
+    /// The requests not yet started, in order, per host.
+    private struct HostQueues {
+        private var keys: [String] = []
+        private var queues: [[Int]] = []
+        private var heads: [Int] = []
+        private var waiting = 0
+
+        init(_ requests: [HTTPRequest]) {
+            var hostIndex: [String: Int] = [:]
+            for (index, request) in requests.enumerated() {
+                let key = HTTPTransport.hostKey(request.url)
+                let host = hostIndex[key] ?? {
+                    keys.append(key); queues.append([]); heads.append(0)
+                    hostIndex[key] = keys.count - 1
+                    return keys.count - 1
+                }()
+                queues[host].append(index)
+            }
+            waiting = requests.count
+        }
+
+        var isEmpty: Bool { waiting == 0 }
+        var hostsWaiting: [Int] { keys.indices.filter { heads[$0] < queues[$0].count } }
+        func key(_ host: Int) -> String { keys[host] }
+        func peek(_ host: Int) -> Int? { heads[host] < queues[host].count ? queues[host][heads[host]] : nil }
+        mutating func pop(_ host: Int) { heads[host] += 1; waiting -= 1 }
+        /// Every index not started, in request order.
+        var remaining: [Int] { keys.indices.flatMap { queues[$0][heads[$0]...] }.sorted() }
+    }
+
+    /// "https://api.push.apple.com:443" of "https://api.push.apple.com:443/3/device/…": what libcurl
+    /// keys its connections by (scheme, host and port), lower-cased.
+    static func hostKey(_ url: String) -> String {
+        guard let schemeEnd = url.range(of: "://") else { return url.lowercased() }
+        let rest = url[schemeEnd.upperBound...]
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        return (url[..<schemeEnd.upperBound] + authority).lowercased()
     }
 
     /// Convenience for one request.

@@ -175,6 +175,28 @@ public final class PGConnection {
         return value
     }
 
+    /// Runs `body` inside a savepoint when a transaction is open (so its failure rolls back only its
+    /// own work), or as it is otherwise.
+    ///
+    ///     try db.savepointIfInTransaction { try phase.run() }
+    public func savepointIfInTransaction<T>(_ body: () throws -> T) throws -> T {
+        guard let handle, PQtransactionStatus(handle) != PQTRANS_IDLE else { return try body() }
+        return try savepoint { _ in try body() }
+    }
+
+    /// True while a transaction is open (or aborted and not yet rolled back).
+    public var inTransaction: Bool {
+        guard let handle else { return false }
+        return PQtransactionStatus(handle) != PQTRANS_IDLE
+    }
+
+    /// Rolls back a transaction left open (or aborted) by a failed statement; does nothing when idle.
+    public func rollbackIfInTransaction() {
+        guard let handle, PQtransactionStatus(handle) == PQTRANS_INTRANS || PQtransactionStatus(handle) == PQTRANS_INERROR
+        else { return }
+        rollbackQuietly()
+    }
+
     private func savepoint<T>(_ body: (PGConnection) throws -> T) throws -> T {
         savepointDepth += 1
         defer { savepointDepth -= 1 }

@@ -205,9 +205,9 @@ import Testing
         try f.enqueueMany(40, to: recipients, channel: "webhook", at: seedInstant)
 
         let process = try HeraldBinary.start(
-            ["run", "--now", ISO8601.string(seedInstant), "--batch-size", "40", "--deadline", "2", "--quiet"],
+            ["run", "--now", ISO8601.string(seedInstant), "--batch-size", "40", "--deadline", "1", "--quiet"],
             env: ["DATABASE_URL": tdb.url, "WEBHOOK_URL": server.baseURL + "/hooks", "WEBHOOK_SECRET": Self.secret,
-                  "HERALD_LEASE_SECONDS": "3"])
+                  "HERALD_LEASE_SECONDS": "3", "WEBHOOK_TIMEOUT_SECONDS": "1"])
         // Wait until the pass has claimed its batch, then kill it without a chance to record.
         guard try f.waitFor("select count(*)::int from notification_queue where status = 'processing'", atLeast: 40) else {
             process.terminate()

@@ -89,6 +89,15 @@ public struct ChannelRoutes: Sendable {
 
     public var routable: [Channel] { Channel.allCases.filter { routes[$0] != nil } }
 
+    /// The longest time one request of this run may take on the wire (0 when nothing goes over the
+    /// network): a lease must outlast the deadline plus this.
+    public var longestSendTimeout: Double {
+        routes.values.flatMap { route -> [Double] in
+            if case .providers(let p) = route { return p.values.map(\.timeout) }
+            return []
+        }.max() ?? 0
+    }
+
     /// Requires every name in `group` once any of them is set: a half-configured provider is an error.
     static func required(_ settings: Settings, _ group: [String], for provider: String) throws -> [String: String]? {
         var found: [String: String] = [:]

@@ -12,6 +12,8 @@ struct MetricWindows: Sendable {
     private let slot: [UUID: Int]
     private let metricIndex: [String: Int]
     private var values: [Double]
+    /// Users with a value no rule can use (NaN, infinite, beyond float8): their evaluation fails.
+    private(set) var poisoned: Set<UUID> = []
 
     private static let days = PatternEvaluator.windowDays
 
@@ -38,8 +40,13 @@ struct MetricWindows: Sendable {
         let users = users.filter { latest[$0] != nil }
         var windows = MetricWindows(users: users, metrics: metrics)
         guard let earliestLatest = users.compactMap({ latest[$0] }).min(), !metrics.isEmpty else { return windows }
-        let columns = metrics.map { "m.\(SQL.quoteIdentifier($0))::float8 as \(SQL.quoteIdentifier($0))" }
-            .joined(separator: ", ")
+        // A value no float8 can hold (numeric 1e400, NaN, ±Infinity) must not fail the whole read: it
+        // arrives as +Infinity, and its user is marked poisoned.
+        let columns = metrics.map { name -> String in
+            let c = "m.\(SQL.quoteIdentifier(name))"
+            return "case when abs(\(c)::numeric) < 1e300 then \(c)::float8 when \(c) is not null then 'Infinity'::float8 end"
+                + " as \(SQL.quoteIdentifier(name))"
+        }.joined(separator: ", ")
         let rows = try db.query("""
             select user_id, (metric_date - date '1970-01-01') as d, \(unescaped: columns) from wearable_daily_metrics m
              where user_id = any(\(users)::uuid[])
@@ -50,16 +57,19 @@ struct MetricWindows: Sendable {
         let metricColumns = metrics.map { m in rows.columns.firstIndex(of: m) ?? -1 }
         let slot = windows.slot
         let stride = metrics.count * days
+        var poisoned = Set<Int>()
         windows.values.withUnsafeMutableBufferPointer { values in
             for row in rows {
                 // Days since 1970 arrive as an integer: no date text to parse for every row.
                 guard let user = row.uuid(at: 0), let u = slot[user], let day = row.int(at: 1),
                       case let offset = day - firstDay[u], offset >= 0 && offset < days else { continue }
                 for (m, column) in metricColumns.enumerated() where column >= 0 {
-                    if let v = row.double(at: column), v.isFinite { values[u * stride + m * days + offset] = v }
+                    guard let v = row.double(at: column) else { continue }
+                    if v.isFinite { values[u * stride + m * days + offset] = v } else { poisoned.insert(u) }
                 }
             }
         }
+        windows.poisoned = Set(poisoned.map { users[$0] })
         return windows
     }
 }

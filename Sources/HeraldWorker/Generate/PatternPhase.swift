@@ -30,6 +30,8 @@ struct PatternPhase {
         var episodesOpened = 0
         var episodesResolved = 0
         var enqueued = 0
+        /// Users whose metrics held a value no rule can use: not evaluated.
+        var failedUsers = 0
         /// Candidates another pass held locked (SKIP LOCKED): not evaluated here.
         var skipped: [UUID] = []
     }
@@ -133,6 +135,7 @@ struct PatternPhase {
                              thresholds: thresholds, settled: settled, db: db)
             }
             result.users += r.users
+            result.failedUsers += r.failedUsers
             result.episodesOpened += r.episodesOpened
             result.episodesResolved += r.episodesResolved
             result.enqueued += r.enqueued
@@ -202,7 +205,15 @@ struct PatternPhase {
         let stored = try store.load(users: due, since: earliestLatest.adding(days: -days))
         var resolve: [UUID] = []
         var writes: [EpisodeStore.Write] = []
-        for user in due {
+        if !windows.poisoned.isEmpty {
+            // One user's corrupt row fails that user's evaluation, not the phase. They count as
+            // evaluated through their newest row, so a corrected row (a newer update) is evaluated again.
+            result.failedUsers = windows.poisoned.count
+            logger.warning("metrics that are not finite numbers (NaN, infinite, or beyond float8); those users were not evaluated",
+                           metadata: ["users": .stringConvertible(windows.poisoned.count),
+                                      "examples": .string(windows.poisoned.prefix(3).map(\.lowercased).joined(separator: ","))])
+        }
+        for user in due where !windows.poisoned.contains(user) {
             guard let l = latest[user] else { continue }
             for t in thresholds {
                 guard let window = windows[user, t.metric] else { continue }

@@ -11,7 +11,7 @@ public enum Metrics {
         func metric(_ name: String, _ help: String, _ type: String, _ samples: [(String, Double)]) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
             for (labels, v) in samples {
-                let value = v == v.rounded() ? String(Int(v)) : String(v)
+                let value = v == v.rounded() && abs(v) < 1e15 ? String(Int(v)) : String(v)
                 out += "\(name)\(labels) \(value)\n"
             }
         }
@@ -35,16 +35,19 @@ public enum Metrics {
         metric("herald_pass_retrying_rows", "Failed rows of the last pass that will be retried.", "gauge", [("", Double(s.retrying))])
         metric("herald_pass_recovered_rows", "Rows returned to the queue after an expired lease.", "gauge", [("", Double(s.recovered))])
         metric("herald_pass_deliveries", "Sends attempted by the last pass, one per destination.", "gauge", [("", Double(s.deliveries))])
+        metric("herald_pass_phase_errors", "Phases of the last pass that failed while the pass went on (1 each).", "gauge",
+               s.phaseErrors.keys.sorted().map { (label([("phase", $0)]), 1) })
         metric("herald_pass_batches", "Batches the last pass claimed.", "gauge", [("", Double(s.batches))])
         metric("herald_pass_duration_seconds", "Wall time of the last pass.", "gauge", [("", Double(s.durationMs) / 1000)])
         if let m = s.peakMemoryBytes {
             metric("herald_pass_peak_memory_bytes", "Peak resident memory of the last pass.", "gauge", [("", Double(m))])
         }
-        metric("herald_pass_success", "1 when the last pass completed, 0 when it failed or was interrupted.", "gauge",
-               [("", s.ok && !s.interrupted ? 1 : 0)])
+        let succeeded = s.ok && !s.interrupted && s.phaseErrors.isEmpty
+        metric("herald_pass_success", "1 when the last pass completed, 0 when it failed, was interrupted or a phase failed.", "gauge",
+               [("", succeeded ? 1 : 0)])
         metric("herald_last_run_timestamp_seconds", "When the last pass finished.", "gauge",
                [("", now.timeIntervalSince1970.rounded())])
-        let lastSuccess = s.ok && !s.interrupted ? now.timeIntervalSince1970.rounded() : previousSuccess
+        let lastSuccess = succeeded ? now.timeIntervalSince1970.rounded() : previousSuccess
         if let lastSuccess {
             metric("herald_last_success_timestamp_seconds", "When the last successful pass finished.", "gauge",
                    [("", lastSuccess)])

@@ -68,8 +68,17 @@ final class DeliveryPass {
                 break
             }
             if let max = options.maxBatches, summary.batches >= max { break }
-            let claimed = try store.claimRows(limit: options.batchSize, now: clock.now(), channels: channels,
-                                              leaseSeconds: options.leaseSeconds)
+            var (claimed, contended) = try store.claim(limit: options.batchSize, now: clock.now(), channels: channels,
+                                                       leaseSeconds: options.leaseSeconds)
+            // Due rows whose recipients another pass is claiming or holding: wait a moment for them
+            // rather than take the queue for empty (a few tries; their pass records them meanwhile).
+            var tries = 0
+            while claimed.isEmpty && contended && tries < 20 && !StopSignal.requested && clock.elapsed < options.deadline {
+                tries += 1
+                usleep(50_000)
+                (claimed, contended) = try store.claim(limit: options.batchSize, now: clock.now(), channels: channels,
+                                                       leaseSeconds: options.leaseSeconds)
+            }
             if claimed.isEmpty { break }
             summary.batches += 1
             logger.debug("claimed batch", metadata: ["rows": "\(claimed.count)", "batch": "\(summary.batches)"])
@@ -90,9 +99,19 @@ final class DeliveryPass {
         var expected: Int
         /// Per destination: the provider that handled it and what it said.
         var results: [(destination: Destination, provider: String, response: ClassifiedResponse)] = []
+        /// Destinations whose request never left this process (stop signal, a failed record flush, a
+        /// provider throttled for the pass): no attempt is charged for them.
+        var unsent: [(destination: Destination, until: Date?, reason: String)] = []
         var inbox: InboxRecord?
         var previouslyDelivered: Bool
-        var done: Bool { results.count >= expected }
+        var done: Bool { results.count + unsent.count >= expected }
+    }
+
+    /// What became of one job: the provider's answer, or no request at all.
+    enum JobResult {
+        case answered(provider: String, ClassifiedResponse)
+        /// Never sent; may be tried again from `until` (nil: at once).
+        case notSent(until: Date?, reason: String)
     }
 
     func decide(_ batch: [Claimed], dryRun: Bool) throws {
@@ -198,21 +217,28 @@ final class DeliveryPass {
         try flush(&immediate, channelOf: channelOf)
 
         guard !jobs.isEmpty else { return }
+        // Records are written on a thread of their own while the transport goes on (RecordWriter).
+        let writer = RecordWriter(store: store)
         var pending = RecordBatch()
         var lastFlush = clock.elapsed
-        var flushError: Error?
-        send(jobs) { job, provider, classified in
-            flights[job.flight].results.append((job.envelope.destination, provider, classified))
+        send(jobs, writer: writer) { job, result in
+            switch result {
+            case .answered(let provider, let classified):
+                flights[job.flight].results.append((job.envelope.destination, provider, classified))
+            case .notSent(let until, let reason):
+                flights[job.flight].unsent.append((job.envelope.destination, until, reason))
+            }
             if flights[job.flight].done {
                 pending.append(finish(flights[job.flight]))
-                if flushError == nil && (pending.rows.count >= options.recordChunk || clock.elapsed - lastFlush > 0.25) {
-                    do { try flush(&pending, channelOf: channelOf) } catch { flushError = error }
+                if pending.rows.count >= options.recordChunk || clock.elapsed - lastFlush > 0.25 {
+                    writer.submit(pending)
+                    pending = RecordBatch()
                     lastFlush = clock.elapsed
                 }
             }
         }
-        if let flushError { throw flushError }
-        try flush(&pending, channelOf: channelOf)
+        writer.submit(pending)
+        for (batch, recorded) in try writer.finish() { count(batch, recorded: recorded, channelOf: channelOf) }
     }
 
     // MARK: - Sending
@@ -228,7 +254,7 @@ final class DeliveryPass {
     /// one per `maxBatch` jobs for batch adapters. Each provider is prepared first (access tokens); a
     /// provider that cannot be prepared, or that asked us to slow down earlier in this pass, is not
     /// called — its jobs are retried later. `done` is called once per job as its answer arrives.
-    func send(_ jobs: [Job], done: (Job, String, ClassifiedResponse) -> Void) {
+    func send(_ jobs: [Job], writer: RecordWriter? = nil, done: (Job, JobResult) -> Void) {
         var byProvider: [String: [Job]] = [:]
         for job in jobs { byProvider[job.adapter.provider, default: []].append(job) }
 
@@ -238,11 +264,8 @@ final class DeliveryPass {
             let adapter = jobs[0].adapter
             let now = clock.now()
             if let until = throttledUntil[provider], until > now {
-                let wait = until.timeIntervalSince(now)
-                for job in jobs {
-                    done(job, provider, ClassifiedResponse(.retry(after: wait, code: "throttled",
-                        message: "\(provider) asked to slow down; not called again before \(ISO8601.string(until))")))
-                }
+                // Not sent, so not an attempt: the rows wait until the provider's time.
+                for job in jobs { done(job, .notSent(until: until, reason: "throttled")) }
                 continue
             }
             do {
@@ -251,7 +274,8 @@ final class DeliveryPass {
                 logger.error("could not prepare a provider; its sends are retried later",
                              metadata: ["provider": .string(provider), "error": .string("\(error)")])
                 for job in jobs {
-                    done(job, provider, ClassifiedResponse(.retry(after: nil, code: "prepare_failed", message: "\(error)")))
+                    done(job, .answered(provider: provider,
+                                        ClassifiedResponse(.retry(after: nil, code: "prepare_failed", message: "\(error)"))))
                 }
                 continue
             }
@@ -262,8 +286,8 @@ final class DeliveryPass {
                         requests.append(try a.request(for: job.envelope))
                         owners.append(([job], adapter))
                     } catch {
-                        done(job, provider, ClassifiedResponse(
-                            .permanent(code: "request_build", message: "could not build the request: \(error)")))
+                        done(job, .answered(provider: provider, ClassifiedResponse(
+                            .permanent(code: "request_build", message: "could not build the request: \(error)"))))
                     }
                 }
             case .batch(let a):
@@ -276,8 +300,8 @@ final class DeliveryPass {
                         owners.append((chunk, adapter))
                     } catch {
                         for job in chunk {
-                            done(job, provider, ClassifiedResponse(
-                                .permanent(code: "request_build", message: "could not build the request: \(error)")))
+                            done(job, .answered(provider: provider, ClassifiedResponse(
+                                .permanent(code: "request_build", message: "could not build the request: \(error)"))))
                         }
                     }
                 }
@@ -285,7 +309,11 @@ final class DeliveryPass {
         }
         guard !requests.isEmpty else { return }
 
-        transport.perform(requests) { index, response in
+        // After a stop signal or a failed record flush, no new request starts; those never started
+        // are returned to the queue without an attempt charged.
+        let unstarted = transport.perform(requests, shouldStart: {
+            !StopSignal.requested && !(writer?.failed ?? false)
+        }) { index, response in
             let owner = owners[index]
             let now = clock.now()
             // Providers' dates (Retry-After as an HTTP date) are in real time.
@@ -298,7 +326,15 @@ final class DeliveryPass {
                 let answer = i < answers.count ? answers[i]
                     : ClassifiedResponse(.retry(after: nil, code: "missing_answer", message: "the provider's answer did not cover this message"))
                 throttle(owner.adapter.provider, after: answer, now: now)
-                done(job, owner.adapter.provider, answer)
+                done(job, .answered(provider: owner.adapter.provider, answer))
+            }
+        }
+        if !unstarted.isEmpty {
+            let reason = StopSignal.requested ? "interrupted" : "record_failed"
+            logger.notice("requests not started; their rows return to the queue with no attempt charged",
+                          metadata: ["requests": "\(unstarted.count)", "reason": .string(reason)])
+            for index in unstarted {
+                for job in owners[index].jobs { done(job, .notSent(until: nil, reason: reason)) }
             }
         }
     }
@@ -317,7 +353,12 @@ final class DeliveryPass {
     /// Writes a flush and counts what was recorded. Rows this pass no longer holds are reported.
     func flush(_ records: inout RecordBatch, channelOf: [UUID: String]) throws {
         guard !records.isEmpty else { return }
-        let recorded = try store.record(records)
+        count(records, recorded: try store.record(records), channelOf: channelOf)
+        records = RecordBatch()
+    }
+
+    /// Counts a written flush in the summary; rows the fenced update did not record are reported.
+    func count(_ records: RecordBatch, recorded: Set<UUID>, channelOf: [UUID: String]) {
         var lost = 0
         for row in records.rows {
             if recorded.contains(row.id) {
@@ -331,7 +372,6 @@ final class DeliveryPass {
                            metadata: ["rows": "\(lost)"])
         }
         summary.deliveries += records.deliveries.count
-        records = RecordBatch()
     }
 
     // MARK: - Outcomes
@@ -383,7 +423,16 @@ final class DeliveryPass {
         var r: RowRecord
         let reached = !delivered.isEmpty || flight.previouslyDelivered
         let attemptsLeft = item.attempts < flight.claimed.maxAttempts
-        if let firstRetry = retries.first, attemptsLeft {
+        if !flight.unsent.isEmpty && retries.isEmpty {
+            // Some destinations were never sent to (and nothing failed transiently): back to the
+            // queue, the attempt given back; the destinations already delivered are not sent again.
+            r = RowRecord(id: item.id, status: .pending, event: "released")
+            r.attemptsDelta = -1
+            r.runAfter = flight.unsent.compactMap(\.until).max() ?? now
+            r.reason = flight.unsent[0].reason
+            r.details = ["not_sent": .number(Double(flight.unsent.count)),
+                         "delivered": .number(Double(delivered.count))]
+        } else if let firstRetry = retries.first, attemptsLeft {
             // Transient failures remain: try again later (only the destinations not yet delivered).
             r = RowRecord(id: item.id, status: .failed, event: "failed")
             let retryAfter = retries.compactMap { o -> Double? in
@@ -391,7 +440,7 @@ final class DeliveryPass {
             }.max()
             let delay = Backoff.delay(attempt: item.attempts, retryAfter: retryAfter,
                                       random: Double.random(in: 0..<1, using: &rng))
-            r.runAfter = now.addingTimeInterval(delay)
+            r.runAfter = max(now.addingTimeInterval(delay), flight.unsent.compactMap(\.until).max() ?? now)
             r.reason = firstRetry.code ?? "retry"
             r.lastError = messages.first
             r.details = ["retry_in_s": .number(delay.rounded()), "attempt": .number(Double(item.attempts))]

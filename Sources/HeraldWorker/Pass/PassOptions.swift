@@ -7,6 +7,9 @@ public enum Phase: String, CaseIterable, Sendable {
 
     /// The phases this version of herald implements; the others are refused with a clear message.
     public static let available: [Phase] = Phase.allCases
+
+    /// The phases that fill the queue (they run before `deliver`).
+    public var isGenerator: Bool { self != .deliver && self != .receipts }
 }
 
 /// How one `herald run` behaves. Defaults are the seed's cron body (batch 50) and DESIGN §1.

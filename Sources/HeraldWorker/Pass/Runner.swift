@@ -15,6 +15,9 @@ public enum ExitCode: Int32, Sendable {
     case database = 2
     /// SIGTERM/SIGINT: in-flight rows were finished or released and recorded.
     case interrupted = 3
+    /// The pass delivered, but a housekeeping or generator phase failed (`phase_errors` in the summary
+    /// says which): delivery went on without it.
+    case degraded = 4
 }
 
 /// One `herald run`: check the configuration, connect, recover and prune, run the phases, report.
@@ -56,9 +59,7 @@ public struct Runner {
                     + "version of herald; available: \(Phase.available.map(\.rawValue).joined(separator: ", "))")
             }
             guard options.batchSize > 0 else { throw ConfigError("--batch-size must be at least 1") }
-            guard options.leaseSeconds > Int(options.deadline) else {
-                throw ConfigError("the lease (HERALD_LEASE_SECONDS=\(options.leaseSeconds)) must outlast --deadline (\(Int(options.deadline)) s) plus one send timeout")
-            }
+            guard options.deadline.isFinite, options.deadline > 0 else { throw ConfigError("--deadline must be a positive number of seconds") }
             routes = try ChannelRoutes.load(settings)
             var transportOptions = TransportOptions()
             if let ca = settings["HERALD_CA_FILE"] {
@@ -78,6 +79,7 @@ public struct Runner {
             options.render.detailedLockScreen = try settings.bool("HERALD_DETAILED_LOCK_SCREEN") ?? false
             if let scheme = settings["HERALD_DEEP_LINK_SCHEME"] { options.render.deepLinkScheme = scheme }
             if let lease = try settings.int("HERALD_LEASE_SECONDS") { options.leaseSeconds = lease }
+            try Runner.checkLease(options, longestSend: routes.longestSendTimeout)
             if let shadow = try settings.bool("HERALD_SHADOW_MODE") { options.shadowMode = shadow }
             if let version = settings["HERALD_THRESHOLDS_VERSION"] { options.thresholdsVersion = version }
             if let weather = settings["WEATHER_URL"] {
@@ -118,17 +120,22 @@ public struct Runner {
                     insert into herald_passes (pass_id, started_at, host)
                     values (\(summary.passId), now(), \(ProcessInfo.processInfo.hostName))
                     """)
-                summary.recovered = try store.recoverExpiredLeases()
-                if summary.recovered > 0 {
-                    logger.warning("returned rows whose lease expired to the queue", metadata: ["rows": "\(summary.recovered)"])
+                // Housekeeping runs in isolation: a failure is logged and counted, and delivery goes on.
+                isolated("recover", db: db, logger: logger, summary: &summary) { summary in
+                    summary.recovered = try store.recoverExpiredLeases()
+                    if summary.recovered > 0 {
+                        logger.warning("returned rows whose lease expired to the queue", metadata: ["rows": "\(summary.recovered)"])
+                    }
                 }
-                summary.pruned = try store.pruneTerminal(retentionDays: options.retentionDays)
+                isolated("prune", db: db, logger: logger, summary: &summary) { summary in
+                    summary.pruned = try store.pruneTerminal(retentionDays: options.retentionDays)
+                }
             }
             if options.dryRun {
                 // Generators write; a dry run lets them, then rolls everything back.
                 try db.execute("begin")
             }
-            try generate(db: db, transport: transport, options: options, clock: clock, logger: logger, summary: &summary)
+            generate(db: db, transport: transport, options: options, clock: clock, logger: logger, summary: &summary)
             if options.phases.contains(.deliver) {
                 let pass = DeliveryPass(store: store, routes: routes, transport: transport, options: options,
                                         clock: clock, logger: logger, outbox: outbox, summary: summary)
@@ -137,11 +144,13 @@ public struct Runner {
             }
             if options.phases.contains(.receipts) && !options.dryRun && !summary.interrupted,
                case .batch(let adapter as ExpoAdapter)? = routes[.push]?.adapter(for: "expo") {
-                let r = try ReceiptsPhase(db: db, now: clock.now(), logger: logger, transport: transport, expo: adapter).run()
-                summary.generated["receipts_checked"] = r.checked
-                if r.deactivated > 0 { summary.generated["tokens_deactivated"] = r.deactivated }
+                isolated(Phase.receipts.rawValue, db: db, logger: logger, summary: &summary) { summary in
+                    let r = try ReceiptsPhase(db: db, now: clock.now(), logger: logger, transport: transport, expo: adapter).run()
+                    summary.generated["receipts_checked"] = r.checked
+                    if r.deactivated > 0 { summary.generated["tokens_deactivated"] = r.deactivated }
+                }
             }
-            if summary.interrupted { code = .interrupted }
+            if summary.interrupted { code = .interrupted } else if !summary.phaseErrors.isEmpty { code = .degraded }
         } catch {
             summary.ok = false
             summary.error = "\(error)"
@@ -172,41 +181,83 @@ public struct Runner {
         return (summary, code)
     }
 
-    /// The generator phases, in order: each fills the queue from the data the apps write.
+    /// The lease must be positive and outlast the deadline plus the longest send timeout, or a row
+    /// could be taken over while its send is still in flight.
+    static func checkLease(_ options: PassOptions, longestSend: Double) throws {
+        let needed = options.deadline + longestSend
+        guard options.leaseSeconds > 0, Double(options.leaseSeconds) > needed else {
+            throw ConfigError("HERALD_LEASE_SECONDS=\(options.leaseSeconds) is too short: a lease must be longer than "
+                + "--deadline (\(options.deadline.formatted0) s) plus the longest send timeout (\(longestSend.formatted0) s), "
+                + "i.e. more than \(needed.formatted0) s (default 600)")
+        }
+    }
+
+    /// Runs one phase so that its failure stops only that phase: the error is logged, counted in
+    /// `phase_errors` (summary and metrics file), and the pass goes on; the exit code becomes 4.
+    /// Its open transaction (or, in a dry run, its savepoint) is rolled back.
+    func isolated(_ phase: String, db: PGConnection, logger: Logger, summary: inout Summary,
+                  _ body: (inout Summary) throws -> Void) {
+        let wasIdle = !db.inTransaction
+        do {
+            try db.savepointIfInTransaction { try body(&summary) }
+        } catch {
+            summary.phaseErrors[phase] = "\(error)"
+            logger.error("a phase failed; the pass goes on without it", metadata: [
+                "phase": .string(phase), "error": .string("\(error)")])
+            // A transaction the phase left open is rolled back; an outer one (a dry run's) is kept.
+            if wasIdle { db.rollbackIfInTransaction() }
+        }
+    }
+
+    /// The generator phases, in order: each fills the queue from the data the apps write. Each runs in
+    /// isolation: one that fails is reported and the others, and delivery, still run.
     func generate(db: PGConnection, transport: HTTPTransport, options: PassOptions, clock: PassClock,
-                  logger: Logger, summary: inout Summary) throws {
-        let passId = summary.passId
-        for phase in Phase.allCases where options.phases.contains(phase) {
+                  logger: Logger, summary: inout Summary) {
+        for phase in Phase.allCases where options.phases.contains(phase) && phase.isGenerator {
             if StopSignal.requested { summary.interrupted = true; return }
-            let now = clock.now()
-            switch phase {
-            case .patterns:
-                var p = PatternPhase(db: db, passId: passId, now: now, logger: logger)
-                p.shadowMode = options.shadowMode
-                p.thresholdsVersion = options.thresholdsVersion
-                p.readerURL = settings["DATABASE_URL"]
-                p.batchSize = max(1, options.patternChunk)
-                let r = try p.run()
-                summary.generated["patterns"] = r.enqueued
-                summary.generated["patterns_users"] = r.users
-                summary.generated["episodes_opened"] = r.episodesOpened
-                summary.generated["episodes_resolved"] = r.episodesResolved
-            case .forecasts:
-                var f = ForecastPhase(db: db, passId: passId, now: now, logger: logger, transport: transport)
-                f.weatherURL = options.dryRun ? nil : options.weatherURL
-                let r = try f.run()
-                summary.generated["forecasts"] = r.enqueued
-                if r.fetched + r.fetchFailures > 0 {
-                    summary.generated["weather_fetched"] = r.fetched
-                    summary.generated["weather_failed"] = r.fetchFailures
-                }
-            case .prompts:
-                summary.generated["prompts"] = try PromptPhase(db: db, passId: passId, now: now).run()
-            case .reminders:
-                summary.generated["reminders"] = try ReminderPhase(db: db, passId: passId, now: now).run()
-            case .deliver, .receipts:
-                continue
+            isolated(phase.rawValue, db: db, logger: logger, summary: &summary) { summary in
+                try generate(phase, db: db, transport: transport, options: options, now: clock.now(),
+                             logger: logger, summary: &summary)
             }
         }
     }
+
+    func generate(_ phase: Phase, db: PGConnection, transport: HTTPTransport, options: PassOptions, now: Date,
+                  logger: Logger, summary: inout Summary) throws {
+        let passId = summary.passId
+        switch phase {
+        case .patterns:
+            var p = PatternPhase(db: db, passId: passId, now: now, logger: logger)
+            p.shadowMode = options.shadowMode
+            p.thresholdsVersion = options.thresholdsVersion
+            p.readerURL = settings["DATABASE_URL"]
+            p.batchSize = max(1, options.patternChunk)
+            let r = try p.run()
+            summary.generated["patterns"] = r.enqueued
+            summary.generated["patterns_users"] = r.users
+            summary.generated["episodes_opened"] = r.episodesOpened
+            summary.generated["episodes_resolved"] = r.episodesResolved
+        if r.failedUsers > 0 { summary.generated["patterns_failed_users"] = r.failedUsers }
+        case .forecasts:
+            var f = ForecastPhase(db: db, passId: passId, now: now, logger: logger, transport: transport)
+            f.weatherURL = options.dryRun ? nil : options.weatherURL
+            let r = try f.run()
+            summary.generated["forecasts"] = r.enqueued
+            if r.fetched + r.fetchFailures > 0 {
+                summary.generated["weather_fetched"] = r.fetched
+                summary.generated["weather_failed"] = r.fetchFailures
+            }
+        case .prompts:
+            summary.generated["prompts"] = try PromptPhase(db: db, passId: passId, now: now).run()
+        case .reminders:
+            summary.generated["reminders"] = try ReminderPhase(db: db, passId: passId, now: now).run()
+        case .deliver, .receipts:
+            return
+        }
+    }
+}
+
+extension Double {
+    /// Whole seconds for messages, without trapping on any value.
+    var formatted0: String { isFinite && abs(self) < 1e15 ? String(Int64(self.rounded())) : String(self) }
 }

@@ -12,6 +12,9 @@ public struct Summary: Sendable {
     public var skipped = 0
     public var failed = 0
     public var deferred = 0
+    /// Rows returned to the queue unsent (stop signal, a failed record flush, a throttled provider),
+    /// with no attempt charged.
+    public var released = 0
     /// Of `failed`, those that will be retried.
     public var retrying = 0
     public var batches = 0
@@ -22,6 +25,8 @@ public struct Summary: Sendable {
     public var skipReasons: [String: Int] = [:]
     public var byChannel: [String: [String: Int]] = [:]
     public var generated: [String: Int] = [:]
+    /// Phases that failed while the pass went on (recover, prune, a generator, receipts): their errors.
+    public var phaseErrors: [String: String] = [:]
     public var deliveries = 0
     public var interrupted = false
     public var dryRun = false
@@ -42,6 +47,7 @@ public struct Summary: Sendable {
         case .skipped:
             skipped += 1; key = "skipped"
             skipReasons[record.skipReason ?? "?", default: 0] += 1
+        case .pending where record.event == "released": released += 1; key = "released"
         case .pending: deferred += 1; key = "deferred"
         case .failed:
             failed += 1; key = "failed"
@@ -57,6 +63,7 @@ public struct Summary: Sendable {
             "processed": .number(Double(processed)), "sent": .number(Double(sent)),
             "skipped": .number(Double(skipped)), "failed": .number(Double(failed)),
             "deferred": .number(Double(deferred)), "retrying": .number(Double(retrying)),
+            "released": .number(Double(released)),
             "batches": .number(Double(batches)), "deliveries": .number(Double(deliveries)),
             "recovered": .number(Double(recovered)), "pruned": .number(Double(pruned)),
             "unroutable": .number(Double(unroutable.values.reduce(0, +))),
@@ -64,6 +71,7 @@ public struct Summary: Sendable {
             "skip_reasons": .object(skipReasons.mapValues { .number(Double($0)) }),
             "by_channel": .object(byChannel.mapValues { .object($0.mapValues { .number(Double($0)) }) }),
             "generated": .object(generated.mapValues { .number(Double($0)) }),
+            "phase_errors": .object(phaseErrors.mapValues { .string($0) }),
             "interrupted": .bool(interrupted), "dry_run": .bool(dryRun),
             "duration_ms": .number(Double(durationMs)),
         ]

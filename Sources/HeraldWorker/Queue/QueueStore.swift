@@ -86,35 +86,69 @@ public struct QueueStore {
     /// decision can fail it with a readable last_error instead of leaving it pending forever.
     static let knownChannels = Channel.allCases.map(\.rawValue)
 
+    /// Claims up to `limit` due rows for this pass; see ``claim(limit:now:channels:leaseSeconds:)``.
+    public func claimRows(limit: Int, now: Date, channels: [String], leaseSeconds: Int) throws -> [Claimed] {
+        try claim(limit: limit, now: now, channels: channels, leaseSeconds: leaseSeconds).rows
+    }
+
+    /// Advisory lock class of the claim's per-recipient locks ("hrld"); the key is a bucket of the
+    /// recipient's id, so a claim holds at most `recipientBuckets` locks whatever its size.
+    static let recipientLockClass: Int32 = 0x6872_6C64
+    static let recipientBuckets = 1024
+
     /// Claims up to `limit` due rows for this pass in one short transaction: SKIP LOCKED so concurrent
     /// passes split the queue, a materialised CTE so no more than `limit` rows are locked, and a lease
     /// so a dead pass's rows come back. Appends a `claimed` event per row in the same statement.
-    public func claimRows(limit: Int, now: Date, channels: [String], leaseSeconds: Int) throws -> [Claimed] {
-        let result = try db.query("""
-            with c as materialized (
-              select id from notification_queue
-               where (status = 'pending' or (status = 'failed' and not permanent))
-                 and run_after <= \(now) and attempts < max_attempts
-                 and (channel = any(\(channels)::text[]) or not channel = any(\(QueueStore.knownChannels)::text[]))
-               order by priority_rank, run_after, id
-               limit \(limit)
-               for update skip locked
-            ), u as (
-              update notification_queue q
-                 set status = 'processing', attempts = q.attempts + 1,
-                     locked_until = now() + make_interval(secs => \(leaseSeconds)),
-                     locked_by = \(passId), updated_at = now()
-                from c where q.id = c.id
-              returning q.*
-            ), e as (
-              insert into notification_events (queue_id, pass_id, event, details)
-              select id, \(passId), 'claimed', jsonb_build_object('attempt', attempts) from u
-            )
-            select \(unescaped: QueueStore.itemColumns) from u
-            order by priority_rank, run_after, id
-            """)
-        return result.compactMap { row in
-            QueueStore.item(row).map { Claimed(item: $0, maxAttempts: row["max_attempts"].int ?? 5) }
+    ///
+    /// A recipient's rows are held by one pass at a time, so the per-recipient rate limits hold across
+    /// concurrent passes: the first statement takes a transaction-level advisory lock on each
+    /// candidate's recipient (bucket), skipping those another claim holds right now; the second — whose
+    /// snapshot is taken after those locks, so it sees every claim committed before them — leaves out
+    /// recipients with rows another pass holds under a live lease. `contended` is true when due rows
+    /// were left for that reason: the caller may try again shortly rather than take the queue for empty.
+    public func claim(limit: Int, now: Date, channels: [String], leaseSeconds: Int) throws
+        -> (rows: [Claimed], contended: Bool) {
+        try db.transaction { db in
+            let candidates = try db.query("""
+                select id, pg_try_advisory_xact_lock(\(QueueStore.recipientLockClass),
+                         hashtext(recipient_user_id::text) & \(QueueStore.recipientBuckets - 1)) as mine
+                  from (select id, recipient_user_id from notification_queue
+                         where (status = 'pending' or (status = 'failed' and not permanent))
+                           and run_after <= \(now) and attempts < max_attempts
+                           and (channel = any(\(channels)::text[]) or not channel = any(\(QueueStore.knownChannels)::text[]))
+                         order by priority_rank, run_after, id
+                         limit \(limit)) c
+                """)
+            let ids = candidates.compactMap { $0["mine"].bool == true ? $0["id"].uuid : nil }
+            guard !ids.isEmpty else { return ([], candidates.count > 0) }
+            let result = try db.query("""
+                with c as materialized (
+                  select id from notification_queue q
+                   where id = any(\(ids)::uuid[])
+                     and (status = 'pending' or (status = 'failed' and not permanent))
+                     and run_after <= \(now) and attempts < max_attempts
+                     and not exists (select 1 from notification_queue p
+                                      where p.recipient_user_id = q.recipient_user_id and p.status = 'processing'
+                                        and p.locked_by <> \(passId) and p.locked_until > now())
+                   for update skip locked
+                ), u as (
+                  update notification_queue q
+                     set status = 'processing', attempts = q.attempts + 1,
+                         locked_until = now() + make_interval(secs => \(leaseSeconds)),
+                         locked_by = \(passId), updated_at = now()
+                    from c where q.id = c.id
+                  returning q.*
+                ), e as (
+                  insert into notification_events (queue_id, pass_id, event, details)
+                  select id, \(passId), 'claimed', jsonb_build_object('attempt', attempts) from u
+                )
+                select \(unescaped: QueueStore.itemColumns) from u
+                order by priority_rank, run_after, id
+                """)
+            let rows = result.compactMap { row in
+                QueueStore.item(row).map { Claimed(item: $0, maxAttempts: row["max_attempts"].int ?? 5) }
+            }
+            return (rows, rows.count < candidates.count)
         }
     }
 
