@@ -130,6 +130,31 @@ import Testing
         #expect(server.peakInFlight <= 2)
     }
 
+    /// Once a record flush fails, no new request is started: the pass stops sending and exits 2, and
+    /// its rows come back after their lease.
+    @Test func aFailedRecordFlushStartsNoNewRequest() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let server = try FakeHTTPServer(http2: false) { _ in FakeResponse(status: 204, delay: 0.4) }
+        defer { server.shutdown() }
+        var recipients: [UUID] = []
+        for _ in 0..<10 { recipients.append(try f.profile()) }
+        try f.enqueueMany(10, to: recipients, channel: "webhook", at: seedInstant)
+        try db.executeScript("""
+            create function refuse() returns trigger language plpgsql as $$
+            begin raise exception 'the disk is full'; end $$;
+            create trigger refuse before insert on notification_deliveries for each row execute function refuse();
+            """)
+        var settings = WebhookDeliveryTests.settings(server)
+        settings["HERALD_CONNECTIONS_PER_HOST"] = "1"
+        let (summary, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant, batchSize: 10)
+        #expect(code == .database)
+        #expect(summary.error?.contains("the disk is full") == true)
+        #expect(server.requests.count <= 3, "\(server.requests.count) requests after the flush failed")
+    }
+
     // MARK: - Signals
 
     /// SIGTERM in the middle of a batch: no request starts after it, those in flight finish and are
