@@ -4,8 +4,15 @@ import HeraldWorker
 
 /// Opens the database the way every subcommand does; a failure is exit code 2 with a hint.
 func connect(_ settings: Settings) throws -> PGConnection {
+    let url: String
     do {
-        return try PGConnection(settings["DATABASE_URL"] ?? "")
+        url = try settings.databaseURL() ?? ""
+    } catch {
+        FileHandle.standardError.write(Data("herald: \(error)\n".utf8))
+        throw ExitNow(code: .configuration)
+    }
+    do {
+        return try PGConnection(url)
     } catch {
         FileHandle.standardError.write(Data("""
             herald: cannot reach the database: \(error)

@@ -10,7 +10,8 @@ struct Run: ParsableCommand {
             Prints one JSON summary on stdout, e.g. {"ok":true,"processed":5,"sent":2,"skipped":3,…}, and \
             structured logs on stderr. Many passes may run at once: rows are claimed with SKIP LOCKED.
             Exit codes: 0 done (failed deliveries are retried by later passes), 1 configuration error, \
-            2 database error, 3 interrupted by SIGTERM/SIGINT (in-flight rows recorded first).
+            2 database error, 3 interrupted by SIGTERM/SIGINT (in-flight rows recorded first), 4 degraded \
+            (delivery ran but a phase failed; see phase_errors).
             """)
 
     @Option(help: "Rows claimed per batch.")
@@ -40,8 +41,8 @@ struct Run: ParsableCommand {
     @Option(help: "Write the pass's figures here in the Prometheus text format (node_exporter textfile collector).")
     var metricsFile: String?
 
-    @Flag(help: "Print the summary as JSON (the default; kept for scripts that pass it).")
-    var json = false
+    @Option(help: "Push the pass's metrics to this Prometheus Pushgateway (or HERALD_PUSHGATEWAY_URL).")
+    var pushgateway: String?
 
     @OptionGroup var common: CommonOptions
 
@@ -82,6 +83,7 @@ struct Run: ParsableCommand {
         options.dryRun = dryRun
         options.maxAge = maxAge * 3600
         options.metricsFile = metricsFile
+        options.pushgateway = pushgateway
         options.progress = drain && isatty(STDERR_FILENO) == 1 && !common.quiet
 
         StopSignal.install()

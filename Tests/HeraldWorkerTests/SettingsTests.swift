@@ -25,6 +25,26 @@ import Testing
         #expect(s["HERALD_LOG_LEVEL"] == "debug")
     }
 
+    @Test func theDatabaseURLMayComeFromAFile() throws {
+        let file = try temp("postgresql://secret-host/db\n")
+        defer { unlink(file) }
+        #expect(try Settings(["DATABASE_URL_FILE": file]).databaseURL() == "postgresql://secret-host/db")
+        #expect(try Settings([:]).databaseURL() == nil)
+    }
+
+    @Test func settingAValueAndItsFileIsAnErrorNamingBoth() throws {
+        let file = try temp("x")
+        defer { unlink(file) }
+        for key in ["DATABASE_URL", "WEBHOOK_SECRET"] {
+            let s = Settings([key: "inline", key + "_FILE": file])
+            #expect {
+                _ = try s.secret(key)
+            } throws: { error in
+                "\(error)".contains(key) && "\(error)".contains(key + "_FILE")
+            }
+        }
+    }
+
     @Test func badConfigFileIsAClearError() throws {
         let file = try temp("NOT A SETTING\n")
         defer { unlink(file) }
@@ -37,7 +57,7 @@ import Testing
         defer { unlink(file) }
         let s = Settings(["WEBHOOK_SECRET_FILE": file])
         #expect(try s.secret("WEBHOOK_SECRET") == "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0")
-        #expect(try Settings(["WEBHOOK_SECRET": "direct", "WEBHOOK_SECRET_FILE": file]).secret("WEBHOOK_SECRET") == "direct")
+        #expect(try Settings(["WEBHOOK_SECRET": "direct"]).secret("WEBHOOK_SECRET") == "direct")
         #expect(try Settings([:]).secret("WEBHOOK_SECRET") == nil)
         let empty = try temp("\n")
         defer { unlink(empty) }

@@ -53,7 +53,11 @@ public struct Settings: Sendable {
     }
 
     /// A secret: `KEY`, else the contents of the file named by `KEY_FILE` (trailing newline trimmed).
+    /// Setting both `KEY` and `KEY_FILE` is an error: which one wins would be a guess.
     public func secret(_ key: String) throws -> String? {
+        if self[key] != nil && self[key + "_FILE"] != nil {
+            throw ConfigError("both \(key) and \(key)_FILE are set: set only one of them")
+        }
         if let v = self[key] { return v }
         guard let path = self[key + "_FILE"] else { return nil }
         guard let data = FileManager.default.contents(atPath: path),
@@ -95,10 +99,10 @@ public struct Settings: Sendable {
         return text
     }
 
-    public func with(_ key: String, _ value: String?) -> Settings {
-        var copy = self
-        copy.values[key] = value
-        return copy
+    /// The database to use: `DATABASE_URL`, or the file named by `DATABASE_URL_FILE` (a mounted secret);
+    /// nil lets libpq use its `PG*` variables and `~/.pgpass`.
+    public func databaseURL() throws -> String? {
+        try secret("DATABASE_URL")
     }
 }
 

@@ -23,6 +23,7 @@ public enum Metrics {
             (label([("outcome", "skipped")]), Double(s.skipped)),
             (label([("outcome", "failed")]), Double(s.failed)),
             (label([("outcome", "deferred")]), Double(s.deferred)),
+            (label([("outcome", "released")]), Double(s.released)),
         ])
         metric("herald_pass_rows_by_channel", "Rows the last pass recorded, by channel and outcome.", "gauge",
                s.byChannel.sorted { $0.key < $1.key }.flatMap { channel, counts in
@@ -32,6 +33,24 @@ public enum Metrics {
                s.skipReasons.sorted { $0.key < $1.key }.map { (label([("reason", $0.key)]), Double($0.value)) })
         metric("herald_pass_unroutable_rows", "Due rows whose channel has no adapter configured.", "gauge",
                s.unroutable.sorted { $0.key < $1.key }.map { (label([("channel", $0.key)]), Double($0.value)) })
+        metric("herald_sends_total", "Sends of the last pass, one per destination, by channel, provider and outcome.", "counter",
+               s.sends.sorted { $0.key < $1.key }.map { key, n in
+                   (label([("channel", key.channel), ("provider", key.provider), ("outcome", key.outcome)]), Double(n))
+               })
+        if !s.latency.isEmpty {
+            out += "# HELP herald_provider_request_duration_seconds How long providers took to answer, in the last pass.\n"
+            out += "# TYPE herald_provider_request_duration_seconds histogram\n"
+            for (provider, h) in s.latency.sorted(by: { $0.key < $1.key }) {
+                var cumulative = 0
+                for (i, bound) in LatencyHistogram.bounds.enumerated() {
+                    cumulative += h.counts[i]
+                    out += "herald_provider_request_duration_seconds_bucket\(label([("provider", provider), ("le", String(bound))])) \(cumulative)\n"
+                }
+                out += "herald_provider_request_duration_seconds_bucket\(label([("provider", provider), ("le", "+Inf")])) \(h.count)\n"
+                out += "herald_provider_request_duration_seconds_sum\(label([("provider", provider)])) \(h.sum)\n"
+                out += "herald_provider_request_duration_seconds_count\(label([("provider", provider)])) \(h.count)\n"
+            }
+        }
         metric("herald_pass_retrying_rows", "Failed rows of the last pass that will be retried.", "gauge", [("", Double(s.retrying))])
         metric("herald_pass_recovered_rows", "Rows returned to the queue after an expired lease.", "gauge", [("", Double(s.recovered))])
         metric("herald_pass_deliveries", "Sends attempted by the last pass, one per destination.", "gauge", [("", Double(s.deliveries))])

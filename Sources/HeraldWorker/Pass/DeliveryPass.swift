@@ -372,6 +372,7 @@ final class DeliveryPass {
                            metadata: ["rows": "\(lost)"])
         }
         summary.deliveries += records.deliveries.count
+        for d in records.deliveries where recorded.contains(d.queueId) { summary.count(d) }
     }
 
     // MARK: - Outcomes

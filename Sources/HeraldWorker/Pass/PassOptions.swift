@@ -32,6 +32,8 @@ public struct PassOptions: Sendable {
     /// Rows recorded per flush while sends are still in flight.
     public var recordChunk = 200
     public var metricsFile: String?
+    /// Push the pass's metrics to this Prometheus Pushgateway (`--pushgateway`, HERALD_PUSHGATEWAY_URL).
+    public var pushgateway: String?
     /// Show progress on stderr (set when stderr is a terminal and the pass drains).
     public var progress = false
     public var rateLimits = RateLimits()

@@ -52,7 +52,13 @@ public struct Runner {
         let transport: HTTPTransport
         let outbox: Outbox
         var options = self.options
+        var databaseURL = ""
+        var heartbeat: Heartbeat?
+        var pushgateway: Pushgateway?
         do {
+            heartbeat = try Heartbeat(url: settings["HERALD_HEARTBEAT_URL"])
+            pushgateway = try Pushgateway(url: options.pushgateway ?? settings["HERALD_PUSHGATEWAY_URL"])
+            databaseURL = try settings.databaseURL() ?? ""
             let missing = options.phases.filter { !Phase.available.contains($0) }
             if !missing.isEmpty {
                 throw ConfigError("phase \(missing.map(\.rawValue).joined(separator: ", ")) is not available in this "
@@ -93,13 +99,18 @@ public struct Runner {
             summary.ok = false
             summary.error = "\(error)"
             logger.error("configuration error", metadata: ["error": .string("\(error)")])
+            if let heartbeat, let transport = try? HTTPTransport() {
+                heartbeat.ping("start", transport: transport, logger: logger)
+                heartbeat.ping("\(ExitCode.configuration.rawValue)", transport: transport, logger: logger)
+            }
             return (summary, .configuration)
         }
+        heartbeat?.ping("start", transport: transport, logger: logger)
 
         // 2. The database.
         let db: PGConnection
         do {
-            db = try PGConnection(settings["DATABASE_URL"] ?? "", applicationName: "herald \(summary.passId)")
+            db = try PGConnection(databaseURL, applicationName: "herald \(summary.passId)")
             try db.setTimeouts(statement: 60_000, lock: 10_000, idleInTransaction: 60_000)
         } catch {
             summary.ok = false
@@ -108,6 +119,8 @@ public struct Runner {
                 "error": .string("\(error)"),
                 "hint": "set DATABASE_URL (a postgresql:// URI or a libpq conninfo), or libpq's PG* variables",
             ])
+            pushgateway?.push(Metrics.text(summary), host: ProcessInfo.processInfo.hostName, transport: transport, logger: logger)
+            heartbeat?.ping("\(ExitCode.database.rawValue)", transport: transport, logger: logger)
             return (summary, .database)
         }
         defer { db.close() }
@@ -174,6 +187,10 @@ public struct Runner {
                 logger.warning("could not write the metrics file", metadata: ["path": .string(path), "error": .string("\(error)")])
             }
         }
+        if !options.dryRun {
+            pushgateway?.push(Metrics.text(summary), host: ProcessInfo.processInfo.hostName, transport: transport, logger: logger)
+            heartbeat?.ping("\(code.rawValue)", transport: transport, logger: logger)
+        }
         logger.info("pass finished", metadata: [
             "processed": "\(summary.processed)", "sent": "\(summary.sent)", "skipped": "\(summary.skipped)",
             "failed": "\(summary.failed)", "deferred": "\(summary.deferred)", "duration_ms": "\(summary.durationMs)",
@@ -230,7 +247,7 @@ public struct Runner {
             var p = PatternPhase(db: db, passId: passId, now: now, logger: logger)
             p.shadowMode = options.shadowMode
             p.thresholdsVersion = options.thresholdsVersion
-            p.readerURL = settings["DATABASE_URL"]
+            p.readerURL = try settings.databaseURL()
             p.batchSize = max(1, options.patternChunk)
             let r = try p.run()
             summary.generated["patterns"] = r.enqueued

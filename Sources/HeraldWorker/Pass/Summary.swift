@@ -28,6 +28,10 @@ public struct Summary: Sendable {
     /// Phases that failed while the pass went on (recover, prune, a generator, receipts): their errors.
     public var phaseErrors: [String: String] = [:]
     public var deliveries = 0
+    /// Sends by channel, provider and outcome (`delivered`, `retry`, `permanent`, `destination_invalid`).
+    public var sends: [SendKey: Int] = [:]
+    /// Per provider: how long its requests took.
+    public var latency: [String: LatencyHistogram] = [:]
     public var interrupted = false
     public var dryRun = false
     public var durationMs = 0
@@ -37,6 +41,14 @@ public struct Summary: Sendable {
 
     public init(passId: String) {
         self.passId = passId
+    }
+
+    /// Counts one send to one destination.
+    mutating func count(_ delivery: DeliveryRecord) {
+        sends[SendKey(channel: delivery.channel, provider: delivery.provider, outcome: delivery.outcome), default: 0] += 1
+        if let ms = delivery.latencyMs, delivery.provider != "log", delivery.provider != "inbox" {
+            latency[delivery.provider, default: LatencyHistogram()].observe(Double(ms) / 1000)
+        }
     }
 
     mutating func count(_ record: RowRecord, channel: String) {
@@ -78,5 +90,35 @@ public struct Summary: Sendable {
         if let e = error { o["error"] = .string(e) }
         if let m = peakMemoryBytes { o["peak_memory_mb"] = .number((Double(m) / 1_048_576 * 10).rounded() / 10) }
         return .object(o)
+    }
+}
+
+/// One line of the sends counter.
+public struct SendKey: Hashable, Sendable, Comparable {
+    public var channel: String
+    public var provider: String
+    public var outcome: String
+
+    public static func < (a: SendKey, b: SendKey) -> Bool {
+        (a.channel, a.provider, a.outcome) < (b.channel, b.provider, b.outcome)
+    }
+}
+
+/// Request durations in Prometheus histogram buckets (cumulative when written).
+public struct LatencyHistogram: Sendable, Equatable {
+    /// Upper bounds in seconds, as Prometheus' client libraries default them, up to a send timeout.
+    public static let bounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+    /// Observations per bucket (not cumulative); the last counts those above every bound.
+    public private(set) var counts = [Int](repeating: 0, count: LatencyHistogram.bounds.count + 1)
+    public private(set) var sum: Double = 0
+    public private(set) var count = 0
+
+    public init() {}
+
+    public mutating func observe(_ seconds: Double) {
+        guard seconds.isFinite, seconds >= 0 else { return }
+        counts[Self.bounds.firstIndex { seconds <= $0 } ?? Self.bounds.count] += 1
+        sum += seconds
+        count += 1
     }
 }

@@ -1,0 +1,115 @@
+import Foundation
+import HeraldCore
+import HeraldTestSupport
+@testable import HeraldWorker
+import Testing
+
+/// Watching passes from outside: the dead man's switch, the Pushgateway, and the metrics' names.
+@Suite struct MonitoringTests {
+    @Test func theHeartbeatPingsStartAndTheExitCode() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        _ = try f.enqueue(to: try f.profile(), at: seedInstant)
+        let monitor = try FakeHTTPServer(http2: false) { _ in FakeResponse(status: 200) }
+        defer { monitor.shutdown() }
+        let settings = ["HERALD_HEARTBEAT_URL": monitor.baseURL + "/ping/abc-123/"]
+        let (_, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant)
+        #expect(code == .ok)
+        #expect(monitor.requests.map(\.path) == ["/ping/abc-123/start", "/ping/abc-123/0"])
+
+        // A configuration error is reported too (exit 1).
+        var bad = settings
+        bad["HERALD_LEASE_SECONDS"] = "0"
+        let (_, badCode) = Worker(url: tdb.url, settings: bad).run(now: seedInstant)
+        #expect(badCode == .configuration)
+        #expect(monitor.requests.map(\.path).suffix(2) == ["/ping/abc-123/start", "/ping/abc-123/1"])
+    }
+
+    @Test func aDeadMonitorDoesNotFailThePass() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let id = try f.enqueue(to: try f.profile(), at: seedInstant)
+        // Port 9 (discard) on loopback: nothing listens there.
+        let settings = ["HERALD_HEARTBEAT_URL": "http://127.0.0.1:9/ping", "HERALD_PUSHGATEWAY_URL": "http://127.0.0.1:9"]
+        let (summary, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant)
+        #expect(code == .ok)
+        #expect(summary.sent == 1)
+        #expect(try f.row(id)["status"].string == "sent")
+    }
+
+    @Test func metricsArePushedUnderJobHeraldPerHost() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        _ = try f.enqueue(to: try f.profile(), at: seedInstant)
+        let gateway = try FakeHTTPServer(http2: false) { _ in FakeResponse(status: 200) }
+        defer { gateway.shutdown() }
+        let (_, code) = Worker(url: tdb.url).run(now: seedInstant) { $0.pushgateway = gateway.baseURL }
+        #expect(code == .ok)
+        let push = try #require(gateway.requests.first)
+        #expect(push.method == "PUT")
+        #expect(push.path == Pushgateway.groupPath(host: ProcessInfo.processInfo.hostName))
+        #expect(push.path.hasPrefix("/metrics/job/herald/instance/"))
+        #expect(push.text.contains(#"herald_pass_rows{outcome="sent"} 1"#))
+        #expect(push.text.contains(#"herald_sends_total{channel="in_app",outcome="delivered",provider="inbox"} 1"#)
+                || push.text.contains(#"herald_sends_total{channel="in_app",provider="inbox",outcome="delivered"} 1"#))
+    }
+
+    @Test func theGroupingKeyIsPathSafe() {
+        #expect(Pushgateway.groupPath(host: "web-1.example.com") == "/metrics/job/herald/instance/web-1.example.com")
+        #expect(Pushgateway.groupPath(host: "a/b c") == "/metrics/job/herald/instance/a%2Fb%20c")
+        #expect(Pushgateway.groupPath(host: "") == "/metrics/job/herald/instance/unknown")
+    }
+
+    /// The rules `promtool check metrics` applies that a text can break: HELP and TYPE before the
+    /// samples, counters named `_total`, histograms with cumulative buckets ending at +Inf and a
+    /// matching `_count`, names and labels in the allowed alphabet.
+    @Test func theMetricsTextFollowsPrometheusRules() throws {
+        var s = Summary(passId: "p")
+        s.sent = 3
+        s.phaseErrors["patterns"] = "boom"
+        var d = DeliveryRecord(queueId: UUID(), attempt: 1, channel: "push", provider: "apns", destination: "t",
+                               deviceTokenId: nil, outcome: "delivered", httpStatus: 200, errorCode: nil,
+                               messageId: nil, error: nil, latencyMs: 40)
+        s.count(d)
+        d.latencyMs = 2_000_000_000  // absurd, still a number
+        d.outcome = "retry"
+        s.count(d)
+        let text = Metrics.text(s, now: Date(timeIntervalSince1970: 1_800_000_000))
+        var types: [String: String] = [:]
+        var buckets: [String: [(String, Double)]] = [:]
+        var counts: [String: Double] = [:]
+        let name = #/^[a-zA-Z_:][a-zA-Z0-9_:]*$/#
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("# TYPE ") {
+                let parts = line.split(separator: " ")
+                types[String(parts[2])] = String(parts[3])
+                continue
+            }
+            if line.hasPrefix("#") { continue }
+            let metric = String(line.prefix { $0 != "{" && $0 != " " })
+            #expect(metric.wholeMatch(of: name) != nil, "bad name \(metric)")
+            let value = try #require(Double(line.split(separator: " ").last ?? ""), "bad value: \(line)")
+            let family = ["_bucket", "_sum", "_count"].reduce(metric) { m, suffix in
+                types[m] == nil && m.hasSuffix(suffix) ? String(m.dropLast(suffix.count)) : m
+            }
+            #expect(types[family] != nil, "sample before its TYPE: \(line)")
+            if types[family] == "counter" { #expect(family.hasSuffix("_total"), "\(family)") }
+            if metric.hasSuffix("_bucket"), let le = line.firstMatch(of: #/le="([^"]+)"/#) {
+                let provider = line.firstMatch(of: #/provider="([^"]+)"/#).map { String($0.1) } ?? ""
+                buckets[provider, default: []].append((String(le.1), value))
+            }
+            if metric.hasSuffix("_count"), let provider = line.firstMatch(of: #/provider="([^"]+)"/#) {
+                counts[String(provider.1)] = value
+            }
+        }
+        let apns = try #require(buckets["apns"])
+        #expect(apns.last?.0 == "+Inf")
+        #expect(apns.map(\.1) == apns.map(\.1).sorted(), "buckets are cumulative")
+        #expect(apns.last?.1 == counts["apns"])
+        #expect(counts["apns"] == 2)
+        #expect(text.contains(#"herald_pass_phase_errors{phase="patterns"} 1"#))
+    }
+}
