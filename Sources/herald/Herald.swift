@@ -15,7 +15,8 @@ struct Herald: ParsableCommand {
             The database is configured by DATABASE_URL (or libpq's PG* variables); channels by their \
             variables (see README). Exit codes: 0 done, 1 configuration error, 2 database error, 3 interrupted, 4 degraded.
             """,
-        subcommands: [Run.self, Migrate.self, Status.self, Explain.self, Enqueue.self])
+        subcommands: [Run.self, Migrate.self, Status.self, Explain.self, Enqueue.self,
+                      Retry.self, Cancel.self, Reschedule.self, Unlock.self, Pause.self, Resume.self])
 
     /// Parses and runs; every error ends with the right exit code and a message that says what to do.
     static func main() {

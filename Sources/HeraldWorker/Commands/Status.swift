@@ -16,10 +16,11 @@ public enum Status {
             depth[status] = .object(byChannel)
         }
         let due = try db.query("""
-            select count(*)::int as n, min(run_after) as oldest from notification_queue
-             where (status = 'pending' or (status = 'failed' and not permanent))
-               and run_after <= \(now) and attempts < max_attempts
+            select count(*)::int as n, min(run_after) as oldest from notification_queue q
+             where \(QueueStore.due(now))
             """).first
+        let paused = try QueueStore(db: db, passId: "status").countPaused(now: now)
+        let pauses = try Operator.pauses(db)
         let scheduled = try db.query("""
             select count(*)::int as n from notification_queue
              where status = 'pending' and run_after > \(now)
@@ -57,6 +58,8 @@ public enum Status {
             "leased": .number(Double(leased)),
             "stuck_leases": .number(Double(stuck?["n"].int ?? 0)),
             "dead": .number(Double(dead)),
+            "paused": .number(Double(paused.values.reduce(0, +))),
+            "pauses": .array(pauses),
             "last_passes": .array(passes),
         ]
         if let oldest = due?["oldest"].date {
@@ -92,6 +95,15 @@ public enum Status {
         lines.append("scheduled later: \(r["scheduled"]?.intValue ?? 0)")
         lines.append("leased: \(r["leased"]?.intValue ?? 0); stuck leases (expired): \(r["stuck_leases"]?.intValue ?? 0)")
         lines.append("failed for good: \(r["dead"]?.intValue ?? 0)")
+        if case .array(let pauses)? = r["pauses"], !pauses.isEmpty {
+            lines.append("paused (due rows held back: \(r["paused"]?.intValue ?? 0)):")
+            for p in pauses {
+                let scope = [p["channel"]?.stringValue.map { "channel \($0)" }, p["kind"]?.stringValue.map { "kind \($0)" }]
+                    .compactMap { $0 }.joined(separator: ", ")
+                lines.append("  \(scope) since \(p["paused_at"]?.stringValue ?? "?") by \(p["paused_by"]?.stringValue ?? "?")"
+                    + (p["reason"]?.stringValue.map { ": \($0)" } ?? ""))
+            }
+        }
         if case .array(let passes)? = r["last_passes"], !passes.isEmpty {
             lines.append("")
             lines.append("last passes:")

@@ -49,6 +49,12 @@ final class DeliveryPass {
             ])
         }
 
+        summary.paused = try store.countPaused(now: clock.now())
+        if !summary.paused.isEmpty {
+            logger.notice("due rows held back by an operator's pause; they stay pending", metadata: [
+                "paused": .dictionary(summary.paused.mapValues { .stringConvertible($0) })])
+        }
+
         if options.dryRun {
             let budget = options.batchSize * (options.drain ? 100 : (options.maxBatches ?? 1))
             let items = try store.peekDue(limit: budget, now: clock.now(), channels: channels)

@@ -22,6 +22,8 @@ public struct Summary: Sendable {
     public var pruned = 0
     /// Due rows per channel that no adapter of this run serves (left pending).
     public var unroutable: [String: Int] = [:]
+    /// Due rows per channel held back by an operator's pause (left pending).
+    public var paused: [String: Int] = [:]
     public var skipReasons: [String: Int] = [:]
     public var byChannel: [String: [String: Int]] = [:]
     public var generated: [String: Int] = [:]
@@ -80,6 +82,8 @@ public struct Summary: Sendable {
             "recovered": .number(Double(recovered)), "pruned": .number(Double(pruned)),
             "unroutable": .number(Double(unroutable.values.reduce(0, +))),
             "unroutable_by_channel": .object(unroutable.mapValues { .number(Double($0)) }),
+            "paused": .number(Double(paused.values.reduce(0, +))),
+            "paused_by_channel": .object(paused.mapValues { .number(Double($0)) }),
             "skip_reasons": .object(skipReasons.mapValues { .number(Double($0)) }),
             "by_channel": .object(byChannel.mapValues { .object($0.mapValues { .number(Double($0)) }) }),
             "generated": .object(generated.mapValues { .number(Double($0)) }),

@@ -82,6 +82,18 @@ public struct QueueStore {
         payload::text as payload, scheduled_at, created_at, run_after, attempts, max_attempts, dedupe_key
         """
 
+    /// The rows a claim may take at `now`, of a queue aliased `q`: the one definition of "due" for the
+    /// claim, the dry run, the unroutable and paused counts and `herald status`.
+    static func due(_ now: Date) -> SQL {
+        "(q.status = 'pending' or (q.status = 'failed' and not q.permanent)) and q.run_after <= \(now) and q.attempts < q.max_attempts"
+    }
+
+    /// Not held back by an operator's pause (`herald pause`): of a queue aliased `q`.
+    static let notPaused: SQL = """
+        not exists (select 1 from herald_pauses hp
+                     where (hp.channel is null or hp.channel = q.channel) and (hp.kind is null or hp.kind = q.kind))
+        """
+
     /// The channels herald knows. A row with any other channel is claimed whatever the routes, so the
     /// decision can fail it with a readable last_error instead of leaving it pending forever.
     static let knownChannels = Channel.allCases.map(\.rawValue)
@@ -112,11 +124,10 @@ public struct QueueStore {
             let candidates = try db.query("""
                 select id, pg_try_advisory_xact_lock(\(QueueStore.recipientLockClass),
                          hashtext(recipient_user_id::text) & \(QueueStore.recipientBuckets - 1)) as mine
-                  from (select id, recipient_user_id from notification_queue
-                         where (status = 'pending' or (status = 'failed' and not permanent))
-                           and run_after <= \(now) and attempts < max_attempts
-                           and (channel = any(\(channels)::text[]) or not channel = any(\(QueueStore.knownChannels)::text[]))
-                         order by priority_rank, run_after, id
+                  from (select q.id, q.recipient_user_id from notification_queue q
+                         where \(QueueStore.due(now)) and \(QueueStore.notPaused)
+                           and (q.channel = any(\(channels)::text[]) or not q.channel = any(\(QueueStore.knownChannels)::text[]))
+                         order by q.priority_rank, q.run_after, q.id
                          limit \(limit)) c
                 """)
             let ids = candidates.compactMap { $0["mine"].bool == true ? $0["id"].uuid : nil }
@@ -124,9 +135,7 @@ public struct QueueStore {
             let result = try db.query("""
                 with c as materialized (
                   select id from notification_queue q
-                   where id = any(\(ids)::uuid[])
-                     and (status = 'pending' or (status = 'failed' and not permanent))
-                     and run_after <= \(now) and attempts < max_attempts
+                   where id = any(\(ids)::uuid[]) and \(QueueStore.due(now)) and \(QueueStore.notPaused)
                      and not exists (select 1 from notification_queue p
                                       where p.recipient_user_id = q.recipient_user_id and p.status = 'processing'
                                         and p.locked_by <> \(passId) and p.locked_until > now())
@@ -155,9 +164,8 @@ public struct QueueStore {
     /// The rows a claim would take, without taking them: `--dry-run`.
     public func peekDue(limit: Int, now: Date, channels: [String]) throws -> [QueueItem] {
         let result = try db.query("""
-            select \(unescaped: QueueStore.itemColumns) from notification_queue
-             where (status = 'pending' or (status = 'failed' and not permanent))
-               and run_after <= \(now) and attempts < max_attempts
+            select \(unescaped: QueueStore.itemColumns) from notification_queue q
+             where \(QueueStore.due(now)) and \(QueueStore.notPaused)
                and (channel = any(\(channels)::text[]) or not channel = any(\(QueueStore.knownChannels)::text[]))
              order by priority_rank, run_after, id
              limit \(limit)
@@ -168,11 +176,22 @@ public struct QueueStore {
     /// Due rows of known channels that no adapter of this run serves: they stay pending and are reported.
     public func countUnroutable(now: Date, channels: [String]) throws -> [String: Int] {
         let result = try db.query("""
-            select channel, count(*)::int as n from notification_queue
-             where (status = 'pending' or (status = 'failed' and not permanent))
-               and run_after <= \(now) and attempts < max_attempts
+            select channel, count(*)::int as n from notification_queue q
+             where \(QueueStore.due(now))
                and channel = any(\(QueueStore.knownChannels)::text[])
                and not (channel = any(\(channels)::text[]))
+             group by channel
+            """)
+        var out: [String: Int] = [:]
+        for row in result { out[row["channel"].string ?? "?"] = row["n"].int ?? 0 }
+        return out
+    }
+
+    /// Due rows an operator's pause holds back, per channel: they stay pending.
+    public func countPaused(now: Date) throws -> [String: Int] {
+        let result = try db.query("""
+            select channel, count(*)::int as n from notification_queue q
+             where \(QueueStore.due(now)) and not \(QueueStore.notPaused)
              group by channel
             """)
         var out: [String: Int] = [:]
