@@ -372,6 +372,32 @@ import Testing
                      "second active row", state: PGError.uniqueViolation)
     }
 
+    /// Several users registering one token at the same moment take turns: none fails, one ends up active.
+    @Test func simultaneousRegistrationsLeaveOneActiveOwner() throws {
+        let (tdb, db) = try Self.supabase()
+        defer { tdb.drop() }
+        let token = "ExponentPushToken[contended]"
+        let users = (0..<6).map { _ in UUID() }
+        let url = tdb.url
+        let failures = Failures()
+        inParallel(users.count) { i in
+            do {
+                let conn = try PGConnection(url, applicationName: "herald-tests")
+                defer { conn.close() }
+                for _ in 0..<5 {
+                    try Self.act(conn, as: "authenticated", users[i])
+                    try conn.query("select register_device_token(\(token), 'android')")
+                }
+            } catch {
+                failures.add("\(error)")
+            }
+        }
+        #expect(failures.all == [])
+        #expect(try db.query("select count(*) from device_tokens where device_token = \(token) and is_active")
+            .first?[0].int == 1)
+        #expect(try db.query("select count(*) from device_tokens where device_token = \(token)").first?[0].int == 6)
+    }
+
     /// Tokens already active for several users when 008 is applied: the most recently used keeps it.
     @Test func theMigrationSettlesTokensAlreadySharedBeforeIt() throws {
         let all = try Migrator(directory: TestDatabase.migrationsDirectory)
@@ -439,4 +465,12 @@ import Testing
             #expect(row["relforcerowsecurity"].bool == false, "\(name) forces row-level security on its owner")
         }
     }
+}
+
+/// Errors collected from several threads.
+private final class Failures: @unchecked Sendable {
+    private var list: [String] = []
+    private let lock = NSLock()
+    func add(_ failure: String) { lock.withLock { list.append(failure) } }
+    var all: [String] { lock.withLock { list } }
 }
