@@ -1,0 +1,476 @@
+import Foundation
+import HeraldPostgres
+import HeraldTestSupport
+import Testing
+
+/// What the app's roles can see and do after `herald migrate` on a database set up like Supabase
+/// (sql/008_security.sql): row-level security, grants, helper functions, the RPCs, device token
+/// reassignment; and two catalog checks that hold later migrations to the same rules.
+@Suite struct SecurityTests {
+    /// The roles PostgREST switches to on Supabase. Roles belong to the whole server and tests run in
+    /// parallel, so each is created once, by whoever gets there first.
+    static func createSupabaseRoles() throws {
+        let server = try PGConnection(try TestDatabase.serverURL(), applicationName: "herald-tests")
+        defer { server.close() }
+        for (role, options) in [("anon", "nologin"), ("authenticated", "nologin"), ("service_role", "nologin bypassrls")] {
+            try server.executeScript("""
+                do $$ begin create role \(role) \(options);
+                exception when duplicate_object or unique_violation then null; end $$
+                """)
+        }
+    }
+
+    /// A fresh database prepared as Supabase prepares `public` (everything new granted to the app roles
+    /// by default privileges), then migrated with `migrations` (default: the repository's sql/). The
+    /// shared template cannot be used: it may have been built before the roles existed.
+    static func supabase(migrations: Migrator? = nil) throws -> (TestDB, PGConnection) {
+        try createSupabaseRoles()
+        let empty = FileManager.default.temporaryDirectory.appendingPathComponent("herald-no-migrations-\(UUID())")
+        let tdb = try TestDatabase.create(migrationsDirectory: empty)
+        let db = try tdb.connect()
+        try db.executeScript("""
+            grant usage on schema public to anon, authenticated, service_role;
+            alter default privileges in schema public grant all on tables to anon, authenticated, service_role;
+            alter default privileges in schema public grant all on sequences to anon, authenticated, service_role;
+            alter default privileges in schema public grant all on functions to anon, authenticated, service_role;
+            """)
+        try (migrations ?? Migrator(directory: TestDatabase.migrationsDirectory)).migrate(db)
+        return (tdb, db)
+    }
+
+    /// Switches the session to an app role and caller, as PostgREST does for a request.
+    static func act(_ db: PGConnection, as role: String, _ user: UUID?, claimsJSON: Bool = false) throws {
+        try db.execute("reset role")
+        let sub = user?.uuidString.lowercased() ?? ""
+        if claimsJSON {
+            try db.execute("select set_config('request.jwt.claim.sub', '', false)")
+            try db.execute("select set_config('request.jwt.claims', \(#"{"sub":""# + sub + #""}"#), false)")
+        } else {
+            try db.execute("select set_config('request.jwt.claims', '', false)")
+            try db.execute("select set_config('request.jwt.claim.sub', \(sub), false)")
+        }
+        try db.execute("set role \(identifier: role)")
+    }
+
+    /// Back to the owner (herald's own connection).
+    static func owner(_ db: PGConnection) throws {
+        try db.execute("reset role")
+    }
+
+    /// Expects the statement to fail with `state` (default 42501, insufficient privilege).
+    static func refused(_ db: PGConnection, _ sql: SQL, _ what: String, state: String = "42501",
+                        message: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) {
+        do {
+            _ = try db.query(sql)
+            Issue.record("\(what): expected SQLSTATE \(state), but it succeeded", sourceLocation: sourceLocation)
+        } catch let error as PGError {
+            #expect(error.sqlState == state, "\(what): \(error)", sourceLocation: sourceLocation)
+            if let message {
+                #expect(error.message.contains(message), "\(what): \(error)", sourceLocation: sourceLocation)
+            }
+        } catch {
+            Issue.record("\(what): \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    static func tables(_ db: PGConnection) throws -> [String] {
+        try db.query("""
+            select relname from pg_class
+             where relnamespace = 'public'::regnamespace and relkind in ('r', 'p') order by relname
+            """).compactMap { $0["relname"].string }
+    }
+
+    /// The tables the app may read (its own rows only).
+    static let readable: Set<String> = ["user_profiles", "device_tokens", "inbox"]
+
+    /// Two people, A and B, with a row of their own in every per-user table.
+    struct People {
+        let a = UUID(), b = UUID(), family = UUID()
+        var inbox: [UUID: UUID] = [:]
+        var queue: [UUID: UUID] = [:]
+        var alert: [UUID: UUID] = [:]
+    }
+
+    static func people(_ db: PGConnection) throws -> People {
+        var p = People()
+        for user in [p.a, p.b] {
+            try db.execute("insert into user_profiles (user_id, email, phone_e164) values (\(user), 'x@example.com', '+15550100')")
+            try db.execute("insert into family_members (family_id, user_id, role) values (\(p.family), \(user), 'member')")
+            try db.execute("insert into wearable_daily_metrics (user_id, metric_date, steps) values (\(user), '2026-01-01', 1000)")
+            try db.execute("insert into pattern_evaluations (user_id, evaluated_through) values (\(user), now())")
+            try db.execute("insert into daily_forecasts (user_id, forecast_date) values (\(user), '2026-01-01')")
+            try db.execute("insert into prompt_settings (user_id) values (\(user))")
+            try db.execute("insert into prompt_schedules (user_id, local_date, prompts) values (\(user), '2026-01-01', 4)")
+            try db.execute("insert into reminders (user_id, schedule, local_time) values (\(user), 'daily', '09:00')")
+            let alert = try db.query("""
+                insert into pattern_alert_state (user_id, metric_type, pattern_type, active_since)
+                values (\(user), 'steps', 'drop_vs_baseline', '2026-01-01') returning id
+                """).first!["id"].uuid!
+            let token = try db.query("""
+                insert into device_tokens (user_id, device_token, platform) values (\(user), \("tok-" + user.uuidString), 'ios')
+                returning id
+                """).first!["id"].uuid!
+            let queue = try db.query("""
+                insert into notification_queue (recipient_user_id, member_user_id, alert_state_id, channel, status)
+                values (\(user), \(user), \(alert), 'push', 'sent') returning id
+                """).first!["id"].uuid!
+            try db.execute("""
+                insert into notification_deliveries (queue_id, pass_id, attempt, channel, provider, destination, outcome)
+                values (\(queue), 'p', 1, 'push', 'expo', 'd', 'delivered')
+                """)
+            try db.execute("insert into notification_events (queue_id, event) values (\(queue), 'sent')")
+            try db.execute("""
+                insert into push_receipts (queue_id, ticket_id, device_token_id) values (\(queue), \(UUID().uuidString), \(token))
+                """)
+            p.inbox[user] = try db.query("""
+                insert into inbox (user_id, queue_id, type, title, body) values (\(user), \(queue), 'system', 't', 'b') returning id
+                """).first!["id"].uuid!
+            p.queue[user] = queue
+            p.alert[user] = alert
+        }
+        try db.execute("insert into herald_passes (pass_id, started_at) values ('p', now())")
+        return p
+    }
+
+    @Test func appUsersSeeOnlyTheirOwnRows() throws {
+        let (tdb, db) = try Self.supabase()
+        defer { tdb.drop() }
+        let p = try Self.people(db)
+        let tables = try Self.tables(db)
+        #expect(tables.count >= 19)
+
+        for claimsJSON in [false, true] {
+            try Self.act(db, as: "authenticated", p.a, claimsJSON: claimsJSON)
+            for table in Self.readable {
+                let rows = try db.query("select user_id from \(identifier: table)")
+                #expect(rows.map { $0["user_id"].uuid } == [p.a], "\(table) as A (claims JSON: \(claimsJSON))")
+                #expect(try db.query("select 1 from \(identifier: table) where user_id = \(p.b)").isEmpty, "\(table)")
+            }
+            for table in tables where !Self.readable.contains(table) {
+                Self.refused(db, "select * from \(identifier: table)", "select from \(table) as authenticated")
+            }
+        }
+
+        // Without a caller: nothing.
+        try Self.act(db, as: "authenticated", nil)
+        for table in Self.readable {
+            #expect(try db.query("select 1 from \(identifier: table)").isEmpty, "\(table) without a caller")
+        }
+
+        // Writes: only the caller's own preferences, and only through the RPCs otherwise.
+        try Self.act(db, as: "authenticated", p.a)
+        #expect(try db.execute("update user_profiles set notify_push = true, quiet_hours_action = 'defer'") == 1)
+        #expect(try db.execute("update user_profiles set notify_push = true where user_id = \(p.b)") == 0)
+        Self.refused(db, "update user_profiles set email = 'attacker@example.com'", "update email")
+        Self.refused(db, "update user_profiles set phone_e164 = '+15550199'", "update phone")
+        Self.refused(db, "update user_profiles set notify_sms_disabled_reason = null", "update herald's column")
+        Self.refused(db, "update user_profiles set user_id = \(p.b)", "update user_id")
+        Self.refused(db, "insert into user_profiles (user_id) values (\(UUID()))", "insert profile")
+        Self.refused(db, "delete from user_profiles", "delete profile")
+        Self.refused(db, "update inbox set title = 'x'", "update inbox")
+        Self.refused(db, "update inbox set is_read = true", "mark read directly")
+        Self.refused(db, "delete from inbox", "delete inbox")
+        Self.refused(db, "insert into device_tokens (user_id, device_token) values (\(p.a), 'x')", "insert token")
+        Self.refused(db, "update device_tokens set is_active = true", "update token")
+        Self.refused(db, """
+            insert into notification_queue (recipient_user_id, channel) values (\(p.b), 'sms')
+            """, "enqueue as authenticated")
+        Self.refused(db, "select nextval('notification_events_id_seq')", "identity sequence")
+        // The time zone is still checked when the app writes it.
+        Self.refused(db, "update user_profiles set timezone = 'Mars/Olympus_Mons'", "bad zone", state: PGError.checkViolation)
+        #expect(try db.execute("update user_profiles set timezone = 'Asia/Tokyo'") == 1)
+
+        try Self.owner(db)
+        let b = try db.query("select notify_push, email, timezone from user_profiles where user_id = \(p.b)").first
+        #expect(b?["notify_push"].bool == false)
+        #expect(b?["email"].string == "x@example.com")
+        #expect(try db.query("select count(*) from notification_queue").first?[0].int == 2)
+        #expect(try db.query("select timezone from user_profiles where user_id = \(p.a)").first?["timezone"].string == "Asia/Tokyo")
+    }
+
+    @Test func anonCanNeitherReadNorWriteHeraldTables() throws {
+        let (tdb, db) = try Self.supabase()
+        defer { tdb.drop() }
+        let p = try Self.people(db)
+        let tables = try Self.tables(db)
+        try Self.act(db, as: "anon", nil)
+        Self.refused(db, """
+            insert into notification_queue (recipient_user_id, channel, payload)
+            values (\(p.a), 'sms', '{"body":"Your account is locked, call +1…"}')
+            """, "anon enqueue")
+        for table in tables {
+            Self.refused(db, "select * from \(identifier: table)", "select from \(table) as anon")
+            Self.refused(db, "delete from \(identifier: table)", "delete from \(table) as anon")
+        }
+        // A forged caller does not help without the grants.
+        try Self.act(db, as: "anon", p.a)
+        for table in tables {
+            Self.refused(db, "select * from \(identifier: table)", "select from \(table) as anon with a sub")
+        }
+        try Self.owner(db)
+        #expect(try db.query("select count(*) from notification_queue").first?[0].int == 2)
+    }
+
+    /// Every privilege the app roles hold on the tables and sequences of `public`, from the catalog.
+    @Test func appRolesHoldOnlyTheGrantsTheAppNeeds() throws {
+        let (tdb, db) = try Self.supabase()
+        defer { tdb.drop() }
+        func held(_ role: String) throws -> Set<String> {
+            Set(try db.query("""
+                select c.relname || ' ' || p.priv as held
+                  from pg_class c
+                  cross join unnest(array['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) as p(priv)
+                 where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p', 'v', 'm')
+                   and (has_table_privilege(\(role)::name, c.oid, p.priv)
+                        or (p.priv in ('SELECT', 'INSERT', 'UPDATE', 'REFERENCES')
+                            and has_any_column_privilege(\(role)::name, c.oid, p.priv)))
+                union all
+                select c.relname || ' ' || p.priv
+                  from pg_class c cross join unnest(array['USAGE', 'SELECT', 'UPDATE']) as p(priv)
+                 where c.relnamespace = 'public'::regnamespace and c.relkind = 'S'
+                   and has_sequence_privilege(\(role)::name, c.oid, p.priv)
+                """).compactMap { $0["held"].string })
+        }
+        #expect(try held("anon") == [])
+        #expect(try held("authenticated") == [
+            "user_profiles SELECT", "user_profiles UPDATE", "device_tokens SELECT", "inbox SELECT",
+        ])
+        let notUpdatable = try db.query("""
+            select attname from pg_attribute
+             where attrelid = 'user_profiles'::regclass and attnum > 0 and not attisdropped
+               and not has_column_privilege('authenticated', 'user_profiles'::regclass, attnum, 'UPDATE')
+             order by attname
+            """).compactMap { $0["attname"].string }
+        #expect(notUpdatable == [
+            "created_at", "email", "notify_email_disabled_reason", "notify_sms_disabled_reason",
+            "notify_whatsapp_disabled_reason", "phone_e164", "quiet_hours_apply_critical", "updated_at", "user_id",
+        ])
+    }
+
+    static let rpcs: Set<String> = [
+        "snooze_pattern_alert", "dismiss_pattern_alert", "get_family_pattern_alerts",
+        "register_device_token", "unregister_device_token", "mark_notifications_read",
+    ]
+
+    @Test func helpersAreForTheOwnerAndRPCsForSignedInUsers() throws {
+        let (tdb, db) = try Self.supabase()
+        defer { tdb.drop() }
+        let functions = try db.query("""
+            select p.proname,
+                   has_function_privilege('anon', p.oid, 'EXECUTE') as anon,
+                   has_function_privilege('authenticated', p.oid, 'EXECUTE') as authenticated,
+                   exists (select 1 from aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+                            where a.grantee = 0 and a.privilege_type = 'EXECUTE') as to_public
+              from pg_proc p where p.pronamespace = 'public'::regnamespace
+            """)
+        let names = Set(functions.compactMap { $0["proname"].string })
+        #expect(Self.rpcs.isSubset(of: names))
+        #expect(names.contains("herald_can_view_member") && names.contains("herald_local_date"))
+        for f in functions {
+            let name = f["proname"].string ?? "?"
+            #expect(f["anon"].bool == false, "anon can execute \(name)")
+            #expect(f["to_public"].bool == false, "PUBLIC can execute \(name)")
+            #expect(f["authenticated"].bool == Self.rpcs.contains(name), "authenticated and \(name)")
+        }
+
+        let (a, b) = (UUID(), UUID())
+        try Self.act(db, as: "authenticated", a)
+        Self.refused(db, "select herald_can_view_member(\(a), \(b))", "herald_can_view_member", message: "permission denied")
+        Self.refused(db, "select herald_local_date(\(a))", "herald_local_date", message: "permission denied")
+        Self.refused(db, "select herald_is_timezone('UTC')", "herald_is_timezone", message: "permission denied")
+        Self.refused(db, "select herald_restrict_table('inbox')", "herald_restrict_table", message: "permission denied")
+
+        try Self.act(db, as: "anon", a)
+        let calls: [(String, SQL)] = [
+            ("snooze", "select snooze_pattern_alert(\(UUID()), 3)"),
+            ("dismiss", "select dismiss_pattern_alert(\(UUID()))"),
+            ("family alerts", "select * from get_family_pattern_alerts(\(UUID()))"),
+            ("register", "select register_device_token('ExponentPushToken[abc]', 'ios')"),
+            ("unregister", "select unregister_device_token('ExponentPushToken[abc]')"),
+            ("mark read", "select mark_notifications_read(\([UUID()])::uuid[])"),
+        ]
+        for (what, sql) in calls {
+            Self.refused(db, sql, "anon \(what)", message: "permission denied for function")
+        }
+    }
+
+    @Test func theRPCsWorkForTheCallerAndNobodyElse() throws {
+        let (tdb, db) = try Self.supabase()
+        defer { tdb.drop() }
+        let p = try Self.people(db)
+        let stranger = UUID()
+        try db.execute("insert into user_profiles (user_id) values (\(stranger))")
+
+        // A and B share a family: either may snooze or dismiss the other's alert; a stranger may not.
+        try Self.act(db, as: "authenticated", stranger)
+        Self.refused(db, "select snooze_pattern_alert(\(p.alert[p.b]!), 3)", "stranger snoozes")
+        Self.refused(db, "select dismiss_pattern_alert(\(p.alert[p.b]!))", "stranger dismisses")
+        Self.refused(db, "select * from get_family_pattern_alerts(\(p.family))", "stranger reads the family")
+        #expect(try db.query("select mark_notifications_read(\([p.inbox[p.a]!])::uuid[]) ->> 'updated_count' as n")
+            .first?["n"].string == "0")
+        #expect(try db.query("select unregister_device_token(\("tok-" + p.a.uuidString)) ->> 'status' as s")
+            .first?["s"].string == "not_found")
+
+        try Self.act(db, as: "authenticated", p.a)
+        #expect(try db.query("select * from get_family_pattern_alerts(\(p.family))").count == 2)
+        #expect(try db.query("select snooze_pattern_alert(\(p.alert[p.b]!), 3) ->> 'success' as ok").first?["ok"].string == "true")
+        #expect(try db.query("select dismiss_pattern_alert(\(p.alert[p.a]!)) ->> 'success' as ok").first?["ok"].string == "true")
+        #expect(try db.query("select * from get_family_pattern_alerts(\(p.family))").isEmpty)
+        let read = try db.query("""
+            select mark_notifications_read(\([p.inbox[p.a]!, p.inbox[p.b]!])::uuid[]) ->> 'updated_count' as n
+            """).first?["n"].string
+        #expect(read == "1")
+        #expect(try db.query("select is_read from inbox").map { $0["is_read"].bool } == [true])
+        let registered = try db.query("""
+            select register_device_token('ExponentPushToken[a1]', 'android') ->> 'status' as s
+            """).first?["s"].string
+        #expect(registered == "active")
+        #expect(try db.query("select device_token from device_tokens where is_active order by device_token")
+            .map { $0["device_token"].string } == ["ExponentPushToken[a1]", "tok-" + p.a.uuidString])
+        #expect(try db.query("select unregister_device_token('ExponentPushToken[a1]') ->> 'status' as s")
+            .first?["s"].string == "unregistered")
+
+        try Self.owner(db)
+        #expect(try db.query("select is_read from inbox where id = \(p.inbox[p.b]!)").first?["is_read"].bool == false)
+        #expect(try db.query("select is_active from device_tokens where device_token = \("tok-" + p.a.uuidString)")
+            .first?["is_active"].bool == true)
+    }
+
+    @Test func aReRegisteredDeviceTokenReachesOnlyItsNewUser() throws {
+        let (tdb, db) = try Self.supabase()
+        defer { tdb.drop() }
+        let (a, b) = (UUID(), UUID())
+        let token = "ExponentPushToken[shared-phone]"
+        func owners() throws -> [String] {
+            try db.query("""
+                select case when user_id = \(a) then 'A' else 'B' end || ':' || is_active::text
+                       || ':' || coalesce(deactivated_reason, '-') as o
+                  from device_tokens where device_token = \(token) order by user_id = \(b), user_id
+                """).compactMap { $0["o"].string }
+        }
+
+        try Self.act(db, as: "authenticated", a)
+        try db.query("select register_device_token(\(token), 'ios')")
+        try Self.act(db, as: "authenticated", b)
+        try db.query("select register_device_token(\(token), 'ios')")
+        try Self.owner(db)
+        #expect(try owners() == ["A:false:reassigned", "B:true:-"])
+        // A no longer sees it as theirs.
+        try Self.act(db, as: "authenticated", a)
+        #expect(try db.query("select 1 from device_tokens where is_active").isEmpty)
+        // Back to A (A signs in again on the phone): B's row goes, A's returns.
+        try db.query("select register_device_token(\(token), 'ios')")
+        try Self.owner(db)
+        #expect(try owners() == ["A:true:-", "B:false:reassigned"])
+        // The same user registering again changes nothing else.
+        try Self.act(db, as: "authenticated", a)
+        try db.query("select register_device_token(\(token), 'ios', '2.0')")
+        try Self.owner(db)
+        #expect(try owners() == ["A:true:-", "B:false:reassigned"])
+        // And the table itself refuses a second active owner, whoever writes it.
+        Self.refused(db, "insert into device_tokens (user_id, device_token) values (\(UUID()), \(token))",
+                     "second active row", state: PGError.uniqueViolation)
+    }
+
+    /// Several users registering one token at the same moment take turns: none fails, one ends up active.
+    @Test func simultaneousRegistrationsLeaveOneActiveOwner() throws {
+        let (tdb, db) = try Self.supabase()
+        defer { tdb.drop() }
+        let token = "ExponentPushToken[contended]"
+        let users = (0..<6).map { _ in UUID() }
+        let url = tdb.url
+        let failures = Failures()
+        inParallel(users.count) { i in
+            do {
+                let conn = try PGConnection(url, applicationName: "herald-tests")
+                defer { conn.close() }
+                for _ in 0..<5 {
+                    try Self.act(conn, as: "authenticated", users[i])
+                    try conn.query("select register_device_token(\(token), 'android')")
+                }
+            } catch {
+                failures.add("\(error)")
+            }
+        }
+        #expect(failures.all == [])
+        #expect(try db.query("select count(*) from device_tokens where device_token = \(token) and is_active")
+            .first?[0].int == 1)
+        #expect(try db.query("select count(*) from device_tokens where device_token = \(token)").first?[0].int == 6)
+    }
+
+    /// Tokens already active for several users when 008 is applied: the most recently used keeps it.
+    @Test func theMigrationSettlesTokensAlreadySharedBeforeIt() throws {
+        let all = try Migrator(directory: TestDatabase.migrationsDirectory)
+        let (tdb, db) = try Self.supabase(migrations: Migrator(migrations: all.migrations.filter { $0.version < 8 }))
+        defer { tdb.drop() }
+        let (a, b, c) = (UUID(), UUID(), UUID())
+        try db.execute("""
+            insert into device_tokens (user_id, device_token, last_used_at) values
+              (\(a), 'shared', now() - interval '3 days'), (\(b), 'shared', now() - interval '1 day'),
+              (\(c), 'shared', now() - interval '2 days'), (\(c), 'own', null)
+            """)
+        // The catalog check below sees what 008 fixes.
+        #expect(try Self.unindexedForeignKeys(db) == ["push_receipts.push_receipts_device_token_id_fkey",
+                                                      "push_receipts.push_receipts_queue_id_fkey"])
+        try all.migrate(db)
+        let active = try db.query("select user_id, device_token from device_tokens where is_active order by device_token")
+        #expect(active.map { $0["device_token"].string } == ["own", "shared"])
+        #expect(active.map { $0["user_id"].uuid } == [c, b])
+        #expect(try db.query("select count(*) from device_tokens where deactivated_reason = 'reassigned'").first?[0].int == 2)
+    }
+
+    /// Foreign keys with no index whose leading columns are the key's: a delete of the parent scans the
+    /// child table once per row (pruning the queue cascades to deliveries, events and receipts). A
+    /// partial index counts when it only leaves out nulls, which a lookup by key never wants.
+    static func unindexedForeignKeys(_ db: PGConnection) throws -> [String] {
+        try db.query("""
+            select c.conrelid::regclass::text || '.' || c.conname as fk
+              from pg_constraint c
+             where c.contype = 'f' and c.connamespace = 'public'::regnamespace
+               and not exists (
+                 select 1 from pg_index i
+                  where i.indrelid = c.conrelid and i.indisvalid
+                    and (i.indkey::int2[])[0:cardinality(c.conkey) - 1] = c.conkey
+                    and (i.indpred is null
+                         or (cardinality(c.conkey) = 1
+                             and pg_get_expr(i.indpred, i.indrelid) = format('(%I IS NOT NULL)',
+                               (select a.attname from pg_attribute a
+                                 where a.attrelid = c.conrelid and a.attnum = c.conkey[1])))))
+             order by 1
+            """).compactMap { $0["fk"].string }
+    }
+
+    @Test func everyForeignKeyHasAnIndex() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        #expect(try db.query("select count(*) from pg_constraint where contype = 'f'").first?[0].int ?? 0 >= 6)
+        #expect(try Self.unindexedForeignKeys(db) == [])
+    }
+
+    /// Holds later migrations to the rule in 008's header: a new table must enable row-level security
+    /// (`select herald_restrict_table('t')`), and must not force it on herald, the owner.
+    @Test func everyTableHasRowLevelSecurity() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let rows = try db.query("""
+            select relname, relrowsecurity, relforcerowsecurity from pg_class
+             where relnamespace = 'public'::regnamespace and relkind in ('r', 'p')
+            """)
+        #expect(rows.count >= 19)
+        for row in rows {
+            let name = row["relname"].string ?? "?"
+            #expect(row["relrowsecurity"].bool == true, "\(name) has row-level security off")
+            #expect(row["relforcerowsecurity"].bool == false, "\(name) forces row-level security on its owner")
+        }
+    }
+}
+
+/// Errors collected from several threads.
+private final class Failures: @unchecked Sendable {
+    private var list: [String] = []
+    private let lock = NSLock()
+    func add(_ failure: String) { lock.withLock { list.append(failure) } }
+    var all: [String] { lock.withLock { list } }
+}
