@@ -15,16 +15,7 @@ create table if not exists herald_pauses (
 create unique index if not exists herald_pauses_scope on herald_pauses (coalesce(channel, ''), coalesce(kind, ''));
 
 -- herald's own table: no access for app roles (see 008_security.sql for the model).
-alter table herald_pauses enable row level security;
-do $$
-begin
-  if exists (select 1 from pg_roles where rolname = 'anon') then
-    execute 'revoke all on herald_pauses from anon';
-  end if;
-  if exists (select 1 from pg_roles where rolname = 'authenticated') then
-    execute 'revoke all on herald_pauses from authenticated';
-  end if;
-end $$;
+select herald_restrict_table('herald_pauses');
 
 alter table notification_events drop constraint if exists notification_events_event_check;
 alter table notification_events add constraint notification_events_event_check check (event in
