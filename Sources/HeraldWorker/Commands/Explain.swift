@@ -11,13 +11,22 @@ public enum Explain {
     }
 
     public static func report(_ db: PGConnection, id: UUID) throws -> JSONValue {
+        let (events, deliveries) = try trail(db, id: id)
         guard let row = try db.query("""
             select id, recipient_user_id, member_user_id, alert_state_id, channel, kind, severity, priority,
                    status, attempts, max_attempts, permanent, last_error, skip_reason, scheduled_at, run_after,
                    locked_until, locked_by, dedupe_key, provider_message_id, sent_at, created_at, updated_at
               from notification_queue where id = \(id)
             """).first else {
-            throw NotFound(description: "no notification_queue row has id \(id.uuidString.lowercased())")
+            // Pruned from the queue: the trail outlives it, and its `pruned` event says what it was.
+            guard !events.isEmpty else {
+                throw NotFound(description: "no notification_queue row and no trail has id \(id.uuidString.lowercased())")
+            }
+            var r: [String: JSONValue] = ["id": .string(id.uuidString.lowercased()), "pruned": true]
+            if let pruned = events.last(where: { $0["event"]?.stringValue == "pruned" }), case .object(let d)? = pruned["details"] {
+                r.merge(d) { _, snapshot in snapshot }
+            }
+            return ["row": .object(r), "events": .array(events), "deliveries": .array(deliveries)]
         }
         var r: [String: JSONValue] = [:]
         for key in ["id", "recipient_user_id", "member_user_id", "alert_state_id", "channel", "kind", "severity",
@@ -31,6 +40,11 @@ public enum Explain {
             if let d = row[key].date { r[key] = .string(ISO8601.string(d)) }
         }
 
+        return ["row": .object(r), "events": .array(events), "deliveries": .array(deliveries)]
+    }
+
+    /// The row's events and delivery attempts, in order: they are kept after the row is pruned.
+    static func trail(_ db: PGConnection, id: UUID) throws -> (events: [JSONValue], deliveries: [JSONValue]) {
         var events: [JSONValue] = []
         for e in try db.query("""
             select at, pass_id, event, reason, details::text as details from notification_events
@@ -63,7 +77,7 @@ public enum Explain {
             if let x = d["latency_ms"].int { o["latency_ms"] = .number(Double(x)) }
             deliveries.append(.object(o))
         }
-        return ["row": .object(r), "events": .array(events), "deliveries": .array(deliveries)]
+        return (events, deliveries)
     }
 
     /// The trail as readable lines: one per event, with the inputs that decided it.
@@ -71,7 +85,7 @@ public enum Explain {
         let row = report["row"]?.objectValue ?? [:]
         func s(_ k: String) -> String { row[k]?.stringValue ?? "-" }
         var lines = [
-            "notification \(s("id"))",
+            "notification \(s("id"))" + (row["pruned"]?.boolValue == true ? " (pruned from the queue; from its trail)" : ""),
             "  to \(s("recipient_user_id")) by \(s("channel")), kind \(s("kind")), severity \(s("severity")), priority \(s("priority"))",
             "  status \(s("status"))" + (row["skip_reason"].map { " (\($0.stringValue ?? ""))" } ?? "")
                 + ", attempts \(s("attempts"))/\(s("max_attempts"))"

@@ -29,6 +29,8 @@ public struct PassOptions: Sendable {
     /// A claimed row's lease; it must outlast the deadline plus one send timeout.
     public var leaseSeconds = 600
     public var retentionDays = 30
+    /// How long the trail and deliveries are kept, whatever became of the queue rows (HERALD_AUDIT_RETENTION_DAYS).
+    public var auditRetentionDays = 400
     /// Rows recorded per flush while sends are still in flight.
     public var recordChunk = 200
     public var metricsFile: String?

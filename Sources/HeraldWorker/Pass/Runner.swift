@@ -94,7 +94,16 @@ public struct Runner {
                 }
                 options.weatherURL = weather.hasSuffix("/") ? String(weather.dropLast()) : weather
             }
-            if let days = try settings.int("HERALD_RETENTION_DAYS") { options.retentionDays = days }
+            if let days = try settings.int("HERALD_RETENTION_DAYS") {
+                guard (1...36_500).contains(days) else { throw ConfigError("HERALD_RETENTION_DAYS must be between 1 and 36500") }
+                options.retentionDays = days
+            }
+            if let days = try settings.int("HERALD_AUDIT_RETENTION_DAYS") {
+                guard (1...36_500).contains(days) else {
+                    throw ConfigError("HERALD_AUDIT_RETENTION_DAYS must be between 1 and 36500")
+                }
+                options.auditRetentionDays = days
+            }
         } catch {
             summary.ok = false
             summary.error = "\(error)"
@@ -142,6 +151,10 @@ public struct Runner {
                 }
                 isolated("prune", db: db, logger: logger, summary: &summary) { summary in
                     summary.pruned = try store.pruneTerminal(retentionDays: options.retentionDays)
+                }
+                isolated("audit", db: db, logger: logger, summary: &summary) { summary in
+                    let dropped = try store.maintainAuditTrail(retentionDays: options.auditRetentionDays)
+                    if dropped > 0 { summary.generated["audit_partitions_dropped"] = dropped }
                 }
             }
             if options.dryRun {

@@ -58,20 +58,60 @@ public struct QueueStore {
     }
 
     /// Deletes terminal rows (sent, skipped, failed for good) untouched for `retentionDays`, a chunk at a
-    /// time so one pass never holds many locks. Their deliveries and events go with them.
+    /// time so one pass never holds many locks. Their trail and deliveries stay (kept for the audit
+    /// retention): each row leaves a `pruned` event with what it was, without its payload.
     @discardableResult
     public func pruneTerminal(retentionDays: Int, limit: Int = 5000) throws -> Int {
         try db.transaction { db in
             guard try db.query("select pg_try_advisory_xact_lock(\(QueueStore.housekeepingLock + 1)) as ok")
                 .first?["ok"].bool == true else { return 0 }
-            return try db.execute("""
-                delete from notification_queue where id in (
-                  select id from notification_queue
-                   where (status in ('sent', 'skipped') or (status = 'failed' and permanent))
-                     and updated_at < now() - make_interval(days => \(retentionDays))
-                   limit \(limit)
-                   for update skip locked)
-                """)
+            return try db.query("""
+                with d as (
+                  delete from notification_queue where id in (
+                    select id from notification_queue
+                     where (status in ('sent', 'skipped') or (status = 'failed' and permanent))
+                       and updated_at < now() - make_interval(days => \(retentionDays))
+                     limit \(limit)
+                     for update skip locked)
+                  returning id, recipient_user_id, member_user_id, channel, kind, severity, priority, status,
+                            skip_reason, attempts, max_attempts, permanent, last_error, scheduled_at, sent_at,
+                            created_at, provider_message_id
+                ), e as (
+                  insert into notification_events (queue_id, pass_id, event, reason, details)
+                  select id, \(passId), 'pruned', status, jsonb_strip_nulls(jsonb_build_object(
+                           'recipient_user_id', recipient_user_id, 'member_user_id', member_user_id,
+                           'channel', channel, 'kind', kind, 'severity', severity, 'priority', priority,
+                           'status', status, 'skip_reason', skip_reason, 'attempts', attempts,
+                           'max_attempts', max_attempts, 'permanent', permanent, 'last_error', last_error,
+                           'scheduled_at', scheduled_at, 'sent_at', sent_at, 'created_at', created_at,
+                           'provider_message_id', provider_message_id))
+                    from d
+                )
+                select count(*)::int as n from d
+                """).first?["n"].int ?? 0
+        }
+    }
+
+    /// Keeps the audit trail's monthly partitions: creates those of the next three months, and drops
+    /// the ones that ended more than `retentionDays` ago (whole partitions, no row deletes). Runs in
+    /// the pass that wins the advisory lock, and waits at most 2 s for the tables' locks.
+    /// Returns the partitions dropped.
+    @discardableResult
+    public func maintainAuditTrail(retentionDays: Int) throws -> Int {
+        try db.transaction { db in
+            guard try db.query("select pg_try_advisory_xact_lock(\(QueueStore.housekeepingLock + 2)) as ok")
+                .first?["ok"].bool == true else { return 0 }
+            try db.execute("set local lock_timeout = '2s'")
+            var dropped = 0
+            for table in ["notification_events", "notification_deliveries"] {
+                _ = try db.query("""
+                    select herald_audit_partitions(\(table)::regclass, now()::date, now()::date, 3)
+                    """)
+                dropped += try db.query("""
+                    select herald_audit_drop_before(\(table)::regclass, now() - make_interval(days => \(retentionDays))) as n
+                    """).first?["n"].int ?? 0
+            }
+            return dropped
         }
     }
 
