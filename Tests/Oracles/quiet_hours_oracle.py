@@ -12,9 +12,10 @@ It knows the *definitions* only, not herald's algorithms:
   the first instant after t whose local date differs from t's.
 
 Both are answered by walking the wall clock minute by minute with Python's zoneinfo (the system
-tzdata, independent of the ICU data Foundation uses). Windows are whole minutes and every offset met
-is checked to be whole minutes, so the judgement is constant within each UTC minute and a minute walk
-is exact to the second.
+tzdata, independent of the ICU data Foundation uses), and second by second through any minute in
+which the wall clock passes a window's start or end (some windows have seconds). Every offset met is
+checked to be whole minutes, so the clocks only jump at the turn of a UTC minute and, within one, the
+wall clock runs second for second: the walk is exact to the second.
 
 Usage: quiet_hours_oracle.py [--seed N] [--quiet-cases N] [--day-cases N]
 Prints one JSON object: {"tzdata": …, "quiet": [case…], "days": [case…]}, each case with its answer.
@@ -108,13 +109,18 @@ def quiet(start, end, tod):
 
 def quiet_end(clock, start, end, t):
     """The first instant u >= t at which the wall clock is outside the window; None within HORIZON."""
-    if not quiet(start, end, clock.local(t)[1]):
-        return t
-    u = (t // 60 + 1) * 60
+    bounds = {start % 86400, end % 86400}
+    u = t
     while u <= t + HORIZON:
-        if not quiet(start, end, clock.local(u)[1]):
+        tod = clock.local(u)[1]
+        rest = (u // 60 + 1) * 60 - u               # seconds left in this UTC minute
+        if any(tod < b < tod + rest for b in bounds):
+            for k in range(rest):                   # the judgement may change within it: every second
+                if not quiet(start, end, tod + k):
+                    return u + k
+        elif not quiet(start, end, tod):
             return u
-        u += 60
+        u += rest
     return None
 
 
@@ -174,7 +180,15 @@ def anchors(rng, name, years, count):
 
 
 def pick_time(rng, clock, anchor):
-    """A window end point: often near the wall times either side of the transition, else anywhere."""
+    """A window end point: often near the wall times either side of the transition, else anywhere;
+    one in ten has seconds."""
+    m = pick_minute(rng, clock, anchor)
+    if m % 86400 and rng.random() < 0.1:
+        m += rng.choice([1, 30, 59, rng.randrange(60)]) - 60
+    return m
+
+
+def pick_minute(rng, clock, anchor):
     r = rng.random()
     if r < 0.02:
         return 86400                                           # 24:00:00
