@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what herald needs to build and test, if it is missing: libpq, libcurl (with HTTP/2), PostgreSQL.
+# Installs what herald needs to build and test, if it is missing: libpq, libcurl (with HTTP/2), PostgreSQL,
+# and for the quiet-hours oracle test (Tests/Oracles) python3 with the system tzdata.
 set -euo pipefail
 
 missing=()
@@ -8,6 +9,8 @@ pkg-config --exists libcurl 2>/dev/null && [ -e /usr/include/x86_64-linux-gnu/cu
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+[ -e /usr/share/zoneinfo/America/Chicago ] || missing+=(tzdata)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

@@ -271,6 +271,24 @@ struct Scenario {
         #expect(s.decide().decision == .skip(.quietHours))
     }
 
+    @Test func chicagoWindowEnteredInTheRepeatedHourIsLeftAtTheSecondOneOClock() {
+        // Issue 8: 01:30–01:00 in Chicago on 2026-11-01 (02:00 CDT → 01:00 CST at 07:00Z). A row held at
+        // 01:45 CDT waits until 01:00 CST, the first instant the wall clock is outside, not a day longer.
+        var s = Scenario(); s.prefs.timezone = "America/Chicago"; s.prefs.quietAction = .defer
+        s.prefs.quietHoursStart = t("01:30"); s.prefs.quietHoursEnd = t("01:00")
+        s.now = utc(2026, 11, 1, 6, 45)                               // 01:45 CDT
+        #expect(s.decide().decision == .deferUntil(utc(2026, 11, 1, 7), .quietHours))
+        #expect(s.decide().trail["until"] == "2026-11-01T07:00:00Z")
+        s.prefs.quietAction = .skip
+        #expect(s.decide().decision == .skip(.quietHours))
+        s.now = utc(2026, 11, 1, 7)                                   // 01:00 CST: outside, both actions send
+        #expect(s.decide().decision == .send)
+        s.prefs.quietAction = .defer
+        #expect(s.decide().decision == .send)
+        s.now = utc(2026, 11, 1, 7, 30)                               // 01:30 CST: inside again
+        #expect(s.decide().decision == .deferUntil(utc(2026, 11, 2, 7), .quietHours))
+    }
+
     // MARK: 6. Rate limits
 
     @Test func repeatedKindsInOneBatchAreSpaced() {

@@ -57,6 +57,35 @@ import Testing
         #expect(c.until == utc(2026, 3, 8, 5))
     }
 
+    @Test func dailyLimitWhenLocalMidnightDoesNotHappen() {
+        // Santiago, 2026-09-06: 00:00 -04 → 01:00 -03 at 04:00Z. The 6th begins at the jump.
+        let santiago = zone("America/Santiago")
+        let evening = utc(2026, 9, 6, 2)                                  // 22:00 on the 5th
+        let full = (0..<10).map { SentRecord(recipient: alice, channel: .push, kind: "k\($0)", at: evening.addingTimeInterval(-Double($0) * 60 - 60)) }
+        let c = RateLimiter(history: full).check(recipient: alice, channel: .push, kind: "x", now: evening, zone: santiago)
+        #expect(c.until == utc(2026, 9, 6, 4))
+        // On the 6th, a send at the jump counts; one a second earlier was on the 5th.
+        let morning = utc(2026, 9, 6, 13)                                 // 10:00 -03
+        let atJump = (0..<10).map { SentRecord(recipient: alice, channel: .push, kind: "k\($0)", at: utc(2026, 9, 6, 4)) }
+        #expect(RateLimiter(history: atJump).check(recipient: alice, channel: .push, kind: "x", now: morning, zone: santiago).counters.sentToday == 10)
+        let before = (0..<10).map { SentRecord(recipient: alice, channel: .push, kind: "k\($0)", at: utc(2026, 9, 6, 3, 59, 59)) }
+        #expect(RateLimiter(history: before).check(recipient: alice, channel: .push, kind: "x", now: morning, zone: santiago).isAllowed)
+    }
+
+    @Test func dailyLimitWhenLocalMidnightHappensTwice() {
+        // Havana, 2026-11-01: 01:00 -04 → 00:00 -05 at 05:00Z. The 1st began at the first midnight (04:00Z).
+        let havana = zone("America/Havana")
+        let full = (0..<10).map { SentRecord(recipient: alice, channel: .push, kind: "k\($0)", at: utc(2026, 11, 1, 4)) }
+        let c = RateLimiter(history: full).check(recipient: alice, channel: .push, kind: "x", now: utc(2026, 11, 1, 5, 30), zone: havana)
+        #expect(c.counters.sentToday == 10)
+        #expect(c.until == utc(2026, 11, 2, 5))                           // 00:00 -05 on the 2nd
+        // Santiago, 2026-04-05: 00:00 -03 → 23:00 -04 at 03:00Z; the 4th lasts until 00:00 -04 = 04:00Z.
+        let santiago = zone("America/Santiago")
+        let late = RateLimiter(history: full.map { SentRecord(recipient: alice, channel: .push, kind: $0.kind, at: utc(2026, 4, 5, 2)) })
+        #expect(late.check(recipient: alice, channel: .push, kind: "x", now: utc(2026, 4, 5, 2, 30), zone: santiago).until == utc(2026, 4, 5, 4))
+        #expect(late.check(recipient: alice, channel: .push, kind: "x", now: utc(2026, 4, 5, 3, 30), zone: santiago).until == utc(2026, 4, 5, 4))
+    }
+
     @Test func sameKindSpacingOfOneHour() {
         let limiter = RateLimiter(history: [SentRecord(recipient: alice, channel: .push, kind: "reminder", at: now.addingTimeInterval(-1800))])
         let same = limiter.check(recipient: alice, channel: .push, kind: "reminder", now: now, zone: ny)

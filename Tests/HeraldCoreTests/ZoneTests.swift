@@ -76,6 +76,18 @@ import Testing
         #expect(Zone.instant(of: wall("2026-04-05", "01:45"), in: lordHowe, overlap: .later) == utc(2026, 4, 4, 15, 15))
     }
 
+    @Test func nextTransitionIsTheFirstSecondOfTheNewOffset() {
+        func secs(_ d: Date) -> Int { Int(d.timeIntervalSince1970) }
+        let ny = zone("America/New_York")           // 2026-03-08 02:00 EST → 03:00 EDT at 07:00Z
+        #expect(Zone.nextTransition(after: secs(utc(2026, 3, 8)), through: secs(utc(2026, 3, 9)), in: ny) == secs(utc(2026, 3, 8, 7)))
+        #expect(Zone.nextTransition(after: secs(utc(2026, 3, 8, 6)), through: secs(utc(2026, 3, 8, 7)), in: ny) == secs(utc(2026, 3, 8, 7)))
+        #expect(Zone.nextTransition(after: secs(utc(2026, 3, 8, 6)), through: secs(utc(2026, 3, 8, 6, 59, 59)), in: ny) == nil)
+        #expect(Zone.nextTransition(after: secs(utc(2026, 3, 8, 7)), through: secs(utc(2026, 3, 9, 7)), in: ny) == nil)
+        let lordHowe = zone("Australia/Lord_Howe")  // 2026-04-05 02:00 +11 → 01:30 +10:30 at 15:00Z the day before
+        #expect(Zone.nextTransition(after: secs(utc(2026, 4, 4)), through: secs(utc(2026, 4, 5)), in: lordHowe) == secs(utc(2026, 4, 4, 15)))
+        #expect(Zone.nextTransition(after: secs(utc(2026, 4, 4)), through: secs(utc(2026, 4, 5)), in: zone("Asia/Kolkata")) == nil)
+    }
+
     @Test(arguments: ["America/New_York", "Europe/London", "Australia/Lord_Howe", "Asia/Kolkata", "UTC"])
     func roundTripsEveryQuarterHourOfTheTransitionDays(_ id: String) {
         let z = zone(id)

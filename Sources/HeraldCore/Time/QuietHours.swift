@@ -37,26 +37,49 @@ public struct QuietWindow: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The first instant at or after `now` at which the wall clock is no longer in the window;
-    /// `now` itself when it is not quiet.
+    /// `now` itself when it is not quiet. A row deferred to it is not quiet then, and would have been quiet
+    /// at every earlier instant: this is `isQuiet`'s own answer, second by second.
     ///
-    /// Being out of the window is judged by the wall clock at each instant:
-    /// - when the end wall time falls in a spring-forward gap (a 22:00–02:30 window on a night when
-    ///   clocks jump 02:00 → 03:00), the window ends at the jump;
-    /// - when the end falls in a fall-back overlap (a window ending at 01:30 on a night when 02:00
-    ///   becomes 01:00 again), the window ends at the *first* 01:30. The wall clock re-enters the
-    ///   window at the second 01:00 and, if asked then, the window ends at the second 01:30.
+    /// The wall clock runs on until it reads the end, unless the clocks jump first. A jump may leave the
+    /// window (the first instant after it reads outside) or not (the clock runs on from the new reading):
+    /// - an end in a spring-forward gap (a 22:00–02:30 window on a night when clocks jump 02:00 → 03:00):
+    ///   the window ends at the jump;
+    /// - a gap over the whole open part (02:30–02:00 that night): still quiet at 03:00, until 02:00 the
+    ///   next night;
+    /// - an end in a fall-back overlap (a window ending at 01:30 on a night when 02:00 becomes 01:00
+    ///   again): the window ends at the *first* 01:30. The wall clock re-enters the window at the second
+    ///   01:00 and, if asked then, the window ends at the second 01:30;
+    /// - a window entered in the repeated hour (01:30–01:00, at the first 01:30): the clocks go back to
+    ///   01:00, outside, and the window ends at that jump, not at 01:00 the next night.
+    ///
+    /// A window of the whole day (00:00–24:00) never ends; it is deferred to the next local midnight.
     ///
     ///     w.end(after: Date("2026-01-25T03:00Z"), in: london)   // 2026-01-25T07:00Z
     public func end(after now: Date, in zone: TimeZone) -> Date {
-        guard let s = start, let e = end else { return now }
-        let wall = Zone.local(now, in: zone)
-        guard contains(wall.time) else { return now }
-        // Inside a window that spans midnight and began today, it ends tomorrow; otherwise today.
-        let endDate = (s > e && wall.time >= s) ? wall.date.adding(days: 1) : wall.date
-        let earlier = Zone.instant(of: endDate, e, in: zone, overlap: .earlier)
-        if earlier >= now { return earlier }
-        return Zone.instant(of: endDate, e, in: zone, overlap: .later)
+        guard !isNone, let e = end?.secondsSinceMidnight else { return now }
+        guard contains(Zone.local(now, in: zone).time) else { return now }
+        let endOfDay = e % 86_400                                   // 24:00 is the next midnight
+        var t = Zone.wholeSeconds(now)
+        // Each round follows one stretch of constant UTC offset; a zone changes offset a few times a year,
+        // so this ends in a round or two. The bound only guards against a zone that jumps forever.
+        for _ in 0..<16 {
+            let offset = zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(t)))
+            let tod = Self.mod(t + offset, 86_400)
+            let toEnd = Self.mod(endOfDay - tod, 86_400)
+            let reach = t + (toEnd == 0 ? 86_400 : toEnd)           // 0 only for the whole-day window
+            // Inside, running on: every reading until the end is inside (the window is one arc of the
+            // day's circle, and this one starts inside it), and the end is not.
+            guard let jump = Zone.nextTransition(after: t, through: reach, in: zone) else {
+                return Date(timeIntervalSince1970: Double(reach))
+            }
+            let there = Date(timeIntervalSince1970: Double(jump))
+            if !contains(Zone.local(there, in: zone).time) { return there }
+            t = jump
+        }
+        return Date(timeIntervalSince1970: Double(t))
     }
+
+    private static func mod(_ a: Int, _ b: Int) -> Int { ((a % b) + b) % b }
 
     /// "22:00:00-07:00:00", or nil when there is no window (for the decision trail).
     public var trailText: String? {

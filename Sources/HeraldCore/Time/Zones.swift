@@ -102,6 +102,34 @@ public enum Zone {
         return date(hi)
     }
 
+    // MARK: Transitions
+
+    /// The first whole second in `(after, through]` at which `zone`'s UTC offset differs from its offset
+    /// at `after`: the moment its clocks jump. Nil when they do not jump in that span.
+    ///
+    /// The offset is sampled every hour and the change bisected to the second, so two jumps less than an
+    /// hour apart that cancel out would go unseen (no zone in tzdata has done that since 1970).
+    ///
+    ///     Zone.nextTransition(after: 2026-03-08T00:00Z, through: 2026-03-09T00:00Z, in: newYork)
+    ///     // 2026-03-08T07:00Z (02:00 EST → 03:00 EDT)
+    public static func nextTransition(after start: Int, through limit: Int, in zone: TimeZone) -> Int? {
+        let old = offset(at: start, in: zone)
+        var lo = start
+        while lo < limit {
+            let hi = min(lo + 3600, limit)
+            if offset(at: hi, in: zone) != old {
+                var (a, b) = (lo, hi)                             // invariant: offset(a) == old != offset(b)
+                while a + 1 < b {
+                    let mid = a + (b - a) / 2
+                    if offset(at: mid, in: zone) == old { a = mid } else { b = mid }
+                }
+                return b
+            }
+            lo = hi
+        }
+        return nil
+    }
+
     // MARK: Helpers
 
     static func wholeSeconds(_ d: Date) -> Int { Int(d.timeIntervalSince1970.rounded(.down)) }
