@@ -57,9 +57,9 @@ public struct CurlDebugMasker {
 
     /// The lines to print for one callback, each with curl's prefix (`* `, `< `, `> `); none for data.
     public mutating func lines(_ kind: Kind, _ text: String) -> [String] {
-        var raw = text.split(separator: "\n", omittingEmptySubsequences: false).map { line in
-            line.last == "\r" ? line.dropLast() : line
-        }
+        // "\r\n" is one Character in Swift: split on it as well as on "\n".
+        var raw = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+            .map { line in line.last == "\r" ? line.dropLast() : line }
         if raw.last?.isEmpty == true { raw.removeLast() }   // the text's final newline
         switch kind {
         case .data:
