@@ -30,7 +30,8 @@ public struct CurlDebugOutput: Sendable {
 /// - header fields that carry credentials (`authorization`, `proxy-authorization`, `cookie`,
 ///   `set-cookie`, `x-api-key`, names with `token`, `secret`, `password`, `api-key`, `session`…) keep
 ///   their name and auth scheme: `authorization: Bearer ***`;
-/// - a request target's or URL's query string and a URL's userinfo become `***`;
+/// - a request target's or URL's query string and a URL's userinfo become `***`, and a long token-like
+///   path segment (an APNs device token in `/3/device/<token>`) its first and last four characters;
 /// - SMTP: `AUTH PLAIN ***`, and the line answering a `334` is `***`;
 /// - body and TLS data (`CURLINFO_DATA_*`, `CURLINFO_SSL_DATA_*`) are not shown at all.
 ///
@@ -140,7 +141,8 @@ public struct CurlDebugMasker {
         return "\(parts[0]) \(maskQuery(String(parts[1]))) \(parts[2])"
     }
 
-    /// A path's or URL's query string as `***`, and a URL's userinfo as `***@`.
+    /// A path's or URL's query string as `***`, a URL's userinfo as `***@`, and path segments that look
+    /// like tokens (32 or more letters, digits, `-`, `_`, `:`) as `abcd…wxyz`.
     static func maskQuery(_ target: String) -> String {
         var target = target
         if let scheme = target.range(of: "://") {
@@ -150,8 +152,17 @@ public struct CurlDebugMasker {
                 target = String(target[..<scheme.upperBound]) + mask + String(target[at...])
             }
         }
-        guard let q = target.firstIndex(of: "?") else { return target }
-        return String(target[...q]) + mask
+        let q = target.firstIndex(of: "?")
+        let path = q.map { target[..<$0] } ?? target[...]
+        // Device tokens travel in paths (APNs: /3/device/<token>): long token-like segments are cut.
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+            guard segment.count >= 32,
+                  segment.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_:".contains($0)) })
+            else { return String(segment) }
+            return "\(segment.prefix(4))…\(segment.suffix(4))"
+        }
+        let masked = segments.joined(separator: "/")
+        return q == nil ? masked : masked + "?" + mask
     }
 
     /// Every http(s) URL in free text with its userinfo and query masked.

@@ -39,6 +39,10 @@ extension HTTPSuite {
         #expect(masker.lines(.text, "Connected to 127.0.0.1 (127.0.0.1) port 8080 (#0)\n")
                 == ["* Connected to 127.0.0.1 (127.0.0.1) port 8080 (#0)"])
         #expect(masker.lines(.data, "{\"body\":\"health detail\"}").isEmpty)
+        // APNs puts the device token in the path.
+        let token = String(repeating: "ab12", count: 16)
+        #expect(masker.lines(.headerOut, "POST /3/device/\(token) HTTP/2\r\n") == ["> POST /3/device/ab12…ab12 HTTP/2"])
+        #expect(masker.lines(.text, "[HTTP/2] [1] [:path: /3/device/\(token)]\n") == ["* [HTTP/2] [1] [:path: /3/device/ab12…ab12]"])
     }
 
     @Test func smtpAuthArgumentsAndChallengeAnswersAreMasked() {
