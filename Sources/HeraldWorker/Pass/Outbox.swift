@@ -26,9 +26,10 @@ public final class Outbox: @unchecked Sendable {
             let reason = String(cString: strerror(errno))
             throw ConfigError("HERALD_LOG_ADAPTER_FILE names \(path), which cannot be opened for appending: \(reason)")
         }
-        // A file that already exists keeps its mode (the operator may have chosen it); say so if others may read it.
+        // A file that already exists keeps its mode (the operator may have chosen it); say so if others may
+        // read it. (Not for devices such as /dev/stdout.)
         var info = stat()
-        if fstat(fd, &info) == 0, info.st_mode & 0o077 != 0 {
+        if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 != 0 {
             logger.warning("HERALD_LOG_ADAPTER_FILE is open to others than its owner, and it holds full notifications",
                            metadata: ["path": .string(path), "mode": .string(String(info.st_mode & 0o777, radix: 8)),
                                       "hint": .string("chmod 600 \(path)")])
