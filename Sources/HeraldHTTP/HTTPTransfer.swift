@@ -47,7 +47,7 @@ final class HTTPTransfer {
             try easy.set(CURLOPT_FRESH_CONNECT, 1)
             try easy.set(CURLOPT_FORBID_REUSE, 1)
         }
-        if Self.verbose { try easy.set(CURLOPT_VERBOSE, 1) }
+        try enableDebugLog(options)
         try easy.set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
         try easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.timeout))
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(min(options.connectTimeout, request.timeout)))
@@ -137,7 +137,7 @@ final class HTTPTransfer {
         try easy.set(CURLOPT_URL, request.url)
         try easy.set(CURLOPT_PROTOCOLS_STR, "smtp,smtps")
         try easy.set(CURLOPT_NOSIGNAL, 1)
-        if Self.verbose { try easy.set(CURLOPT_VERBOSE, 1) }
+        try enableDebugLog(options)
         try easy.set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
         try easy.set(CURLOPT_USE_SSL, Int((mail.requireTLS ? CURLUSESSL_ALL : CURLUSESSL_TRY).rawValue))
         try easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.timeout))
@@ -293,8 +293,30 @@ final class HTTPTransfer {
             seconds: easy.info(double: CURLINFO_TOTAL_TIME) ?? 0))
     }
 
-    /// HERALD_CURL_VERBOSE=1 makes libcurl describe every transfer on stderr (for debugging).
-    private static let verbose = getenv("HERALD_CURL_VERBOSE").map { String(cString: $0) == "1" } ?? false
+    // MARK: Debug output
+
+    /// This transfer's description, when `options.debugOutput` asks for one (HERALD_CURL_VERBOSE=1).
+    private var debugLog: CurlDebugLog?
+
+    /// libcurl's verbose description of the transfer, through a debug callback that masks credentials
+    /// and drops body data (never CURLOPT_VERBOSE's own output, which prints `Authorization` and
+    /// `AUTH PLAIN` lines as sent).
+    private func enableDebugLog(_ options: TransportOptions) throws(TransportError) {
+        guard let output = options.debugOutput else {
+            debugLog = nil
+            return
+        }
+        debugLog = CurlDebugLog(output: output, label: "curl #\(index)")
+        try easy.set(CURLOPT_DEBUGDATA, pointer: Unmanaged.passUnretained(self).toOpaque())
+        let code = herald_curl_easy_setopt_debug_callback(easy.raw) { _, type, data, size, context in
+            guard let data, let context, size > 0 else { return 0 }
+            let transfer = Unmanaged<HTTPTransfer>.fromOpaque(context).takeUnretainedValue()
+            transfer.debugLog?.received(type, data, size)
+            return 0
+        }
+        guard code == CURLE_OK else { throw TransportError(curlCode: code, message: "setting the debug callback") }
+        try easy.set(CURLOPT_VERBOSE, 1)
+    }
 
     private static func milliseconds(_ seconds: Double) -> Int {
         guard seconds.isFinite, seconds > 0 else { return 1 }

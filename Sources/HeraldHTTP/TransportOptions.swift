@@ -19,6 +19,9 @@ public struct TransportOptions: Sendable {
     /// Response bodies are cut to this many bytes (the rest is read and dropped), so an endpoint
     /// answering with a huge body cannot exhaust memory; the transfer still succeeds.
     public var maxResponseBytes: Int
+    /// Where each transfer is described, credentials masked (`CurlDebugOutput`); by default stderr
+    /// when `HERALD_CURL_VERBOSE=1`, else nowhere.
+    public var debugOutput: CurlDebugOutput? = CurlDebugOutput.fromEnvironment()
 
     public init(caFile: String? = nil, maxConnectionsPerHost: Int = 64, maxTotalConnections: Int = 256,
                 connectTimeout: Double = 10, userAgent: String = "herald/0.1", maxTransfersInFlight: Int = 1000,

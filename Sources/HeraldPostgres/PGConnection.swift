@@ -31,7 +31,7 @@ public final class PGConnection {
             secrets.append(password)
         }
 
-        var hasConnectTimeout = ProcessInfo.processInfo.environment["PGCONNECT_TIMEOUT"] != nil
+        var userSet: Set<String> = []
         if !conninfo.isEmpty {
             var errorMessage: UnsafeMutablePointer<CChar>?
             guard let options = PQconninfoParse(conninfo, &errorMessage) else {
@@ -45,7 +45,7 @@ public final class PGConnection {
                 let name = String(cString: keyword)
                 if let value = option.pointee.val {
                     if name == "password" { secrets.append(String(cString: value)) }
-                    if name == "connect_timeout" { hasConnectTimeout = true }
+                    userSet.insert(name)
                 }
                 option += 1
             }
@@ -53,8 +53,7 @@ public final class PGConnection {
         self.secrets = secrets.filter { !$0.isEmpty }
 
         // Entries before `dbname` are defaults the conninfo may override; entries after it win.
-        var parameters: [(String, String)] = []
-        if !hasConnectTimeout { parameters.append(("connect_timeout", String(Self.defaultConnectTimeout))) }
+        var parameters = Self.socketDefaults(userSet: userSet, environment: ProcessInfo.processInfo.environment)
         parameters.append(("fallback_application_name", applicationName))
         parameters.append(("dbname", conninfo))
         parameters.append(("client_encoding", "UTF8"))
@@ -84,6 +83,58 @@ public final class PGConnection {
 
     deinit {
         if let handle { PQfinish(handle) }
+    }
+
+    /// Socket settings herald adds where the user set nothing (conninfo, `PG*` variable or service), so
+    /// that a database host that vanishes (no RST, no FIN) is noticed within about a minute, well inside
+    /// a row's lease, instead of after the kernel's two hours: TCP keepalives after 30 s idle, every
+    /// 10 s, 3 missed → dead; and data unacknowledged for 60 s → dead (`tcp_user_timeout`, Linux).
+    /// They are client-side socket options: fine through PgBouncer, ignored for Unix sockets.
+    public static let tcpDefaults: [(String, String)] = [
+        ("keepalives", "1"),
+        ("keepalives_idle", "30"),
+        ("keepalives_interval", "10"),
+        ("keepalives_count", "3"),
+        ("tcp_user_timeout", "60000"),
+    ]
+
+    /// The defaults to pass before the conninfo: `connect_timeout` and `tcpDefaults`, less those the
+    /// conninfo sets (`userSet`), those whose libpq environment variable is set, and those this libpq
+    /// does not know. With a service (`service=` or `PGSERVICE`), whose file may set them, only
+    /// `connect_timeout` is added as before.
+    static func socketDefaults(userSet: Set<String>, environment: [String: String]) -> [(String, String)] {
+        var known: [String: String?] = [:]   // keyword → its environment variable
+        if let defaults = PQconndefaults() {
+            defer { PQconninfoFree(defaults) }
+            var option = defaults
+            while let keyword = option.pointee.keyword {
+                known.updateValue(option.pointee.envvar.map { String(cString: $0) }, forKey: String(cString: keyword))
+                option += 1
+            }
+        }
+        let usesService = userSet.contains("service") || !(environment["PGSERVICE"] ?? "").isEmpty
+        let candidates = [("connect_timeout", String(defaultConnectTimeout))] + (usesService ? [] : tcpDefaults)
+        return candidates.filter { name, _ in
+            guard let envvar = known[name], !userSet.contains(name) else { return false }
+            if let envvar, environment[envvar] != nil { return false }
+            return true
+        }
+    }
+
+    /// The connection options in effect (`PQconninfo`), as keyword → value, without the password.
+    ///
+    ///     conn.options["keepalives_idle"]   // "30"
+    public var options: [String: String] {
+        guard let handle, let info = PQconninfo(handle) else { return [:] }
+        defer { PQconninfoFree(info) }
+        var result: [String: String] = [:]
+        var option = info
+        while let keyword = option.pointee.keyword {
+            let name = String(cString: keyword)
+            if name != "password", let value = option.pointee.val { result[name] = String(cString: value) }
+            option += 1
+        }
+        return result
     }
 
     /// Closes the connection. Safe to call more than once; later calls to `query` throw.

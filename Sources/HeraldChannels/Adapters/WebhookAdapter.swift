@@ -19,7 +19,9 @@ public struct WebhookAdapter: HTTPAdapter {
     public init(url: String, secrets: String, timeout: Double = 15) throws {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
               scheme == "https" || scheme == "http", parsed.host != nil else {
-            throw AdapterError("WEBHOOK_URL must be an http(s) URL, got '\(url)'")
+            // Not quoted: a URL may carry a password (user:pw@) or a key in its query.
+            let what = URL(string: url)?.scheme.map { "a \($0):// URL" } ?? "something that is not a URL"
+            throw AdapterError("WEBHOOK_URL must be an http(s) URL with a host, got \(what)")
         }
         let keys = try secrets.split(separator: " ").map { try WebhookAdapter.key(from: String($0)) }
         guard !keys.isEmpty else { throw AdapterError("WEBHOOK_SECRET is empty: set it to whsec_<base64 of 24–64 random bytes>") }

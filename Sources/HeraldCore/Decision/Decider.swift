@@ -44,13 +44,15 @@ public struct Decider: Sendable {
             return result(.fail("unknown kind '\(item.kindRaw)'"), "unknown_kind")
         }
         guard let payload = item.payload else {
-            return result(.fail("malformed payload: not a JSON object: \(item.payloadText.prefix(80))"),
+            // Says what the payload is, never what it holds: it may carry health details, and this
+            // message reaches last_error and a warning.
+            return result(.fail("malformed payload: not a JSON object (\(Redaction.describeJSON(item.payloadText)))"),
                           "malformed_payload")
         }
         var forecastDate: LocalDate? = nil
         if kind == .dailyForecast, let raw = payload["date"] {
             guard let text = raw.stringValue, let d = LocalDate(text) else {
-                return result(.fail("malformed payload: daily_forecast date '\(raw.stringValue ?? raw.jsonText)' is not YYYY-MM-DD"),
+                return result(.fail("malformed payload: daily_forecast date \(Self.quotedDate(raw)) is not YYYY-MM-DD"),
                               "malformed_payload")
             }
             forecastDate = d
@@ -136,6 +138,16 @@ public struct Decider: Sendable {
         // 7. Send.
         limiter.record(SentRecord(recipient: item.recipientUserId, channel: channel, kind: item.kindRaw, at: now))
         return result(.send, "send")
+    }
+
+    /// A daily forecast's unreadable `date`, for last_error: quoted when it looks like a date written
+    /// another way ('25/01/2026'), otherwise only described, since the payload may hold health details.
+    static func quotedDate(_ raw: JSONValue) -> String {
+        if let text = raw.stringValue, text.count <= 32,
+           text.allSatisfy({ $0.isASCII && ($0.isNumber || "-/.: TZ+".contains($0)) }) {
+            return "'\(text)'"
+        }
+        return "(\(Redaction.describe(raw)))"
     }
 
     /// Rule 3: the recipient's toggle for this channel. Webhook is the operator's channel: always on.

@@ -77,11 +77,13 @@ public enum Redact {
         return "\(s.prefix(4))…\(s.suffix(4)) (\(s.count) chars)"
     }
 
-    /// "+15551234567" → "+1555…67"; "ana@example.com" → "a…@example.com".
+    /// "+15551234567" → "+1555…67"; "ana@example.com" → "a…@example.com";
+    /// "https://user:pw@hooks.example.com/x" → "host:hooks.example.com" (URLs first: their userinfo has an @).
     public static func destination(_ s: String) -> String {
+        if let url = Redaction.url(s) { return URL(string: url)?.host.map { "host:\($0)" } ?? "url" }
         if let at = s.firstIndex(of: "@") { return "\(s.prefix(1))…\(s[at...])" }
         if s.hasPrefix("+") { return "\(s.prefix(5))…\(s.suffix(2))" }
-        if s.hasPrefix("http") { return URL(string: s)?.host.map { "host:\($0)" } ?? "url" }
+        if s.hasPrefix("http") { return "url" }
         return token(s)
     }
 }

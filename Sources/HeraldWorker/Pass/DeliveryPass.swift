@@ -506,12 +506,9 @@ final class DeliveryPass {
         }
     }
 
-    /// A destination as stored in `notification_deliveries`: URLs lose their query string (which may
-    /// carry a receiver's secret).
-    func storedAddress(_ d: Destination) -> String {
-        guard d.address.hasPrefix("http"), let q = d.address.firstIndex(of: "?") else { return d.address }
-        return String(d.address[..<q])
-    }
+    /// A destination as stored in `notification_deliveries`: URLs lose their userinfo, query string and
+    /// fragment (which may carry a receiver's secret).
+    func storedAddress(_ d: Destination) -> String { d.storableAddress }
 
     // MARK: - Output
 

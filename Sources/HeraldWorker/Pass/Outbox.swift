@@ -19,17 +19,26 @@ public final class Outbox: @unchecked Sendable {
             handle = nil
             return
         }
-        if !FileManager.default.fileExists(atPath: path) {
-            guard FileManager.default.createFile(atPath: path, contents: nil) else {
-                throw ConfigError("HERALD_LOG_ADAPTER_FILE names \(path), which cannot be created")
-            }
+        // The file holds full notifications (health details): a new one is readable by its owner only.
+        // O_APPEND keeps the lines of passes appending at once whole.
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, Self.fileMode)
+        guard fd >= 0 else {
+            let reason = String(cString: strerror(errno))
+            throw ConfigError("HERALD_LOG_ADAPTER_FILE names \(path), which cannot be opened for appending: \(reason)")
         }
-        guard let h = FileHandle(forWritingAtPath: path) else {
-            throw ConfigError("HERALD_LOG_ADAPTER_FILE names \(path), which cannot be opened for writing")
+        // A file that already exists keeps its mode (the operator may have chosen it); say so if others may
+        // read it. (Not for devices such as /dev/stdout.)
+        var info = stat()
+        if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 != 0 {
+            logger.warning("HERALD_LOG_ADAPTER_FILE is open to others than its owner, and it holds full notifications",
+                           metadata: ["path": .string(path), "mode": .string(String(info.st_mode & 0o777, radix: 8)),
+                                      "hint": .string("chmod 600 \(path)")])
         }
-        h.seekToEndOfFile()
-        handle = h
+        handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     }
+
+    /// The mode of a log adapter file that herald creates: rw for its owner only.
+    public static let fileMode: mode_t = 0o600
 
     public func deliver(_ envelope: Envelope) {
         let item = envelope.item
