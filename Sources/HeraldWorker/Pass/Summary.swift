@@ -23,6 +23,9 @@ public struct Summary: Sendable {
     public var byChannel: [String: [String: Int]] = [:]
     public var generated: [String: Int] = [:]
     public var deliveries = 0
+    /// Per provider: destinations whose refusal was held back as a suspected configuration slip (retried,
+    /// not deactivated; see `ProviderHealth`). Non-empty means an operator should look now.
+    public var configSuspect: [String: Int] = [:]
     public var interrupted = false
     public var dryRun = false
     public var durationMs = 0
@@ -64,6 +67,7 @@ public struct Summary: Sendable {
             "skip_reasons": .object(skipReasons.mapValues { .number(Double($0)) }),
             "by_channel": .object(byChannel.mapValues { .object($0.mapValues { .number(Double($0)) }) }),
             "generated": .object(generated.mapValues { .number(Double($0)) }),
+            "config_suspect": .object(configSuspect.mapValues { .number(Double($0)) }),
             "interrupted": .bool(interrupted), "dry_run": .bool(dryRun),
             "duration_ms": .number(Double(durationMs)),
         ]
