@@ -216,7 +216,10 @@ final class DeliveryPass {
             }
         }
         if let flushError { throw flushError }
-        for index in held.sorted() { pending.append(finish(flights[index])) }  // ProviderHealth's verdict is in
+        for index in held.sorted() {  // ProviderHealth's verdict is in
+            pending.append(finish(flights[index]))
+            if pending.rows.count >= options.recordChunk { try flush(&pending, channelOf: channelOf) }
+        }
         try flush(&pending, channelOf: channelOf)
     }
 
