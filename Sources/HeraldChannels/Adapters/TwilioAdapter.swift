@@ -105,9 +105,10 @@ public struct TwilioAdapter: HTTPAdapter {
                                 outcome: { Self.outcome($0, now: $1) }, throttle: Self.throttle)
     }
 
-    /// Whom a "slow down" is about (providers.md §4.4, §4.6): 20429 (too many concurrent requests) and
-    /// any other 429 or 503 concern the account: provider-wide. 14107 (too many replies between two
-    /// numbers in 30 s) concerns that one recipient.
+    /// Whom a "slow down" is about (providers.md §4.4, §4.6): 20429 (too many concurrent requests, HTTP
+    /// 429) and any other 429 or 503 concern the account: provider-wide. 14107 (more than 30 messages
+    /// between two numbers in 30 s) concerns that one recipient; providers.md gives it no HTTP status
+    /// (whether it is ever answered at send time rather than in a status callback is unconfirmed).
     static func throttle(_ response: HTTPResponse, _ outcome: DeliveryOutcome) -> ThrottleScope? {
         guard case .retry(let after, let code, _) = outcome else { return nil }
         switch code {

@@ -138,7 +138,8 @@ public struct WhatsAppAdapter: HTTPAdapter {
     /// - 131056 (pair rate limit: too many messages to the same user) and 131049 (Meta holds back
     ///   marketing-like messages to this user for a day): that recipient only.
     /// Other codes: a 429 or 503 with a wait is provider-wide. The HTTP statuses of most WhatsApp codes
-    /// are unconfirmed (providers.md), which is why the code decides.
+    /// are unconfirmed (providers.md: 130429 → 429 per a third-party mirror of Meta's table; 131056 and
+    /// 131049 unconfirmed), which is why the code decides.
     static func throttle(_ response: HTTPResponse, _ outcome: DeliveryOutcome) -> ThrottleScope? {
         guard case .retry(let after, let code, _) = outcome else { return nil }
         switch code {
