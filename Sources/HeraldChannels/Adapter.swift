@@ -32,10 +32,16 @@ public protocol HTTPAdapter: Sendable {
     func prepare(now: Date, transport: HTTPTransport) throws
     func request(for envelope: Envelope) throws -> HTTPRequest
     func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse
+    /// The configuration to name when most of this provider's destinations are refused in a pass.
+    var configuration: ConfigurationCheck { get }
 }
 
 extension HTTPAdapter {
     public func prepare(now: Date, transport: HTTPTransport) throws {}
+    /// No destination-invalid answer is suspected of being a configuration slip.
+    public var configuration: ConfigurationCheck {
+        ConfigurationCheck(hint: "check the \(provider) configuration", codes: [])
+    }
 }
 
 /// A provider that takes many messages in one request (Expo: up to 100) and answers for each.
@@ -49,10 +55,16 @@ public protocol BatchHTTPAdapter: Sendable {
     func request(for envelopes: [Envelope]) throws -> HTTPRequest
     /// One outcome per envelope, in the order of the request.
     func classify(_ result: Result<HTTPResponse, TransportError>, count: Int, now: Date) -> [ClassifiedResponse]
+    /// The configuration to name when most of this provider's destinations are refused in a pass.
+    var configuration: ConfigurationCheck { get }
 }
 
 extension BatchHTTPAdapter {
     public func prepare(now: Date, transport: HTTPTransport) throws {}
+    /// No destination-invalid answer is suspected of being a configuration slip.
+    public var configuration: ConfigurationCheck {
+        ConfigurationCheck(hint: "check the \(provider) configuration", codes: [])
+    }
 }
 
 /// An adapter of either shape.
@@ -78,6 +90,13 @@ public enum ProviderAdapter: Sendable {
         switch self {
         case .single(let a): try a.prepare(now: now, transport: transport)
         case .batch(let a): try a.prepare(now: now, transport: transport)
+        }
+    }
+
+    public var configuration: ConfigurationCheck {
+        switch self {
+        case .single(let a): a.configuration
+        case .batch(let a): a.configuration
         }
     }
 }

@@ -170,7 +170,13 @@ final class APNsAdapterTests {
             #expect(after == 120)
             #expect(code == "ServiceUnavailable")
         }
+        // 429 TooManyRequests is about that device token only (providers.md §1.7); a 503 about the server.
+        #expect(try send(pushEnvelope(token: "busy", provider: "apns")).0.throttle == .destination(wait: 30))
+        #expect(down.throttle == .provider(wait: 120))
+        apns.script("jwt", .error(429, "TooManyProviderTokenUpdates", headers: [("retry-after", "60")]))
+        #expect(try send(pushEnvelope(token: "jwt", provider: "apns")).0.throttle == .provider(wait: 60))
         let broken = try send(pushEnvelope(token: "broken", provider: "apns")).0
+        #expect(broken.throttle == nil)
         #expect(broken.outcome.label == "retry")
         if case .retry(let after, let code, _) = broken.outcome {
             #expect(after == APNsAdapter.internalErrorWait, "Apple: retry a 500 after 15 minutes")

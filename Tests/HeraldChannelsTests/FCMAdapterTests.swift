@@ -166,12 +166,29 @@ final class FCMAdapterTests {
         #expect(later == 300)
     }
 
+    @Test func quotaScopeFollowsTheQuotaFailure() throws {
+        fcm.script("device", .quotaExceeded(.device, retryAfter: 90))
+        fcm.script("project", .quotaExceeded(.project, retryAfter: 90))
+        fcm.script("topic", .quotaExceeded(.topic))
+        // A project quota as seen in the wild (firebase-admin-go issue 719): no FcmError, no QuotaFailure.
+        fcm.script("bare", .raw(.json(429, #"{"error":{"code":429,"message":"Quota exceeded for quota metric 'Send requests' and limit 'Send requests per minute' of service 'fcm.googleapis.com'","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"RATE_LIMIT_EXCEEDED","domain":"googleapis.com","metadata":{"quota_limit":"SendsPerMinutePerProject"}}]}}"#)))
+        let device = try send(pushEnvelope(token: "device", provider: "fcm"))
+        #expect(device.outcome.label == "retry" && device.outcome.code == "QUOTA_EXCEEDED")
+        #expect(device.throttle == .destination(wait: 90), "one device's rate: only that token waits")
+        #expect(try send(pushEnvelope(token: "project", provider: "fcm")).throttle == .provider(wait: 90))
+        #expect(try send(pushEnvelope(token: "topic", provider: "fcm")).throttle == .provider(wait: 60))
+        let bare = try send(pushEnvelope(token: "bare", provider: "fcm"))
+        #expect(bare.outcome.retryAfter == 60)
+        #expect(bare.throttle == .provider(wait: 60))
+    }
+
     @Test func unavailableHonoursRetryAfter() throws {
         fcm.script("down", .fcmError(503, status: "UNAVAILABLE", errorCode: "UNAVAILABLE",
                                      message: "The service is currently unavailable.", headers: [("retry-after", "17")]))
         fcm.script("oops", .fcmError(500, status: "INTERNAL", errorCode: "INTERNAL", message: "Internal error encountered."))
         let down = try send(pushEnvelope(token: "down", provider: "fcm"))
         #expect(down.outcome == .retry(after: 17, code: "UNAVAILABLE", message: "FCM 503 UNAVAILABLE: The service is currently unavailable."))
+        #expect(down.throttle == .provider(wait: 17))
         let oops = try send(pushEnvelope(token: "oops", provider: "fcm"))
         #expect(oops.outcome == .retry(after: nil, code: "INTERNAL", message: "FCM 500 INTERNAL: Internal error encountered."))
     }

@@ -131,6 +131,59 @@ import Testing
         #expect(server.mails.isEmpty)
     }
 
+    /// (reply code, the server's words at RCPT TO, the outcome's label). With an enhanced status code
+    /// (RFC 3463) it decides: 5.1.x is a dead address, any other 5.x.x is about this message or server.
+    /// Without one: 551 and 553 are about the address, 550 too unless its text names a policy refusal.
+    /// A relay denial is the configuration's fault: retried, naming SMTP_URL and EMAIL_FROM.
+    @Test(arguments: [
+        (550, "550 5.1.1 <gone@example.com>: Recipient address rejected: User unknown", "destination_invalid"),
+        (550, "550-5.1.1 The email account that you tried to reach does not exist.", "destination_invalid"),
+        (551, "551 5.1.6 User not local", "destination_invalid"),
+        (553, "553 5.1.3 Mailbox name not allowed", "destination_invalid"),
+        (550, "550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup", "destination_invalid"),
+        (550, "550 5.7.1 <x@example.org>: Relay access denied", "retry"),
+        (554, "554 5.7.1 <x@example.org>: Relay access denied", "retry"),
+        (550, "550 5.7.1 Service unavailable; client host [192.0.2.1] blocked using zen.spamhaus.org", "permanent"),
+        (550, "550 5.7.1 Message rejected as spam", "permanent"),
+        (550, "550 5.2.1 Mailbox disabled, not accepting messages", "permanent"),
+        (553, "553 5.7.1 Sender address rejected: not owned by user", "permanent"),
+        (550, "550 Requested action not taken: mailbox unavailable", "destination_invalid"),
+        (551, "551 User not local; please try <forward@example.com>", "destination_invalid"),
+        (550, "550 relaying denied", "retry"),
+        (550, "550 Administrative prohibition: policy violation", "permanent"),
+        (550, "550 Blocked by the recipient's spam filter", "permanent"),
+        (550, "550 Access denied", "permanent"),
+        (554, "554 Transaction failed", "permanent"),
+        (450, "450 4.1.1 Mailbox temporarily unavailable", "retry"),
+    ])
+    func recipientRefusalsByEnhancedCode(_ code: Int, _ words: String, _ label: String) throws {
+        let adapter = try SMTPAdapter(url: "smtp://herald:pw@mail.example.com:587", from: "herald@example.com")
+        let classified = adapter.classify(.failure(.smtp(code: code, command: "RCPT", message: "RCPT failed: \(code): \(words)")),
+                                          now: Self.now)
+        #expect(classified.outcome.label == label, "\(words): \(classified.outcome)")
+        #expect(classified.outcome.code == String(code))
+        if label == "retry", code >= 500 {
+            #expect(classified.outcome.message?.contains("SMTP_URL") == true)
+            #expect(classified.outcome.message?.contains("EMAIL_FROM") == true)
+        }
+        #expect(classified.throttle == nil)
+    }
+
+    @Test func relayDenialKeepsTheAddressAndMailboxErrorsDoNot() throws {
+        let server = try FakeSMTPServer(recipientReplies: [
+            "outside@example.org": "550 5.7.1 <outside@example.org>: Relay access denied",
+            "gone@example.com": "550 5.1.1 No such user",
+        ])
+        defer { server.shutdown() }
+        let adapter = try SMTPAdapter(url: server.url(), from: "herald@example.com", requireTLS: false)
+        let relay = try Self.send(adapter, Self.envelope(to: "outside@example.org")).outcome
+        #expect(relay.label == "retry", "\(relay)")
+        #expect(relay.message?.contains("SMTP_URL") == true && relay.message?.contains("Relay access denied") == true)
+        let gone = try Self.send(adapter, Self.envelope(to: "gone@example.com")).outcome
+        #expect(gone.label == "destination_invalid" && gone.code == "550", "\(gone)")
+        #expect(server.mails.isEmpty)
+    }
+
     @Test func rejectedMessageIsPermanent() throws {
         let server = try FakeSMTPServer(dataReply: "550 5.7.1 Message content rejected")
         defer { server.shutdown() }

@@ -77,12 +77,17 @@ struct SendGridAdapterTests {
         let reset = Int(Date().timeIntervalSince1970) + 120
         fake.enqueue(FakeSendGrid.error(429, "too many requests", headers: [
             ("x-ratelimit-limit", "600"), ("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", String(reset))]))
-        let limited = try send(mail, rig).outcome
+        let limitedAnswer = try send(mail, rig)
+        let limited = limitedAnswer.outcome
         #expect(limited.label == "retry" && limited.code == "http_429")
         let after = try #require(limited.retryAfter)
         #expect(after > 110 && after <= 120)
+        // The API key's rate limit: every later send would get the same answer, so provider-wide.
+        #expect(limitedAnswer.throttle == .provider(wait: after))
         fake.enqueue(FakeSendGrid.error(429, "too many requests", headers: [("retry-after", "9")]))
-        #expect(try send(mail, rig).outcome.retryAfter == 9)
+        let limited9 = try send(mail, rig)
+        #expect(limited9.outcome.retryAfter == 9)
+        #expect(limited9.throttle == .provider(wait: 9))
 
         fake.enqueue(FakeSendGrid.error(500, "internal server error"), .text(503, "Service Unavailable"))
         let r500 = try send(mail, rig).outcome

@@ -93,8 +93,10 @@ struct TwilioAdapterTests {
         fake.enqueue(.text(500, "<html>Internal Server Error</html>"))
         let r1 = try send(twilio, rig, to: "+14155552671").outcome
         #expect(r1.label == "retry" && r1.code == "20429" && r1.retryAfter == nil)
-        let r2 = try send(twilio, rig, to: "+14155552671").outcome
+        let r2Answer = try send(twilio, rig, to: "+14155552671")
+        let r2 = r2Answer.outcome
         #expect(r2.retryAfter == 5)
+        #expect(r2Answer.throttle == .provider(wait: 5), "20429 is about the account: provider-wide")
         let r3 = try send(twilio, rig, to: "+14155552671").outcome
         #expect(r3.label == "retry" && r3.code == "http_500" && r3.message!.contains("Internal Server Error"))
 

@@ -116,6 +116,18 @@ struct WhatsAppAdapterTests {
         #expect(try outcome(0).retryAfter == nil)
         #expect(try outcome(0).retryAfter == 12)
 
+        // Whom a "slow down" is about: 130429 is the business number's throughput (every message we send
+        // goes out from it), 131056 the pair rate to one recipient.
+        #expect(try send(wa, rig, to: "+15555550102").throttle == .provider(wait: nil))
+        #expect(try send(wa, rig, to: "+15555550103").throttle == .destination(wait: nil))
+        fake.enqueue(limited)
+        #expect(try send(wa, rig, to: "+14155552671").throttle == .provider(wait: 12))
+        var pair = FakeWhatsApp.error(400, code: 131056, message: "(Business Account, Consumer Account) pair rate limit hit")
+        pair.headers.append(("retry-after", "6"))
+        fake.enqueue(pair)
+        #expect(try send(wa, rig, to: "+14155552671").throttle == .destination(wait: 6))
+        #expect(try send(wa, rig, to: "+15555550101").throttle == nil)
+
         // A wrong token: 190, permanent, naming WHATSAPP_TOKEN and not quoting the token.
         let wrong = try WhatsAppAdapter(token: "EAAG-wrong-token-2222", phoneNumberId: Self.phoneId, baseURL: fake.baseURL)
         let denied = try send(wrong, rig, to: "+14155552671").outcome

@@ -589,13 +589,14 @@ import Testing
             // Distinct run_after: the first row is claimed first.
             ids.append(try f.enqueue(to: user, channel: "push", at: now.addingTimeInterval(Double(-300 + i * 10))))
         }
-        apns.script(tokens[0], .error(429, "TooManyRequests", headers: [("retry-after", "120")]))
+        // A 503 is about the server (a 429 TooManyRequests would be about that token only).
+        apns.script(tokens[0], .error(503, "ServiceUnavailable", headers: [("retry-after", "120")]))
 
         let (summary, code) = Self.pass(tdb.url, lab.base.merging(try lab.apns(apns)) { $1 }, now: now,
                                         batchSize: 1, drain: true)
         #expect(code == .ok, "\(summary.error ?? "")")
         #expect(summary.batches == 4, "every row claimed, one a batch")
-        #expect(apns.requests.count == 1, "APNs called again after its 429")
+        #expect(apns.requests.count == 1, "APNs called again after its 503")
         #expect(Self.paths(apns.requests) == [tokens[0]])
 
         for (i, id) in ids.enumerated() {

@@ -29,6 +29,36 @@ public final class FakeFCM: Sendable {
             ]), headers: headers))
         }
 
+        /// Which quota a 429 QUOTA_EXCEEDED is about.
+        public enum Quota: Sendable {
+            case project, device, topic
+        }
+
+        /// 429 RESOURCE_EXHAUSTED / QUOTA_EXCEEDED with a `google.rpc.QuotaFailure` detail naming the quota
+        /// (FCM's ErrorCode page: "an extension of type google.rpc.QuotaFailure is returned to specify which
+        /// quota was exceeded"). The violations' exact wording is unconfirmed (providers.md §2.5); these
+        /// follow Google's QuotaFailure shape (`subject`, `description`) and FCM's names for the three
+        /// quotas (message rate, device message rate, topic message rate).
+        public static func quotaExceeded(_ quota: Quota, retryAfter: Int? = nil) -> Behaviour {
+            let violation: [String: Any]
+            switch quota {
+            case .project:
+                violation = ["subject": "project_number:000000000000",
+                             "description": "Message rate exceeded: the sending rate of messages for the project is too high."]
+            case .device:
+                violation = ["subject": "registration_token",
+                             "description": "Device message rate exceeded: the rate of messages to this device is too high."]
+            case .topic:
+                violation = ["subject": "topic",
+                             "description": "Topic message rate exceeded: the rate of messages to this topic is too high."]
+            }
+            return Behaviour(response: .json(429, FakeFCMState.rpcError(429, status: "RESOURCE_EXHAUSTED",
+                message: "Quota exceeded.", details: [
+                    ["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "QUOTA_EXCEEDED"],
+                    ["@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [violation]],
+                ]), headers: retryAfter.map { [("retry-after", String($0))] } ?? []))
+        }
+
         /// Anything at all.
         public static func raw(_ response: FakeResponse) -> Behaviour { Behaviour(response: response) }
     }

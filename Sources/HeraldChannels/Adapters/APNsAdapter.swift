@@ -184,7 +184,29 @@ public struct APNsAdapter: HTTPAdapter {
     /// with what to fix, ExpiredProviderToken drops the cached JWT and retries. A body that is not
     /// `{"reason":…}` is classified by status alone.
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        AdapterSupport.classify(result, provider: "apns", secrets: [], now: now) { outcome($0, now: $1) }
+        AdapterSupport.classify(result, provider: "apns", secrets: [], now: now,
+                                outcome: { outcome($0, now: $1) }, throttle: Self.throttle)
+    }
+
+    /// Whom a "slow down" is about (providers.md §1.7, §1.8). APNs documents 429 as "too many requests
+    /// for the same token" and publishes no global rate: `TooManyRequests` (and a 429 without a readable
+    /// reason) holds back that token only. `TooManyProviderTokenUpdates` is about the JWT all requests
+    /// share, and 503 (ServiceUnavailable, Shutdown) about the server: both provider-wide.
+    static func throttle(_ response: HTTPResponse, _ outcome: DeliveryOutcome) -> ThrottleScope? {
+        guard case .retry(let after, let code, _) = outcome else { return nil }
+        switch (response.status, code) {
+        case (429, "TooManyProviderTokenUpdates"): return .provider(wait: after)
+        case (429, _): return .destination(wait: after)
+        default: return ThrottleScope.providerWide(outcome, httpStatus: response.status)
+        }
+    }
+
+    /// A wrong APNS_ENV makes every token answer BadDeviceToken (a token belongs to one environment,
+    /// providers.md §1.5), a wrong APNS_TOPIC DeviceTokenNotForTopic. `Unregistered` and `ExpiredToken`
+    /// (410) are APNs saying it knows the token is dead: always acted on.
+    public var configuration: ConfigurationCheck {
+        ConfigurationCheck(hint: "check APNS_ENV (sandbox/production) and APNS_TOPIC",
+                           codes: ["BadDeviceToken", "DeviceTokenNotForTopic"])
     }
 
     func outcome(_ response: HTTPResponse, now: Date) -> DeliveryOutcome {

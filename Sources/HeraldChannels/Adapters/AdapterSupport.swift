@@ -86,14 +86,19 @@ enum AdapterSupport {
 
     /// The shared shell of a single adapter's `classify`: transport failures become retries, an answer
     /// goes through the provider's own `outcome`, and every message is scrubbed of the adapter's secrets.
+    /// `throttle` says whom a "slow down" is about (default: 429/503 with a wait is provider-wide).
     static func classify(_ result: Result<HTTPResponse, TransportError>, provider: String, secrets: [String],
-                         now: Date, outcome: (HTTPResponse, Date) -> DeliveryOutcome) -> ClassifiedResponse {
+                         now: Date, outcome: (HTTPResponse, Date) -> DeliveryOutcome,
+                         throttle: (HTTPResponse, DeliveryOutcome) -> ThrottleScope? = {
+                             ThrottleScope.providerWide($1, httpStatus: $0.status)
+                         }) -> ClassifiedResponse {
         switch result {
         case .failure(let error):
             return ClassifiedResponse(transportOutcome(error, provider: provider, secrets: secrets))
         case .success(let response):
-            return ClassifiedResponse(redact(outcome(response, now), secrets: secrets),
-                                      httpStatus: response.status, latencyMs: latencyMs(response))
+            let o = outcome(response, now)
+            return ClassifiedResponse(redact(o, secrets: secrets), httpStatus: response.status,
+                                      latencyMs: latencyMs(response), throttle: throttle(response, o))
         }
     }
 }

@@ -116,8 +116,13 @@ public struct ExpoAdapter: BatchHTTPAdapter {
         let status = response.status
         let latency = AdapterSupport.latencyMs(response)
         func all(_ outcome: DeliveryOutcome) -> [ClassifiedResponse] {
-            Array(repeating: ClassifiedResponse(AdapterSupport.redact(outcome, secrets: secrets),
-                                                httpStatus: status, latencyMs: latency), count: count)
+            // A whole-request "slow down" (TOO_MANY_REQUESTS: over 600 notifications/s for the project,
+            // providers.md §3.5/§3.6), or a 429/503 with a wait, concerns the project: provider-wide.
+            var throttle = ThrottleScope.providerWide(outcome, httpStatus: status)
+            if case .retry(let after, "TOO_MANY_REQUESTS", _) = outcome { throttle = .provider(wait: after) }
+            return Array(repeating: ClassifiedResponse(AdapterSupport.redact(outcome, secrets: secrets),
+                                                       httpStatus: status, latencyMs: latency, throttle: throttle),
+                         count: count)
         }
         let json = AdapterSupport.json(response)
 
@@ -145,9 +150,19 @@ public struct ExpoAdapter: BatchHTTPAdapter {
                               message: "expo answered \(tickets.count) push tickets for \(count) messages"))
         }
         return tickets.map { ticket in
-            ClassifiedResponse(AdapterSupport.redact(Self.ticketOutcome(ticket), secrets: secrets),
-                               httpStatus: status, latencyMs: latency)
+            let outcome = Self.ticketOutcome(ticket)
+            // MessageRateExceeded: too many messages to this one device (§3.5).
+            var throttle: ThrottleScope?
+            if case .retry(let after, "MessageRateExceeded", _) = outcome { throttle = .destination(wait: after) }
+            return ClassifiedResponse(AdapterSupport.redact(outcome, secrets: secrets),
+                                      httpStatus: status, latencyMs: latency, throttle: throttle)
         }
+    }
+
+    /// DeviceNotRegistered is Expo relaying Apple's or Google's word that the token is dead: always acted
+    /// on, never suspected of being a configuration slip.
+    public var configuration: ConfigurationCheck {
+        ConfigurationCheck(hint: "check EXPO_ACCESS_TOKEN and the Expo project's push credentials", codes: [])
     }
 
     /// A push ticket: ok → delivered(ticket id); error → by `details.error`.

@@ -112,7 +112,47 @@ public struct FCMAdapter: HTTPAdapter {
     /// 200 delivered (the message `name`); errors by the FcmError `errorCode` in `details` (stored as the
     /// code), else by the google.rpc `status` and the HTTP status (providers.md §2.5).
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        AdapterSupport.classify(result, provider: "fcm", secrets: [], now: now) { outcome($0, now: $1) }
+        AdapterSupport.classify(result, provider: "fcm", secrets: [], now: now,
+                                outcome: { outcome($0, now: $1) }, throttle: Self.throttle)
+    }
+
+    /// Whom a "slow down" is about (providers.md §2.5, §2.6). FCM answers 429 QUOTA_EXCEEDED for the
+    /// project's quota (600,000/min), for one device (240/min, 5,000/h on Android) or for a topic, and
+    /// says which in a `google.rpc.QuotaFailure` detail (`violations[]` with `subject`, `description`
+    /// and, on newer Google APIs, `quotaId` / `quotaMetric`). The exact wording FCM puts there is
+    /// unconfirmed, so: a violation that names a device (and not the project) holds back that token only;
+    /// anything else — the project, a topic, no QuotaFailure, an overload 429 — is provider-wide.
+    /// 503 UNAVAILABLE with a Retry-After is provider-wide too.
+    static func throttle(_ response: HTTPResponse, _ outcome: DeliveryOutcome) -> ThrottleScope? {
+        guard case .retry(let after, let code, _) = outcome else { return nil }
+        let error = AdapterSupport.json(response)?["error"]
+        if response.status == 429 || code == "QUOTA_EXCEEDED" || error?["status"]?.stringValue == "RESOURCE_EXHAUSTED" {
+            return quotaIsPerDevice(error) ? .destination(wait: after) : .provider(wait: after)
+        }
+        return ThrottleScope.providerWide(outcome, httpStatus: response.status)
+    }
+
+    /// True when the error's QuotaFailure names a device quota and not the project's.
+    static func quotaIsPerDevice(_ error: JSONValue?) -> Bool {
+        guard case .array(let details)? = error?["details"] else { return false }
+        var text = ""
+        for detail in details where detail["@type"]?.stringValue?.hasSuffix("google.rpc.QuotaFailure") == true {
+            guard case .array(let violations)? = detail["violations"] else { continue }
+            for v in violations {
+                for key in ["subject", "description", "quotaId", "quotaMetric"] {
+                    text += " " + (v[key]?.stringValue ?? "")
+                }
+            }
+        }
+        text = text.lowercased()
+        return text.contains("device") && !text.contains("project")
+    }
+
+    /// Tokens registered with another Firebase project answer SENDER_ID_MISMATCH: a service account of
+    /// the wrong project makes every token do so. UNREGISTERED is FCM knowing the token is dead.
+    public var configuration: ConfigurationCheck {
+        ConfigurationCheck(hint: "check FCM_SERVICE_ACCOUNT_FILE: its project_id must be the Firebase project the apps register with",
+                           codes: ["SENDER_ID_MISMATCH"])
     }
 
     func outcome(_ response: HTTPResponse, now: Date) -> DeliveryOutcome {

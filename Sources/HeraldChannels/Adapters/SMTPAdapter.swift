@@ -10,8 +10,10 @@ import HeraldHTTP
 ///                                from: "Herald <herald@example.com>")               // EMAIL_FROM
 ///
 /// Outcomes (RFC 5321 reply classes, providers.md §6.7): 250 after the data → delivered; a 4yz reply →
-/// retry; 550/551/553 to RCPT TO → destination invalid; other 5yz → permanent; refused credentials or
-/// no STARTTLS where TLS is required → permanent (configuration); connection failures → retry.
+/// retry; a refused recipient → destination invalid only when the mailbox itself is refused (see
+/// `outcome(code:command:message:)`); a relay denial → retry, naming SMTP_URL and EMAIL_FROM; other 5yz →
+/// permanent; refused credentials or no STARTTLS where TLS is required → permanent (configuration);
+/// connection failures → retry.
 public struct SMTPAdapter: HTTPAdapter {
     public let provider = "smtp"
     /// SMTP_URL, credentials included. Never logged.
@@ -116,8 +118,26 @@ public struct SMTPAdapter: HTTPAdapter {
             return .permanent(code: code == 0 ? "auth" : String(code),
                               message: "the SMTP server refused the credentials\(reply): "
                               + "check the user name and password in SMTP_URL")
-        case "RCPT" where [550, 551, 553].contains(code):
-            return .destinationInvalid(code: String(code), message: "recipient refused: \(message)")
+        case _ where (500..<600).contains(code) && Self.isRelayDenial(message):
+            // The server will not relay for us: the configuration is wrong, not the recipient.
+            return .retry(after: nil, code: String(code), message: "the SMTP server refused to relay\(reply): "
+                          + "check SMTP_URL (a server that relays for EMAIL_FROM, with its credentials) and EMAIL_FROM: \(message)")
+        case "RCPT" where (500..<600).contains(code):
+            if let enhanced = Self.enhancedStatus(message) {
+                // RFC 3463: the enhanced code decides. 5.1.x is about the address (bad mailbox, user not
+                // local, bad syntax); 5.2.x (mailbox full/disabled), 5.7.x (policy, spam, auth) and the
+                // rest are about this message or this server, not a dead address.
+                if enhanced.hasPrefix("5.1.") {
+                    return .destinationInvalid(code: String(code), message: "recipient refused: \(message)")
+                }
+                return .permanent(code: String(code), message: "recipient refused (\(enhanced)): \(message)")
+            }
+            // No enhanced code: 551 (user not local) and 553 (mailbox name not allowed) are about the
+            // address; 550 too, unless its text says it is a policy refusal.
+            if code == 551 || code == 553 || (code == 550 && !Self.isPolicyRefusal(message)) {
+                return .destinationInvalid(code: String(code), message: "recipient refused: \(message)")
+            }
+            return .permanent(code: String(code), message: "recipient refused: \(message)")
         default:
             switch code {
             case 400..<500: return .retry(after: nil, code: String(code), message: message)
@@ -125,6 +145,53 @@ public struct SMTPAdapter: HTTPAdapter {
             default: return .retry(after: nil, code: code == 0 ? "smtp" : String(code), message: message)
             }
         }
+    }
+
+    /// The RFC 3463 enhanced status code in a reply's text ("5.1.1" in "550 5.1.1 User unknown"), or nil.
+    static func enhancedStatus(_ text: String) -> String? {
+        let chars = Array(text)
+        var i = 0
+        while i < chars.count {
+            // class "." subject "." detail, with 1–3 digits each, not inside a longer dotted number.
+            if "245".contains(chars[i]), i == 0 || !(chars[i - 1].isNumber || chars[i - 1] == ".") {
+                var j = i + 1
+                var parts = [String(chars[i])]
+                while parts.count < 3, j < chars.count, chars[j] == "." {
+                    var digits = ""
+                    var k = j + 1
+                    while k < chars.count, chars[k].isASCII, chars[k].isNumber, digits.count < 4 {
+                        digits.append(chars[k])
+                        k += 1
+                    }
+                    guard (1...3).contains(digits.count) else { break }
+                    parts.append(digits)
+                    j = k
+                }
+                if parts.count == 3, j == chars.count || !(chars[j].isNumber || chars[j] == ".") {
+                    return parts.joined(separator: ".")
+                }
+            }
+            i += 1
+        }
+        return nil
+    }
+
+    /// A refusal whose text says the server will not relay ("relaying denied", "Relay access denied").
+    static func isRelayDenial(_ text: String) -> Bool {
+        text.lowercased().contains("relay")
+    }
+
+    /// A 550 whose text names a policy refusal rather than a missing mailbox.
+    static func isPolicyRefusal(_ text: String) -> Bool {
+        let t = text.lowercased()
+        return ["relay", "policy", "spam", "blocked", "denied"].contains { t.contains($0) }
+    }
+
+    /// SMTP_URL and EMAIL_FROM: a server that knows only its own mailboxes (or a wrong account on it)
+    /// refuses every outside address as if it did not exist, so every destination-invalid answer counts.
+    public var configuration: ConfigurationCheck {
+        ConfigurationCheck(hint: "check SMTP_URL (a server that relays mail for EMAIL_FROM to other domains) and EMAIL_FROM",
+                           codes: nil)
     }
 
     // MARK: Message formatting

@@ -116,8 +116,15 @@ public struct SendGridAdapter: HTTPAdapter {
             body: Array(body(for: e).jsonText.utf8), timeout: timeout, version: .http2)
     }
 
+    /// A 429 (with `X-RateLimit-Reset`) or a 503 with a wait is about the API key's rate limit or the
+    /// service: provider-wide (providers.md §6.4; the default rule).
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
         AdapterSupport.classify(result, provider: "sendgrid", secrets: secrets, now: now) { Self.outcome($0, now: $1) }
+    }
+
+    /// SendGrid refuses no destination at send time (bounces come later, by its Event Webhook).
+    public var configuration: ConfigurationCheck {
+        ConfigurationCheck(hint: "check SENDGRID_API_KEY and EMAIL_FROM", codes: [])
     }
 
     static func outcome(_ response: HTTPResponse, now: Date) -> DeliveryOutcome {

@@ -101,7 +101,29 @@ public struct TwilioAdapter: HTTPAdapter {
     ]
 
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        AdapterSupport.classify(result, provider: "twilio", secrets: secrets, now: now) { Self.outcome($0, now: $1) }
+        AdapterSupport.classify(result, provider: "twilio", secrets: secrets, now: now,
+                                outcome: { Self.outcome($0, now: $1) }, throttle: Self.throttle)
+    }
+
+    /// Whom a "slow down" is about (providers.md §4.4, §4.6): 20429 (too many concurrent requests, HTTP
+    /// 429) and any other 429 or 503 concern the account: provider-wide. 14107 (more than 30 messages
+    /// between two numbers in 30 s) concerns that one recipient; providers.md gives it no HTTP status
+    /// (whether it is ever answered at send time rather than in a status callback is unconfirmed).
+    static func throttle(_ response: HTTPResponse, _ outcome: DeliveryOutcome) -> ThrottleScope? {
+        guard case .retry(let after, let code, _) = outcome else { return nil }
+        switch code {
+        case "14107": return .destination(wait: after)
+        case "20429": return .provider(wait: after)
+        default: return ThrottleScope.providerWide(outcome, httpStatus: response.status)
+        }
+    }
+
+    /// 21211 (not a valid phone number) for most numbers at once says the numbers are stored in a form
+    /// Twilio does not take, not that every recipient is gone. 21610 (STOP), 21614 and 21635 (landline,
+    /// not mobile) are about the number itself: always acted on.
+    public var configuration: ConfigurationCheck {
+        ConfigurationCheck(hint: "check that phone numbers are stored in E.164 (+ and the country code) and TWILIO_URL, if set",
+                           codes: ["21211"])
     }
 
     static func outcome(_ response: HTTPResponse, now: Date) -> DeliveryOutcome {

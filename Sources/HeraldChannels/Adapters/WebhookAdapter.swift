@@ -113,7 +113,9 @@ public struct WebhookAdapter: HTTPAdapter {
             default:
                 outcome = .permanent(code: "http_\(status)", message: "webhook answered \(status)\(reason)")
             }
-            return ClassifiedResponse(outcome, httpStatus: status, latencyMs: latency)
+            // One receiver: its 429 or 503 with a wait is provider-wide.
+            return ClassifiedResponse(outcome, httpStatus: status, latencyMs: latency,
+                                      throttle: ThrottleScope.providerWide(outcome, httpStatus: status))
         }
     }
 

@@ -127,7 +127,33 @@ public struct WhatsAppAdapter: HTTPAdapter {
     }
 
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        AdapterSupport.classify(result, provider: "whatsapp", secrets: secrets, now: now) { Self.outcome($0, now: $1) }
+        AdapterSupport.classify(result, provider: "whatsapp", secrets: secrets, now: now,
+                                outcome: { Self.outcome($0, now: $1) }, throttle: Self.throttle)
+    }
+
+    /// Whom a "slow down" is about (providers.md §5.4, §5.5), keyed on `error.code`:
+    /// - 130429 (throughput of the business phone number, 80/s by default), 80007 (the WhatsApp Business
+    ///   account's rate limit) and 4 (the app's API call rate): every message this adapter sends goes out
+    ///   from that one number, account and app, so provider-wide;
+    /// - 131056 (pair rate limit: too many messages to the same user) and 131049 (Meta holds back
+    ///   marketing-like messages to this user for a day): that recipient only.
+    /// Other codes: a 429 or 503 with a wait is provider-wide. The HTTP statuses of most WhatsApp codes
+    /// are unconfirmed (providers.md: 130429 → 429 per a third-party mirror of Meta's table; 131056 and
+    /// 131049 unconfirmed), which is why the code decides.
+    static func throttle(_ response: HTTPResponse, _ outcome: DeliveryOutcome) -> ThrottleScope? {
+        guard case .retry(let after, let code, _) = outcome else { return nil }
+        switch code {
+        case "131056", "131049": return .destination(wait: after)
+        case "130429", "80007", "4": return .provider(wait: after)
+        default: return ThrottleScope.providerWide(outcome, httpStatus: response.status)
+        }
+    }
+
+    /// 131026 (undeliverable: not a WhatsApp number, …) for most numbers at once points at the sender
+    /// or the numbers' format rather than at every recipient.
+    public var configuration: ConfigurationCheck {
+        ConfigurationCheck(hint: "check WHATSAPP_PHONE_NUMBER_ID and that phone numbers are stored in E.164 (+ and the country code)",
+                           codes: ["131026"])
     }
 
     static func outcome(_ response: HTTPResponse, now: Date) -> DeliveryOutcome {

@@ -53,6 +53,9 @@ public enum Metrics {
         }
         metric("herald_pass_paused_rows", "Due rows held back by an operator's pause.", "gauge",
                s.paused.sorted { $0.key < $1.key }.map { (label([("channel", $0.key)]), Double($0.value)) })
+        metric("herald_pass_config_suspect",
+               "Destinations the last pass did not deactivate because most of their provider's answers were refusals: check that provider's configuration.",
+               "gauge", s.configSuspect.sorted { $0.key < $1.key }.map { (label([("provider", $0.key)]), Double($0.value)) })
         metric("herald_pass_retrying_rows", "Failed rows of the last pass that will be retried.", "gauge", [("", Double(s.retrying))])
         metric("herald_pass_recovered_rows", "Rows returned to the queue after an expired lease.", "gauge", [("", Double(s.recovered))])
         metric("herald_pass_deliveries", "Sends attempted by the last pass, one per destination.", "gauge", [("", Double(s.deliveries))])

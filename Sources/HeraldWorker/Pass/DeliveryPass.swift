@@ -23,6 +23,8 @@ final class DeliveryPass {
     private var lastProgress = -1.0  // the first batch always shows
     /// Providers that answered "too many requests, wait": not called again before the time they gave.
     var throttledUntil: [String: Date] = [:]
+    /// Each provider's answers in this pass, to tell a configuration slip from dead destinations.
+    var passHealth = PassHealth()
 
     init(store: QueueStore, routes: ChannelRoutes, transport: HTTPTransport, options: PassOptions,
          clock: PassClock, logger: Logger, outbox: Outbox, summary: Summary) {
@@ -227,20 +229,29 @@ final class DeliveryPass {
         let writer = RecordWriter(store: store)
         var pending = RecordBatch()
         var lastFlush = clock.elapsed
+        var held = Set<Int>()  // rows with a refusal that may be a configuration slip: recorded after the verdict
         send(jobs, writer: writer) { job, result in
             switch result {
             case .answered(let provider, let classified):
                 flights[job.flight].results.append((job.envelope.destination, provider, classified))
+                if noteAnswer(job, classified) { held.insert(job.flight) }
             case .notSent(let until, let reason):
                 flights[job.flight].unsent.append((job.envelope.destination, until, reason))
             }
-            if flights[job.flight].done {
+            if flights[job.flight].done && !held.contains(job.flight) {
                 pending.append(finish(flights[job.flight]))
                 if pending.rows.count >= options.recordChunk || clock.elapsed - lastFlush > 0.25 {
                     writer.submit(pending)
                     pending = RecordBatch()
                     lastFlush = clock.elapsed
                 }
+            }
+        }
+        for index in held.sorted() {  // ProviderHealth's verdict is in
+            pending.append(finish(flights[index]))
+            if pending.rows.count >= options.recordChunk {
+                writer.submit(pending)
+                pending = RecordBatch()
             }
         }
         writer.submit(pending)
@@ -345,9 +356,10 @@ final class DeliveryPass {
         }
     }
 
-    /// A rate-limit answer with a wait slows that provider down for the rest of the pass.
+    /// A provider-wide "slow down" with a wait (the adapter says whom a 429/503 is about) holds that
+    /// provider back for the rest of the pass. One about a single destination only retries that row.
     func throttle(_ provider: String, after answer: ClassifiedResponse, now: Date) {
-        guard case .retry(let after?, _, _) = answer.outcome, answer.httpStatus == 429 || answer.httpStatus == 503 else { return }
+        guard case .provider(let after?)? = answer.throttle else { return }
         let until = now.addingTimeInterval(after)
         if until > (throttledUntil[provider] ?? .distantPast) {
             throttledUntil[provider] = until
@@ -390,6 +402,9 @@ final class DeliveryPass {
         let item = flight.claimed.item
         let now = clock.now()
         var out = RecordBatch()
+        var flight = flight
+        flight.results = flight.results.map { ($0.destination, $0.provider,
+                                               applyVerdict(provider: $0.provider, destination: $0.destination, $0.response)) }
 
         for (destination, provider, response) in flight.results {
             var d = DeliveryRecord(

@@ -34,6 +34,9 @@ public struct Summary: Sendable {
     public var sends: [SendKey: Int] = [:]
     /// Per provider: how long its requests took.
     public var latency: [String: LatencyHistogram] = [:]
+    /// Per provider: destinations whose refusal was held back as a suspected configuration slip (retried,
+    /// not deactivated; see `ProviderHealth`). Non-empty means an operator should look now.
+    public var configSuspect: [String: Int] = [:]
     public var interrupted = false
     public var dryRun = false
     public var durationMs = 0
@@ -88,6 +91,7 @@ public struct Summary: Sendable {
             "by_channel": .object(byChannel.mapValues { .object($0.mapValues { .number(Double($0)) }) }),
             "generated": .object(generated.mapValues { .number(Double($0)) }),
             "phase_errors": .object(phaseErrors.mapValues { .string($0) }),
+            "config_suspect": .object(configSuspect.mapValues { .number(Double($0)) }),
             "interrupted": .bool(interrupted), "dry_run": .bool(dryRun),
             "duration_ms": .number(Double(durationMs)),
         ]
