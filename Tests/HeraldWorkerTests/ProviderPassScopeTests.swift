@@ -12,6 +12,12 @@ import Testing
 @Suite struct ProviderPassScopeTests {
     typealias P = ProviderPassTests
 
+    static func releasedCount(_ db: PGConnection, reason: String) throws -> Int {
+        try db.query("""
+            select count(*)::int as n from notification_events where event = 'released' and reason = \(reason)
+            """).first?["n"].int ?? -1
+    }
+
     static func deliveryCount(_ db: PGConnection, code: String) throws -> Int {
         try db.query("""
             select count(*)::int as n from notification_deliveries where provider_error_code = \(code)
@@ -117,12 +123,14 @@ import Testing
         #expect(twilio.accepted.isEmpty && sendgrid.sent.isEmpty)
         for id in sms + email {
             let row = try f.row(id)
-            #expect(row["status"].string == "failed")
+            // The answered row used an attempt (failed, retrying); the others were never sent (released).
+            #expect(row["status"].string == (row["attempts"].int == 0 ? "pending" : "failed"))
             #expect(row["permanent"].bool == false)
             let after = try #require(row["run_after"].date).timeIntervalSince(now)
             #expect(after >= 100 && after <= 130, "retries after \(after) s")
         }
-        #expect(try Self.deliveryCount(db, code: "throttled") == 4)
+        #expect(try Self.releasedCount(db, reason: "throttled") == 4)
+        #expect(summary.released == 4)
     }
 
     // MARK: - FCM 429: the QuotaFailure says whose quota
@@ -164,8 +172,8 @@ import Testing
             #expect(after >= 89 && after <= 100, "row \(i) retries after \(after) s")
         }
         let held = try f.row(ids[3])
-        #expect(held["status"].string == "failed" && held["permanent"].bool == false)
-        #expect(try Self.deliveryCount(db, code: "throttled") == 1)
+        #expect(held["status"].string == "pending" && held["attempts"].int == 0, "never sent: released, attempt refunded")
+        #expect(try Self.releasedCount(db, reason: "throttled") == 1)
     }
 
     // MARK: - A configuration slip is not a dead destination
