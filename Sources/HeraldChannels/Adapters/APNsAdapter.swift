@@ -90,6 +90,9 @@ public struct APNsAdapter: HTTPAdapter {
         if let category = r.category { aps["category"] = .string(category) }
         // Groups a kind's notifications together in Notification Center.
         aps["thread-id"] = .string(envelope.item.kindRaw)
+        // Critical alerts break through Focus as time-sensitive; low priority ones stay passive.
+        aps["interruption-level"] = .string(InterruptionLevel.of(severity: envelope.item.severity,
+                                                                 priority: envelope.item.priority).rawValue)
         var top = r.data
         top["aps"] = .object(aps)
         return .object(top)

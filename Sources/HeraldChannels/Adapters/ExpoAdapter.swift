@@ -61,6 +61,8 @@ public struct ExpoAdapter: BatchHTTPAdapter {
             "badge": .number(Double(r.badge)),
             "priority": .string(Self.priority(for: envelope.item)),
             "sound": r.sound.map { JSONValue.string($0) } ?? JSONValue.null,
+            "interruptionLevel": .string(InterruptionLevel.of(severity: envelope.item.severity,
+                                                              priority: envelope.item.priority).rawValue),
         ]
         if let channel = r.data["channel_id"]?.stringValue ?? androidChannelId { base["channelId"] = .string(channel) }
         if let category = r.category { base["categoryId"] = .string(category) }

@@ -81,3 +81,16 @@ public enum DeferReason: String, CaseIterable, Sendable, Codable {
     case kindSpacing = "rate_limit_kind_spacing"
     case perMinute = "rate_limit_per_minute"
 }
+
+/// An entry of the decision trail (`notification_events.event`).
+public enum QueueEvent: String, CaseIterable, Sendable {
+    case enqueued, claimed, sent, skipped, deferred, failed, superseded, recovered
+    /// Never sent (stop signal, failed record flush, throttled provider): back to due, attempt refunded.
+    case released
+    /// Operator verbs.
+    case retried, cancelled, rescheduled, unlocked
+    /// The queue row was pruned; the event keeps what it was.
+    case pruned
+    /// A critical notification that could not reach its recipient was enqueued on another channel.
+    case escalated
+}

@@ -18,6 +18,8 @@ public struct NewNotification: Sendable {
     public var dedupeKey: String
     /// Why it was enqueued, for the trail ("pattern_level_7", "daily_reminder", …).
     public var reason: String
+    /// The row this one escalates (a critical notification that could not reach its recipient there).
+    public var escalatedFrom: UUID?
 
     var json: JSONValue {
         var o: [String: JSONValue] = [
@@ -29,6 +31,7 @@ public struct NewNotification: Sendable {
         if let member { o["member_user_id"] = .string(member.lowercased) }
         if let alertStateId { o["alert_state_id"] = .string(alertStateId.lowercased) }
         if let severity { o["severity"] = .string(severity.rawValue) }
+        if let escalatedFrom { o["escalated_from"] = .string(escalatedFrom.lowercased) }
         return .object(o)
     }
 }
@@ -45,12 +48,14 @@ enum Enqueuer {
         let json = JSONValue.array(rows.map(\.json)).jsonText
         let inserted = try db.query("""
             insert into notification_queue (recipient_user_id, member_user_id, alert_state_id, channel, kind,
-                                            severity, priority, payload, scheduled_at, run_after, dedupe_key)
+                                            severity, priority, payload, scheduled_at, run_after, dedupe_key,
+                                            escalated_from)
             select recipient_user_id, member_user_id, alert_state_id, channel, kind, severity, priority, payload,
-                   scheduled_at, scheduled_at, dedupe_key
+                   scheduled_at, scheduled_at, dedupe_key, escalated_from
               from jsonb_to_recordset(\(json)::jsonb) as x(
                 recipient_user_id uuid, member_user_id uuid, alert_state_id uuid, channel text, kind text,
-                severity text, priority text, payload jsonb, scheduled_at timestamptz, dedupe_key text)
+                severity text, priority text, payload jsonb, scheduled_at timestamptz, dedupe_key text,
+                escalated_from uuid)
             on conflict (dedupe_key) where dedupe_key is not null do nothing
             returning id, dedupe_key
             """)
@@ -59,13 +64,24 @@ enum Enqueuer {
             if let id = row["id"].uuid, let key = row["dedupe_key"].string { ids[key] = id }
         }
         guard !ids.isEmpty else { return [:] }
-        let reasons = Dictionary(rows.map { ($0.dedupeKey, $0.reason) }, uniquingKeysWith: { a, _ in a })
-        let events = JSONValue.array(ids.map { key, id in
-            ["id": .string(id.lowercased), "reason": .string(reasons[key] ?? "generated")]
-        }).jsonText
+        let byKey = Dictionary(rows.map { ($0.dedupeKey, $0) }, uniquingKeysWith: { a, _ in a })
+        var events: [JSONValue] = []
+        for (key, id) in ids {
+            let row = byKey[key]
+            events.append(["id": .string(id.lowercased), "event": .string(QueueEvent.enqueued.rawValue),
+                           "reason": .string(row?.reason ?? "generated"),
+                           "details": row?.escalatedFrom.map { ["escalated_from": .string($0.lowercased)] } ?? .null])
+            if let row, let from = row.escalatedFrom {
+                // The original's trail says where it went.
+                events.append(["id": .string(from.lowercased), "event": .string(QueueEvent.escalated.rawValue),
+                               "reason": .string(row.channel),
+                               "details": ["escalated_to": .string(id.lowercased), "channel": .string(row.channel)]])
+            }
+        }
         try db.execute("""
-            insert into notification_events (queue_id, pass_id, event, reason)
-            select id, \(passId), 'enqueued', reason from jsonb_to_recordset(\(events)::jsonb) as x(id uuid, reason text)
+            insert into notification_events (queue_id, pass_id, event, reason, details)
+            select id, \(passId), event, reason, details
+              from jsonb_to_recordset(\(JSONValue.array(events).jsonText)::jsonb) as x(id uuid, event text, reason text, details jsonb)
             """)
         return ids
     }

@@ -332,6 +332,8 @@ public struct QueueStore {
                   from jsonb_to_recordset(\(json(kept.forecastsSent) { $0.json })::jsonb) as x(user_id uuid, date date)
                  where df.user_id = x.user_id and df.forecast_date = x.date and not df.notification_sent
                 """)
+            // Escalations of the rows recorded here: their dedupe keys make a repeat a no-op.
+            try Enqueuer.insert(kept.escalations, db: db, passId: passId)
             return recorded
         }
     }

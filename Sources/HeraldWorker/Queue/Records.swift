@@ -170,6 +170,8 @@ public struct RecordBatch: Sendable {
     public var tickets: [ReceiptTicket] = []
     /// Daily forecasts delivered: their `notification_sent` is set.
     public var forecastsSent: [ForecastSent] = []
+    /// Critical notifications enqueued again on the next channel (`escalatedFrom` is the recorded row).
+    public var escalations: [NewNotification] = []
 
     public init() {}
 
@@ -183,6 +185,7 @@ public struct RecordBatch: Sendable {
         out.inbox = inbox.filter { ids.contains($0.queueId) }
         out.tickets = tickets.filter { ids.contains($0.queueId) }
         out.forecastsSent = forecastsSent.filter { ids.contains($0.queueId) }
+        out.escalations = escalations.filter { $0.escalatedFrom.map(ids.contains) ?? false }
         // Dead destinations are facts about the destination, whoever recorded the row.
         out.deactivations = deactivations
         out.optOuts = optOuts
@@ -197,5 +200,6 @@ public struct RecordBatch: Sendable {
         optOuts += other.optOuts
         tickets += other.tickets
         forecastsSent += other.forecastsSent
+        escalations += other.escalations
     }
 }

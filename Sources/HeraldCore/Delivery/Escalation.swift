@@ -1,0 +1,66 @@
+import Foundation
+
+/// Escalation for critical notifications: one that cannot reach its recipient on its channel — no
+/// destination, every destination invalid, or failed for good — is enqueued again on the next channel
+/// of the chain that the recipient has enabled, once per channel, linked to the original.
+///
+///     let policy = EscalationPolicy()                       // push → sms → email
+///     policy.next(after: .push, kind: "pattern_alert", prefs: prefs, aboutAnotherMember: true)  // .sms, if enabled
+public struct EscalationPolicy: Sendable, Equatable {
+    /// The chain for every kind without its own (`HERALD_ESCALATION`); empty turns escalation off.
+    public var chain: [Channel]
+    /// Chains per kind (`HERALD_ESCALATION_<KIND>`), e.g. reminders: push → sms.
+    public var perKind: [String: [Channel]]
+
+    public static let defaultChain: [Channel] = [.push, .sms, .email]
+
+    public init(chain: [Channel] = EscalationPolicy.defaultChain, perKind: [String: [Channel]] = [:]) {
+        self.chain = chain
+        self.perKind = perKind
+    }
+
+    /// Parses a chain setting: channel names separated by commas, or `off`/`none` for no escalation.
+    public static func parseChain(_ text: String) -> [Channel]? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        if trimmed == "off" || trimmed == "none" { return [] }
+        var out: [Channel] = []
+        for name in trimmed.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
+            guard let c = Channel(rawValue: name), !out.contains(c) else { return nil }
+            out.append(c)
+        }
+        return out.isEmpty ? nil : out
+    }
+
+    public func chain(for kind: String) -> [Channel] { perKind[kind] ?? chain }
+
+    /// Whether a row may escalate at all: critical severity, on a channel of its kind's chain.
+    public func applies(to severity: Severity?, channel: Channel?, kind: String) -> Bool {
+        guard severity == .critical, let channel else { return false }
+        return chain(for: kind).contains(channel)
+    }
+
+    /// The first channel after `channel` in the kind's chain that the recipient has enabled, or nil.
+    public func next(after channel: Channel, kind: String, prefs: Preferences, aboutAnotherMember: Bool) -> Channel? {
+        let chain = chain(for: kind)
+        guard let at = chain.firstIndex(of: channel) else { return nil }
+        return chain[(at + 1)...].first { Decider.channelEnabled($0, prefs, aboutAnotherMember: aboutAnotherMember) }
+    }
+
+    /// The dedupe key of the escalated row: one per original and channel, so concurrent passes (and
+    /// retries of the same record) escalate once.
+    public static func dedupeKey(from original: UUID, to channel: Channel) -> String {
+        "escalation:\(original.uuidString.lowercased()):\(channel.rawValue)"
+    }
+}
+
+/// iOS interruption levels (APNs `aps.interruption-level`, Expo `interruptionLevel`): critical
+/// notifications are time-sensitive (they break through Focus), low priority ones passive, the rest active.
+public enum InterruptionLevel: String, Sendable {
+    case passive, active
+    case timeSensitive = "time-sensitive"
+
+    public static func of(severity: Severity?, priority: Priority) -> InterruptionLevel {
+        if severity == .critical { return .timeSensitive }
+        return priority == .low ? .passive : .active
+    }
+}
