@@ -133,7 +133,7 @@ import Testing
             var payload: [String: String] = [:]
             payload["metric_type"] = "\"steps\""
             payload["deviation_percent"] = fuzz.chance(0.5) ? fuzz.jsonNumberText() : "\"\(fuzz.numberText())\""
-            payload["level"] = fuzz.chance(0.5) ? fuzz.jsonNumberText() : "\"\(fuzz.numberText())\""
+            payload["level"] = fuzz.chance(0.5) ? "7" : fuzz.chance(0.5) ? fuzz.jsonNumberText() : "\"\(fuzz.numberText())\""
             if fuzz.chance(0.3) { payload["pattern_type"] = fuzz.jsonStringText() }
             let text = "{" + payload.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"
             let row = item("push", kind: fuzz.pick(["pattern_alert", "daily_forecast", "reminder", "system"]),

@@ -253,7 +253,8 @@ public struct Fuzz: RandomNumberGenerator {
     /// Timestamp-like text: ISO 8601 / PostgreSQL forms with absurd fields, mutated, or garbage.
     public mutating func timestampText() -> String {
         let year: String = chance(0.6) ? String(format: "%04d", int(0...9999))
-            : pick(["99999", "294276", "294277", "999999999", "9999999999", "0000", numberText()])
+            : pick(["99999", "294276", "294277", "999999999", "9999999999", "99999999999", "9223372036854775807",
+                    "5874897", "5874898", "0000", numberText()])
         let month = chance(0.9) ? String(format: "%02d", int(0...13)) : numberText()
         let day = chance(0.9) ? String(format: "%02d", int(0...32)) : numberText()
         let clock = String(format: "%02d:%02d:%02d", int(0...25), int(0...61), int(0...61))
