@@ -5,7 +5,7 @@ import HeraldHTTP
 import HeraldTestSupport
 import Testing
 
-/// Every provider's classifier, fed a few thousand deterministic random answers: statuses 0…999 and
+/// Every provider's classifier, fed a thousand deterministic random answers: statuses 0…999 and
 /// beyond, headers such as Retry-After and X-RateLimit-Reset with absurd values, bodies of random bytes,
 /// NULs, invalid UTF-8, truncated or huge JSON, and JSON shaped like the provider's own with numbers of
 /// any size. Nothing may trap, and every outcome must be storable and readable.
@@ -97,7 +97,7 @@ import Testing
 
     static func run(_ adapter: any HTTPAdapter, seed: UInt64) {
         var fuzz = Fuzz(seed: seed)
-        for _ in 0..<Fuzz.iterations {
+        for _ in 0..<Fuzz.bodyIterations {
             let result = answer(&fuzz, provider: adapter.provider)
             let classified = adapter.classify(result, now: now)
             expectWellFormed(classified, "\(adapter.provider) \(result)")
@@ -137,7 +137,7 @@ import Testing
     @Test func expoBatchesAndReceipts() throws {
         let expo = try ExpoAdapter(accessToken: "expo-secret", baseURL: "https://127.0.0.1:9")
         var fuzz = Fuzz(seed: 38)
-        for _ in 0..<Fuzz.iterations {
+        for _ in 0..<Fuzz.bodyIterations {
             let result = Self.answer(&fuzz, provider: "expo")
             let count = fuzz.int(1...4)
             let answers = expo.classify(result, count: count, now: Self.now)

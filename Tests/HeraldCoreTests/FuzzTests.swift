@@ -42,7 +42,7 @@ import Testing
 
     @Test func jsonParseAndEveryAccessor() {
         var fuzz = Fuzz(seed: 4)
-        for _ in 0..<Fuzz.iterations {
+        for _ in 0..<Fuzz.bodyIterations {
             let text = fuzz.chance(0.8) ? fuzz.jsonText() : String(decoding: fuzz.body(), as: UTF8.self)
             guard let value = try? JSONValue.parse(text) else { continue }
             visit(value, depth: 0)
@@ -60,6 +60,9 @@ import Testing
         if depth == 0 {
             let text = value.jsonText
             #expect((try? JSONValue.parse(text)) == value, "round trip of \(text.prefix(200))")
+            let pg = value.pgJSONText
+            #expect(!pg.contains("\\u0000") && !pg.utf8.contains(0), "\(pg.prefix(200))")
+            #expect((try? JSONValue.parse(pg)) != nil)
         }
         switch value {
         case .array(let a): for v in a { visit(v, depth: depth + 1) }
