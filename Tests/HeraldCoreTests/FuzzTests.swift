@@ -157,4 +157,27 @@ import Testing
             _ = s.decide()
         }
     }
+
+    /// The weather API's answer (the forecasts phase): shaped like Open-Meteo's, with times and numbers
+    /// of any kind.
+    @Test func hourlyWeatherParsesOrRefuses() {
+        var fuzz = Fuzz(seed: 10)
+        for _ in 0..<Fuzz.bodyIterations {
+            let n = fuzz.int(0...30)
+            let times = (0..<n).map { i -> String in
+                fuzz.chance(0.9) ? "\"2026-01-\(String(format: "%02d", 24 + i / 24))T\(String(format: "%02d", i % 24)):00\""
+                    : fuzz.chance(0.5) ? "\"\(fuzz.timestampText())\"" : fuzz.jsonValueText(depth: 5)
+            }
+            let pressure = (0..<(fuzz.chance(0.9) ? n : fuzz.int(0...30))).map { _ in
+                fuzz.chance(0.8) ? fuzz.jsonNumberText() : fuzz.pick(["null", "\"x\"", "[]"])
+            }
+            let text = #"{"hourly":{"time":[\#(times.joined(separator: ","))],"pressure_msl":[\#(pressure.joined(separator: ","))]}}"#
+            guard let json = try? JSONValue.parse(fuzz.chance(0.9) ? text : fuzz.mutate(text)),
+                  let weather = try? HourlyWeather(json: json) else { continue }
+            let day = LocalDate(year: 2026, month: 1, day: fuzz.int(20...28))
+            if let change = weather.pressureChange(from: day, at: LocalTime(hour: fuzz.int(0...23), minute: 0)) {
+                _ = FlareForecast.risk(pressureChangeHPa: change, thresholds: .init())
+            }
+        }
+    }
 }

@@ -52,4 +52,28 @@ import Testing
             #expect(![s, fuzz.hostileText()].pgText.utf8.contains(0))
         }
     }
+
+    /// The positional accessors that parse in place (libpq's bytes, no String) on the same kinds of
+    /// text, read back from a real server, answer as `PGValue` does.
+    @Test func positionalAccessorsAgreeWithPGValue() throws {
+        let db = try PGConnection(TestDatabase.serverURL())
+        var fuzz = Fuzz(seed: 24)
+        let texts: [String] = (0..<Fuzz.iterations).map { _ in
+            switch fuzz.below(4) {
+            case 0: return fuzz.numberText()
+            case 1: return fuzz.timestampText()
+            case 2: return fuzz.mutate(UUID().uuidString)
+            default: return fuzz.hostileText()
+            }
+        }
+        let rows = try db.query("select t from unnest(\(texts)::text[]) with ordinality as x(t, n) order by n")
+        #expect(rows.count == texts.count)
+        for row in rows {
+            let cell = row[0]
+            #expect(row.int(at: 0) == cell.int, "\(cell)")
+            #expect(row.uuid(at: 0) == cell.uuid, "\(cell)")
+            _ = row.double(at: 0)      // strtod: reads more forms than Double(String), so not compared
+            _ = cell.date
+        }
+    }
 }
