@@ -71,8 +71,8 @@ public enum PatternEvaluator {
     /// How many metric values, as read (a day without a value is absent, not NaN), are unusable: NaN
     /// or ±infinity, e.g. a `numeric` NaN or one too large for a Double. The evaluation treats them as
     /// missing days, deterministically; this says that it did, so a caller can report the user's
-    /// poisoned metrics. (Huge finite values are used as they are: sums may become infinite, which
-    /// never traps and makes no day deviate.)
+    /// poisoned metrics. (Huge finite values such as 1e308 are used as they are: a mean or a percentage
+    /// may then be infinite, which never traps; payloads write it as null.)
     ///
     ///     PatternEvaluator.unusableValues(in: [310, .nan, .infinity])   // 2
     public static func unusableValues(in window: some Sequence<Double>) -> Int {
