@@ -136,4 +136,16 @@ import Testing
         window[60] = -.infinity
         #expect(PatternEvaluator.evaluate(window: window, latest: latest, threshold: PatternThreshold.defaults[0]) == clean)
     }
+
+    /// A payload or body nested far deeper than any real one parses or is refused; it does not exhaust
+    /// the stack.
+    @Test func deepNestingParsesOrIsRefused() {
+        for depth in [100, 1_000, 10_000, 100_000] {
+            let arrays = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+            let objects = String(repeating: #"{"a":"#, count: depth) + "1" + String(repeating: "}", count: depth)
+            for text in [arrays, objects] {
+                if let v = try? JSONValue.parse(text) { _ = v.jsonText; _ = v.pgJSONText }
+            }
+        }
+    }
 }
