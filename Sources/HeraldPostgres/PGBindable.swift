@@ -14,11 +14,17 @@ public protocol PGBindable {
 public protocol PGArrayElement: PGBindable {}
 
 extension String: PGArrayElement {
-    public var pgText: String { self }
+    /// The text itself, except that each NUL becomes U+FFFD: PostgreSQL text cannot hold NUL, and libpq
+    /// would silently cut the parameter at the first one. Text from outside (a provider's answer) may
+    /// carry NULs; it is stored readable instead of truncated or refused.
+    public var pgText: String {
+        guard utf8.contains(0) else { return self }
+        return String(String.UnicodeScalarView(unicodeScalars.lazy.map { $0 == "\u{0}" ? "\u{FFFD}" : $0 }))
+    }
 }
 
 extension Substring: PGArrayElement {
-    public var pgText: String { String(self) }
+    public var pgText: String { String(self).pgText }
 }
 
 extension Int: PGArrayElement {

@@ -19,7 +19,9 @@ enum PGTimestamp {
     }
 
     static func date(micros: Int64) -> Date {
-        Date(timeIntervalSinceReferenceDate: Double(micros - referenceOffsetMicros) / 1_000_000)
+        let (since2001, overflow) = micros.subtractingReportingOverflow(referenceOffsetMicros)
+        guard !overflow else { return Date(timeIntervalSinceReferenceDate: (Double(micros) - Double(referenceOffsetMicros)) / 1_000_000) }
+        return Date(timeIntervalSinceReferenceDate: Double(since2001) / 1_000_000)
     }
 
     /// ISO-8601 in UTC with exactly six fractional digits: `2026-01-25T03:00:00.123456Z`
@@ -165,8 +167,15 @@ enum PGTimestamp {
             else { return nil }
             year = 1 - year
         }
+        // Years of up to nine digits parse, but microseconds since 1970 fit an Int64 only within about
+        // ±292,000 years (PostgreSQL's own timestamps end at 294276): anything beyond is refused, not
+        // left to overflow.
+        guard abs(year) <= 1_000_000 else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
-        return (days * 86_400 + seconds - offset) * 1_000_000 + fraction
+        let (micros, overflow) = (days * 86_400 + seconds - offset).multipliedReportingOverflow(by: 1_000_000)
+        guard !overflow else { return nil }
+        let (total, overflow2) = micros.addingReportingOverflow(fraction)
+        return overflow2 ? nil : total
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).

@@ -50,8 +50,11 @@ struct Run: ParsableCommand {
         guard batchSize >= 1 && batchSize <= 100_000 else { throw ValidationError("--batch-size must be between 1 and 100000") }
         if let m = maxBatches, m < 1 { throw ValidationError("--max-batches must be at least 1") }
         if drain && maxBatches != nil { throw ValidationError("use either --max-batches or --drain, not both") }
-        guard deadline > 0 else { throw ValidationError("--deadline must be positive") }
-        guard maxAge > 0 else { throw ValidationError("--max-age must be positive") }
+        // Finite and bounded: the deadline is compared with the lease as whole seconds.
+        guard deadline > 0 && deadline <= 31_536_000 else {
+            throw ValidationError("--deadline must be a positive number of seconds, at most 31536000 (a year)")
+        }
+        guard maxAge > 0 && maxAge.isFinite else { throw ValidationError("--max-age must be a positive number of hours") }
         if let now, ISO8601.parse(now) == nil {
             throw ValidationError("--now must be an ISO 8601 instant with a zone, e.g. 2026-01-25T03:00:00Z; got '\(now)'")
         }

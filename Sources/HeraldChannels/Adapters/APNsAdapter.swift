@@ -238,8 +238,9 @@ public struct APNsAdapter: HTTPAdapter {
         var message = "APNs \(status) \(reason): \(sentence)"
         switch action {
         case .deactivate:
-            if let ms = parsed["timestamp"]?.doubleValue {
-                // Apple documents milliseconds since the epoch (apns2 reads seconds; Apple's text wins).
+            // Apple documents milliseconds since the epoch (apns2 reads seconds; Apple's text wins). Only a
+            // plausible instant (1970–9999) is quoted; any other number is ignored.
+            if let ms = parsed["timestamp"]?.doubleValue, ms.isFinite, (0...253_402_300_799_000).contains(ms) {
                 message += " (since \(ISO8601.string(Date(timeIntervalSince1970: ms / 1000))))"
             }
             return .destinationInvalid(code: reason, message: message)

@@ -21,20 +21,58 @@ enum AdapterSupport {
         return try? JSONValue.parse(Data(response.body))
     }
 
-    /// The first 200 bytes of the body as text, for messages about unreadable answers ("" when empty).
+    /// The first 200 bytes of the body as readable text, for messages about unreadable answers ("" when
+    /// empty).
     static func snippet(_ response: HTTPResponse) -> String {
-        let text = String(decoding: response.body.prefix(600), as: UTF8.self)
+        let text = readable(String(decoding: response.body.prefix(600), as: UTF8.self))
             .trimmingCharacters(in: .whitespacesAndNewlines)
         guard !text.isEmpty else { return "" }
         return Truncation.prefix(text, maxUTF8Bytes: 200)
     }
 
-    /// Seconds from `Retry-After`, when present and readable.
+    /// The longest message an outcome carries (UTF-8 bytes), whatever the provider sent.
+    static let maxMessageBytes = 1_000
+    /// The longest code or message id an outcome carries.
+    static let maxCodeBytes = 200
+
+    /// Text from outside (a body, a header, a server's reply) made fit for `last_error` and the logs:
+    /// invalid UTF-8 is already repaired by `String(decoding:)`; NUL and every other control character
+    /// except tab and newline become U+FFFD (a CR before a newline is dropped, a lone CR is a newline);
+    /// and, with a limit, the text is cut on a character boundary.
+    static func readable(_ text: String, maxUTF8Bytes: Int? = nil) -> String {
+        var clean = text
+        if text.unicodeScalars.contains(where: { isControl($0) }) {
+            var scalars = String.UnicodeScalarView()
+            var previousCR = false
+            for scalar in text.unicodeScalars {
+                if previousCR && scalar != "\n" { scalars.append("\n") }
+                previousCR = scalar == "\r"
+                if previousCR { continue }
+                scalars.append(isControl(scalar) ? "\u{FFFD}" : scalar)
+            }
+            if previousCR { scalars.append("\n") }
+            clean = String(scalars)
+        }
+        guard let maxUTF8Bytes else { return clean }
+        return Truncation.prefix(clean, maxUTF8Bytes: maxUTF8Bytes)
+    }
+
+    /// C0 controls but tab and newline, DEL, and C1 controls.
+    private static func isControl(_ s: Unicode.Scalar) -> Bool {
+        (s.value < 0x20 && s != "\t" && s != "\n") || (0x7F...0x9F).contains(s.value)
+    }
+
+    /// Seconds from `Retry-After`, when present and readable (at most 24 h).
     static func retryAfter(_ response: HTTPResponse, now: Date) -> Double? {
         response.header("retry-after").flatMap { Backoff.parseRetryAfter($0, now: now) }
     }
 
-    static func latencyMs(_ response: HTTPResponse) -> Int { Int(response.seconds * 1000) }
+    /// The transfer's duration in whole milliseconds, within what `latency_ms` (an `int`) holds.
+    static func latencyMs(_ response: HTTPResponse) -> Int {
+        let ms = (response.seconds * 1000).rounded()
+        guard ms.isFinite else { return 0 }
+        return Int(min(max(ms, 0), Double(Int32.max)))
+    }
 
     /// `application/x-www-form-urlencoded`: every byte outside the unreserved set is percent-encoded
     /// (spaces as %20, which every form decoder accepts).
@@ -68,20 +106,32 @@ enum AdapterSupport {
         return out
     }
 
+    /// The outcome fit to store: messages, codes and message ids readable (see `readable`), scrubbed of
+    /// `secrets` and capped; a wait within 0…24 h (a non-finite one is dropped). Every classifier's
+    /// answer goes through here, so whatever a provider sends, the record can be written and read.
     static func redact(_ outcome: DeliveryOutcome, secrets: [String]) -> DeliveryOutcome {
+        // Redacted before the cut, so a secret is never left half in.
+        func message(_ m: String) -> String {
+            Truncation.prefix(redact(readable(m), secrets: secrets), maxUTF8Bytes: maxMessageBytes)
+        }
+        func code(_ c: String?) -> String? {
+            c.map { Truncation.prefix(redact(readable($0), secrets: secrets), maxUTF8Bytes: maxCodeBytes) }
+        }
         switch outcome {
-        case .delivered: outcome
-        case .retry(let after, let code, let m): .retry(after: after, code: code, message: redact(m, secrets: secrets))
-        case .permanent(let code, let m): .permanent(code: code, message: redact(m, secrets: secrets))
-        case .destinationInvalid(let code, let m):
-            .destinationInvalid(code: code, message: redact(m, secrets: secrets))
+        case .delivered(let id): return .delivered(messageId: code(id))
+        case .retry(let after, let c, let m):
+            return .retry(after: after.flatMap(Backoff.clampedWait), code: code(c), message: message(m))
+        case .permanent(let c, let m): return .permanent(code: code(c), message: message(m))
+        case .destinationInvalid(let c, let m): return .destinationInvalid(code: code(c), message: message(m))
         }
     }
 
     /// Transport failures, named for the provider ("expo: request timed out").
     static func transportOutcome(_ error: TransportError, provider: String, secrets: [String]) -> DeliveryOutcome {
-        guard case .retry(let after, let code, let message) = error.asOutcome else { return error.asOutcome }
-        return .retry(after: after, code: code, message: redact("\(provider): \(message)", secrets: secrets))
+        guard case .retry(let after, let code, let message) = error.asOutcome else {
+            return redact(error.asOutcome, secrets: secrets)
+        }
+        return redact(.retry(after: after, code: code, message: "\(provider): \(message)"), secrets: secrets)
     }
 
     /// The shared shell of a single adapter's `classify`: transport failures become retries, an answer

@@ -283,8 +283,12 @@ public struct ExpoAdapter: BatchHTTPAdapter {
             case "ok":
                 receipts[id] = .ok
             default:
-                let code = receipt["details"]?["error"]?.stringValue ?? "expo_error"
-                receipts[id] = .error(code: code, message: receipt["message"]?.stringValue ?? code)
+                let code = AdapterSupport.readable(receipt["details"]?["error"]?.stringValue ?? "expo_error",
+                                                   maxUTF8Bytes: AdapterSupport.maxCodeBytes)
+                let message = receipt["message"]?.stringValue.map {
+                    AdapterSupport.redact(AdapterSupport.readable($0), secrets: secrets)
+                } ?? code
+                receipts[id] = .error(code: code, message: Truncation.prefix(message, maxUTF8Bytes: AdapterSupport.maxMessageBytes))
             }
         }
         return .receipts(receipts)

@@ -86,10 +86,17 @@ public struct SMTPAdapter: HTTPAdapter {
         return headers.joined(separator: "\r\n") + "\r\n\r\n" + body
     }
 
+    /// Every outcome is made readable (the server's words may carry NULs or controls) and capped.
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
+        var classified = classifyRaw(result)
+        classified.outcome = AdapterSupport.redact(classified.outcome, secrets: [])
+        return classified
+    }
+
+    private func classifyRaw(_ result: Result<HTTPResponse, TransportError>) -> ClassifiedResponse {
         switch result {
         case .success(let response):
-            let latency = Int(response.seconds * 1000)
+            let latency = AdapterSupport.latencyMs(response)
             guard (200..<300).contains(response.status) else {
                 return ClassifiedResponse(.retry(after: nil, code: String(response.status),
                                                  message: "SMTP server answered \(response.status) to the message"),

@@ -144,9 +144,9 @@ public struct SendGridAdapter: HTTPAdapter {
         let code = "http_\(status)"
         switch status {
         case 429:
-            // X-RateLimit-Reset is the unix time the limit resets (§6.4); Retry-After as a fallback.
-            let reset = response.header("x-ratelimit-reset").flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
-                .map { max(0, $0 - now.timeIntervalSince1970) }
+            // X-RateLimit-Reset is the unix time the limit resets (§6.4), honoured up to 24 h; an unreadable
+            // one (negative, inf, nan, garbage) is ignored; Retry-After as a fallback.
+            let reset = response.header("x-ratelimit-reset").flatMap { Backoff.parseResetTime($0, now: now) }
             return .retry(after: reset ?? AdapterSupport.retryAfter(response, now: now), code: code, message: text)
         case 500..<600:
             return .retry(after: AdapterSupport.retryAfter(response, now: now), code: code, message: text)

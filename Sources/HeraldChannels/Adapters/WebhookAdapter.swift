@@ -91,12 +91,18 @@ public struct WebhookAdapter: HTTPAdapter {
     /// 2xx delivered; 3xx, 410 and other 4xx permanent (with the receiver's reason); 408, 429 and 5xx
     /// retried, after `Retry-After` when given; transport failures retried.
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
+        var classified = classifyRaw(result, now: now)
+        classified.outcome = AdapterSupport.redact(classified.outcome, secrets: [])
+        return classified
+    }
+
+    private func classifyRaw(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
         switch result {
         case .failure(let error):
             return ClassifiedResponse(error.asOutcome)
         case .success(let response):
             let status = response.status
-            let latency = Int(response.seconds * 1000)
+            let latency = AdapterSupport.latencyMs(response)
             let reason = Self.reason(response)
             let outcome: DeliveryOutcome
             switch status {
@@ -119,11 +125,9 @@ public struct WebhookAdapter: HTTPAdapter {
         }
     }
 
-    /// The first 200 characters of the receiver's answer, for `last_error`.
+    /// The first 200 bytes of the receiver's answer, readable, for `last_error`.
     static func reason(_ response: HTTPResponse) -> String {
-        let text = String(decoding: response.body.prefix(600), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !text.isEmpty else { return "" }
-        return ": " + Truncation.prefix(text, maxUTF8Bytes: 200)
+        let text = AdapterSupport.snippet(response)
+        return text.isEmpty ? "" : ": " + text
     }
 }

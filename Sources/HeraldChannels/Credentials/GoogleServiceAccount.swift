@@ -113,9 +113,9 @@ public final class GoogleServiceAccount: @unchecked Sendable {
         let body = try? JSONValue.parse(Data(response.body))
         guard response.status == 200 else {
             var reason = ""
-            if let error = body?["error"]?.stringValue { reason = error }
+            if let error = body?["error"]?.stringValue { reason = AdapterSupport.readable(error, maxUTF8Bytes: 100) }
             if let text = body?["error_description"]?.stringValue {
-                reason += (reason.isEmpty ? "" : ": ") + Truncation.prefix(text, maxUTF8Bytes: 300)
+                reason += (reason.isEmpty ? "" : ": ") + AdapterSupport.readable(text, maxUTF8Bytes: 300)
             }
             if reason.isEmpty { reason = "no OAuth error in the answer" }
             throw AdapterError("FCM token exchange failed (\(response.status)): \(reason)")
@@ -123,7 +123,8 @@ public final class GoogleServiceAccount: @unchecked Sendable {
         guard let token = body?["access_token"]?.stringValue, !token.isEmpty else {
             throw AdapterError("FCM token exchange answered 200 without an access_token")
         }
-        let lifetime = body?["expires_in"]?.doubleValue ?? 3600
+        // Google answers 3599; a lifetime that is not a number between a minute and a day is ignored.
+        let lifetime = body?["expires_in"]?.doubleValue.flatMap { $0.isFinite && (60...86_400).contains($0) ? $0 : nil } ?? 3600
         lock.withLock {
             cached = (token, now.addingTimeInterval(lifetime))
             exchanges += 1

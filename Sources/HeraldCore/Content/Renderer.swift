@@ -83,11 +83,17 @@ public struct Renderer: Sendable {
         ("deviation", ["deviation_percent", "deviation"]),
     ]
 
+    /// The most a detailed alert states: a payload number beyond these (or not a number) gets the
+    /// generic text, never a trap nor "up 1000000000000000019884624838656%".
+    static let maxDetailedPercent: Double = 100_000
+    static let maxDetailedDays = 1_000
+
     private func alertText(_ p: [String: JSONValue], _ lang: Templates.Language) -> (title: String, body: String) {
         guard options.detailedLockScreen,
               let metric = (p["metric_type"] ?? p["metric"])?.stringValue,
               let deviation = (p["deviation_percent"] ?? p["deviation"])?.doubleValue,
-              let days = p["level"]?.intValue
+              deviation.isFinite, abs(deviation) <= Renderer.maxDetailedPercent,
+              let days = p["level"]?.intValue, (1...Renderer.maxDetailedDays).contains(days)
         else { return Templates.genericAlert(lang) }
         let pattern = (p["pattern_type"] ?? p["pattern"])?.stringValue
         let rising = pattern.map { $0.hasPrefix("rise") } ?? (deviation > 0)

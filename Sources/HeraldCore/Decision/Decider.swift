@@ -27,6 +27,9 @@ public struct Decider: Sendable {
         self.limiter = RateLimiter(limits: options.rateLimits, history: history)
     }
 
+    /// The largest `level` a pattern-alert payload may carry (levels are 3, 7, 14 and 21 days).
+    public static let maxLevel = 1_000
+
     /// Decides one row. A `.send` is counted into the rate limiter.
     public mutating func decide(_ item: QueueItem, _ context: DecisionContext) -> DecisionResult {
         let now = options.now
@@ -56,6 +59,16 @@ public struct Decider: Sendable {
                               "malformed_payload")
             }
             forecastDate = d
+        }
+        // An alert's level is a number of days; one that is not a small whole number (1e300, 7.5,
+        // "seven") cannot be compared with the episode's, so the row cannot be judged.
+        var level: Int? = nil
+        if kind == .patternAlert, let raw = payload["level"], raw != .null {
+            guard let n = raw.intValue, (0...Decider.maxLevel).contains(n) else {
+                return result(.fail("malformed payload: pattern_alert level \(raw.jsonText.prefix(40)) is not a whole number of days (0–\(Decider.maxLevel))"),
+                              "malformed_payload")
+            }
+            level = n
         }
         guard let prefs = context.preferences else {
             return result(.fail("recipient \(item.recipientUserId.uuidString.lowercased()) has no user_profiles row"),
@@ -99,7 +112,7 @@ public struct Decider: Sendable {
             if alert.episodeStatus == "resolved" || alert.resolvedAt != nil {
                 return result(.skip(.alertResolved), SkipReason.alertResolved.rawValue)
             }
-            if let level = payload["level"]?.intValue, level < alert.currentLevel {
+            if let level, level < alert.currentLevel {
                 return result(.skip(.superseded), SkipReason.superseded.rawValue)
             }
         }

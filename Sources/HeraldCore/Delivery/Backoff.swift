@@ -18,23 +18,54 @@ public enum Backoff {
     /// `random` is a number in 0..<1, injected so the result is reproducible. Without a `retryAfter`:
     /// 30 s × 2^(attempt−1), capped at 1 h, then ±20 % (random 0 → −20 %, 0.5 → exact, →1 → +20 %).
     public static func delay(attempt: Int, retryAfter: Double?, random: Double) -> Double {
-        if let retryAfter, retryAfter.isFinite {
-            return min(max(retryAfter, 0), retryAfterCap)
+        if let retryAfter = retryAfter.flatMap(clampedWait) {
+            return retryAfter
         }
         let exponent = Double(min(max(attempt, 1) - 1, 30))
         let plain = min(base * pow(2, exponent), cap)
-        let r = min(max(random, 0), 1)
+        let r = random.isFinite ? min(max(random, 0), 1) : 0.5
         return plain * (1 + jitter * (2 * r - 1))
+    }
+
+    /// A provider's wait as a delay: at most `retryAfterCap` (24 h), at least 0; nil when it is not a
+    /// number at all (NaN, ±infinity). Every wait a provider names goes through here.
+    ///
+    ///     Backoff.clampedWait(120)       // 120
+    ///     Backoff.clampedWait(1e300)     // 86400
+    ///     Backoff.clampedWait(-5)        // 0
+    ///     Backoff.clampedWait(.nan)      // nil
+    public static func clampedWait(_ seconds: Double) -> Double? {
+        guard seconds.isFinite else { return nil }
+        return min(max(seconds, 0), retryAfterCap)
     }
 
     /// Parses an HTTP `Retry-After` header into seconds from `now`: delta-seconds ("120") or an
     /// HTTP-date (IMF-fixdate "Wed, 21 Oct 2015 07:28:00 GMT", and the obsolete RFC 850 and asctime
-    /// forms). A date in the past gives 0. Nil when the header is neither.
+    /// forms). A date in the past gives 0; a wait longer than 24 h (however many digits) gives 24 h.
+    /// Nil when the header is neither (negative or fractional numbers, garbage, a date outside the
+    /// years 1–9999).
     public static func parseRetryAfter(_ header: String, now: Date) -> Double? {
         let h = header.trimmingCharacters(in: .whitespaces)
-        if !h.isEmpty, h.allSatisfy(\.isASCII), h.allSatisfy(\.isNumber) { return Double(h) }
+        if !h.isEmpty, h.allSatisfy(\.isASCII), h.allSatisfy(\.isNumber) {
+            return Double(h).map { $0.isFinite ? min($0, retryAfterCap) : retryAfterCap }   // 400 digits: +inf
+        }
         guard let date = httpDate(h) else { return nil }
-        return max(0, date.timeIntervalSince(now))
+        return clampedWait(date.timeIntervalSince(now))
+    }
+
+    /// Parses a rate-limit reset header given as a unix time in seconds (SendGrid's `X-RateLimit-Reset`)
+    /// into seconds from `now`, within 0…24 h. Nil when it is not a non-negative number (`-1`, `inf`,
+    /// `nan`, garbage).
+    ///
+    ///     Backoff.parseResetTime("1769310060", now: now)   // 60 when now is 1769310000
+    ///     Backoff.parseResetTime("1e300", now: now)        // 86400
+    ///     Backoff.parseResetTime("-1", now: now)           // nil
+    public static func parseResetTime(_ header: String, now: Date) -> Double? {
+        let h = header.trimmingCharacters(in: .whitespaces)
+        guard !h.isEmpty, h.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "." || $0 == "e" || $0 == "E" || $0 == "+") }),
+              let reset = Double(h), !reset.isNaN, reset >= 0 else { return nil }
+        // A reset too far ahead for a Double ("1e400", 400 digits) is as far ahead as the cap.
+        return reset.isInfinite ? retryAfterCap : clampedWait(reset - now.timeIntervalSince1970)
     }
 
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun",
@@ -58,7 +89,10 @@ public enum Backoff {
         default:
             return nil
         }
-        guard let day, let month, let year, let clock, let t = LocalTime(clock), (1...31).contains(day) else {
+        // HTTP-dates have four-digit years (RFC 9110 §5.6.7); a larger one is not a date, and would
+        // overflow the day arithmetic.
+        guard let day, let month, let year, let clock, let t = LocalTime(clock), (1...31).contains(day),
+              (1...9999).contains(year) else {
             return nil
         }
         let days = LocalDate(year: year, month: month, day: day).daysSinceEpoch

@@ -68,6 +68,17 @@ public enum PatternEvaluator {
                                  deviationPercent: deviation, latest: latest)
     }
 
+    /// How many metric values, as read (a day without a value is absent, not NaN), are unusable: NaN
+    /// or ±infinity, e.g. a `numeric` NaN or one too large for a Double. The evaluation treats them as
+    /// missing days, deterministically; this says that it did, so a caller can report the user's
+    /// poisoned metrics. (Huge finite values such as 1e308 are used as they are: a mean or a percentage
+    /// may then be infinite, which never traps; payloads write it as null.)
+    ///
+    ///     PatternEvaluator.unusableValues(in: [310, .nan, .infinity])   // 2
+    public static func unusableValues(in window: some Sequence<Double>) -> Int {
+        window.reduce(0) { $0 + ($1.isFinite ? 0 : 1) }
+    }
+
     /// One day of the walk; `day` counts days since 1970-01-01 and a missing value is NaN.
     struct Step {
         var day: Int

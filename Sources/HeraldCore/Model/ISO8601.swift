@@ -6,11 +6,21 @@ import Foundation
 ///     ISO8601.parse("2026-01-25T03:00:00Z")     // a Date
 ///     ISO8601.parse("2026-01-25T22:00:00-05:00")
 public enum ISO8601 {
+    /// The whole seconds written as they are: the four-digit years, 0000-01-01T00:00:00Z to
+    /// 9999-12-31T23:59:59Z (what `parse` reads).
+    static let writableSeconds: ClosedRange<Int> = -62_167_219_200 ... 253_402_300_799
+
+    /// Any date, including those computed from a provider's numbers: one outside the years 0–9999 is
+    /// written as the nearest end of that range (…T00:00:00.000000Z or …T23:59:59.999999Z), and NaN as
+    /// the epoch, so writing never traps.
     public static func string(_ date: Date) -> String {
-        let t = date.timeIntervalSince1970
+        let raw = date.timeIntervalSince1970
+        let low = Double(writableSeconds.lowerBound), high = Double(writableSeconds.upperBound)
+        let t = raw.isNaN ? 0 : min(max(raw, low), high + 1)
         var secs = Int(t.rounded(.down))
         var micros = Int(((t - Double(secs)) * 1_000_000).rounded())
         if micros >= 1_000_000 { secs += 1; micros -= 1_000_000 }
+        if secs > writableSeconds.upperBound { secs = writableSeconds.upperBound; micros = 999_999 }
         let days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400
         let rem = secs - days * 86400
         let time = LocalTime(hour: rem / 3600, minute: rem % 3600 / 60, second: rem % 60)

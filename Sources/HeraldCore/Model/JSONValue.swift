@@ -26,9 +26,11 @@ public enum JSONValue: Hashable, Sendable {
         }
     }
 
+    /// A whole number that fits an `Int` (a number or numeric text); nil for fractions, for numbers too
+    /// large for an `Int` (`1e300`) and for anything else.
     public var intValue: Int? {
         switch self {
-        case .number(let n): return n == n.rounded() ? Int(n) : nil
+        case .number(let n): return Int(exactly: n)
         case .string(let s): return Int(s)
         default: return nil
         }
@@ -69,8 +71,24 @@ public enum JSONValue: Hashable, Sendable {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// The same JSON text for a `jsonb` parameter: PostgreSQL refuses `\u0000` in `jsonb` (and `text`
+    /// cannot hold NUL), so each NUL character is written as U+FFFD instead. Use it wherever JSON is
+    /// bound into SQL: provider answers can carry NULs.
+    ///
+    ///     JSONValue.string("a\u{0}b").pgJSONText    // "\"a\\ufffdb\""
+    public var pgJSONText: String {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        write(to: &out, nul: JSONValue.replacementEscape)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static let nulEscape: [UInt8] = Array("\\u0000".utf8)
+    private static let replacementEscape: [UInt8] = Array("\\ufffd".utf8)
+
     /// Written as UTF-8 bytes: the hot path of every batch record, so no per-character String work.
-    private func write(to out: inout [UInt8]) {
+    /// `nul` is what a NUL character in a string becomes.
+    private func write(to out: inout [UInt8], nul: [UInt8] = JSONValue.nulEscape) {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
@@ -78,21 +96,21 @@ public enum JSONValue: Hashable, Sendable {
             if n.isFinite && n == n.rounded() && abs(n) < 1e15 { out.append(contentsOf: String(Int(n)).utf8) }
             else if n.isFinite { out.append(contentsOf: String(n).utf8) }
             else { out.append(contentsOf: "null".utf8) }
-        case .string(let s): JSONValue.writeString(s, to: &out)
+        case .string(let s): JSONValue.writeString(s, to: &out, nul: nul)
         case .array(let a):
             out.append(UInt8(ascii: "["))
             for (i, v) in a.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                v.write(to: &out)
+                v.write(to: &out, nul: nul)
             }
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
             for (i, k) in o.keys.sorted().enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSONValue.writeString(k, to: &out)
+                JSONValue.writeString(k, to: &out, nul: nul)
                 out.append(UInt8(ascii: ":"))
-                o[k]!.write(to: &out)
+                o[k]!.write(to: &out, nul: nul)
             }
             out.append(UInt8(ascii: "}"))
         }
@@ -102,7 +120,7 @@ public enum JSONValue: Hashable, Sendable {
 
     /// A JSON string: `"` and `\` escaped, control characters as \n, \r, \t or \u00XX; every other
     /// byte (multi-byte UTF-8 included) copied as it is.
-    private static func writeString(_ s: String, to out: inout [UInt8]) {
+    private static func writeString(_ s: String, to out: inout [UInt8], nul: [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var s = s
         s.withUTF8 { bytes in
@@ -113,6 +131,7 @@ public enum JSONValue: Hashable, Sendable {
                 case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
                 case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
                 case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
+                case 0: out.append(contentsOf: nul)
                 case 0..<0x20:
                     out.append(contentsOf: Array("\\u00".utf8))
                     out.append(hex[Int(b >> 4)])

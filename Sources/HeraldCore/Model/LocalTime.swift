@@ -75,9 +75,13 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
         }
         let parts = text.split(separator: "-")
         guard parts.count == 3, let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
-              (1...12).contains(m), (1...31).contains(d) else { return nil }
+              (0...LocalDate.maxYear).contains(y), (1...12).contains(m), (1...31).contains(d) else { return nil }
         self.init(year: y, month: m, day: d)
     }
+
+    /// PostgreSQL's last year for `date`; parsed years beyond it are refused, which also keeps the day
+    /// arithmetic (`daysSinceEpoch`, seconds of a wall clock) far from overflowing.
+    public static let maxYear = 5_874_897
 
     public var description: String {
         func pad(_ n: Int, _ w: Int) -> String {

@@ -105,7 +105,7 @@ public struct Operator {
                  order by q.run_after, q.id
                 """).compactMap { $0[0].uuid }
         }
-        let details = JSONValue.object(["by": .string(actor), "reason": reason.map(JSONValue.string) ?? .null]).jsonText
+        let details = JSONValue.object(["by": .string(actor), "reason": reason.map(JSONValue.string) ?? .null]).pgJSONText
         return try db.transaction { db in
             try db.query("""
                 with target as (

@@ -45,7 +45,7 @@ enum Enqueuer {
     @discardableResult
     static func insert(_ rows: [NewNotification], db: PGConnection, passId: String?) throws -> [String: UUID] {
         guard !rows.isEmpty else { return [:] }
-        let json = JSONValue.array(rows.map(\.json)).jsonText
+        let json = JSONValue.array(rows.map(\.json)).pgJSONText
         let inserted = try db.query("""
             insert into notification_queue (recipient_user_id, member_user_id, alert_state_id, channel, kind,
                                             severity, priority, payload, scheduled_at, run_after, dedupe_key,
@@ -81,7 +81,7 @@ enum Enqueuer {
         try db.execute("""
             insert into notification_events (queue_id, pass_id, event, reason, details)
             select id, \(passId), event, reason, details
-              from jsonb_to_recordset(\(JSONValue.array(events).jsonText)::jsonb) as x(id uuid, event text, reason text, details jsonb)
+              from jsonb_to_recordset(\(JSONValue.array(events).pgJSONText)::jsonb) as x(id uuid, event text, reason text, details jsonb)
             """)
         return ids
     }

@@ -95,7 +95,7 @@ struct EpisodeStore {
             select user_id, metric_type, pattern_type, 'active', active_since, current_level, severity,
                    baseline_value, recent_value, deviation_percent, last_evaluated_date, \(thresholdsVersion),
                    notified_level
-              from jsonb_to_recordset(\(rows.jsonText)::jsonb) as x(
+              from jsonb_to_recordset(\(rows.pgJSONText)::jsonb) as x(
                 user_id uuid, metric_type text, pattern_type text, active_since date, current_level int,
                 severity text, baseline_value numeric, recent_value numeric, deviation_percent numeric,
                 last_evaluated_date date, notified_level int)

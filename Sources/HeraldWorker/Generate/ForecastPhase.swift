@@ -109,7 +109,7 @@ struct ForecastPhase {
                     insert into daily_forecasts (user_id, forecast_date, location_latitude, location_longitude, location_name,
                                                  hourly_forecast, risk_level, pressure_change_hpa)
                     select user_id, forecast_date, latitude, longitude, location_name, hourly_forecast, risk_level, change
-                      from jsonb_to_recordset(\(JSONValue.array(made).jsonText)::jsonb) as x(
+                      from jsonb_to_recordset(\(JSONValue.array(made).pgJSONText)::jsonb) as x(
                         user_id uuid, forecast_date date, latitude float8, longitude float8, location_name text,
                         hourly_forecast jsonb, risk_level text, change numeric)
                     on conflict (user_id, forecast_date) do nothing

@@ -241,7 +241,7 @@ struct PatternPhase {
 
         let through = JSONValue.array(due.compactMap { u in
             marks[u].map { ["user_id": .string(u.lowercased), "through": .string(ISO8601.string(min($0.newest, settled)))] }
-        }).jsonText
+        }).pgJSONText
         try db.execute("""
             update pattern_evaluations e set evaluated_through = x.through, evaluated_at = now(),
                    thresholds_version = \(thresholdsVersion)

@@ -40,7 +40,7 @@ struct PromptPhase {
         return try db.transaction { db in
             try db.execute("""
                 insert into prompt_schedules (user_id, local_date, prompts)
-                select user_id, local_date, prompts from jsonb_to_recordset(\(JSONValue.array(days).jsonText)::jsonb)
+                select user_id, local_date, prompts from jsonb_to_recordset(\(JSONValue.array(days).pgJSONText)::jsonb)
                   as x(user_id uuid, local_date date, prompts int)
                 on conflict do nothing
                 """)
@@ -96,7 +96,7 @@ struct ReminderPhase {
             if !daily.isEmpty {
                 try db.execute("""
                     update reminders r set last_enqueued_for = x.date, updated_at = now()
-                      from jsonb_to_recordset(\(JSONValue.array(daily).jsonText)::jsonb) as x(id uuid, date date)
+                      from jsonb_to_recordset(\(JSONValue.array(daily).pgJSONText)::jsonb) as x(id uuid, date date)
                      where r.id = x.id
                     """)
             }

@@ -11,7 +11,7 @@ public enum Metrics {
         func metric(_ name: String, _ help: String, _ type: String, _ samples: [(String, Double)]) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
             for (labels, v) in samples {
-                let value = v == v.rounded() && abs(v) < 1e15 ? String(Int(v)) : String(v)
+                let value = Int(exactly: v).map(String.init) ?? String(v)
                 out += "\(name)\(labels) \(value)\n"
             }
         }

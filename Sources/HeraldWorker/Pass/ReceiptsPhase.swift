@@ -81,12 +81,12 @@ struct ReceiptsPhase {
         try db.transaction { db in
             try db.execute("""
                 update push_receipts r set status = x.status, error_code = x.code, error_message = x.message, checked_at = now()
-                  from jsonb_to_recordset(\(JSONValue.array(updates).jsonText)::jsonb) as x(id bigint, status text, code text, message text)
+                  from jsonb_to_recordset(\(JSONValue.array(updates).pgJSONText)::jsonb) as x(id bigint, status text, code text, message text)
                  where r.id = x.id
                 """)
             try db.execute("""
                 update device_tokens t set is_active = false, deactivated_at = now(), deactivated_reason = x.reason, updated_at = now()
-                  from jsonb_to_recordset(\(JSONValue.array(dead).jsonText)::jsonb) as x(id uuid, reason text)
+                  from jsonb_to_recordset(\(JSONValue.array(dead).pgJSONText)::jsonb) as x(id uuid, reason text)
                  where t.id = x.id and t.is_active
                 """)
         }

@@ -191,7 +191,7 @@ public struct Runner {
         if !options.dryRun {
             _ = try? db.execute("""
                 update herald_passes set finished_at = now(), exit_code = \(Int(code.rawValue)),
-                       summary = \(summary.json.jsonText)::jsonb
+                       summary = \(summary.json.pgJSONText)::jsonb
                  where pass_id = \(summary.passId)
                 """)
         }

@@ -264,7 +264,8 @@ public struct QueueStore {
     public func record(_ batch: RecordBatch) throws -> Set<UUID> {
         guard !batch.isEmpty else { return [] }
         return try db.transaction { db in
-            let rows = JSONValue.array(batch.rows.map(\.json)).jsonText
+            // pgJSONText: delivery errors quote providers, whose answers may hold NULs (jsonb refuses \u0000).
+            let rows = JSONValue.array(batch.rows.map(\.json)).pgJSONText
             let recorded = Set(try db.query("""
                 update notification_queue q
                    set status = r.status, permanent = r.permanent, last_error = r.last_error,
@@ -281,7 +282,7 @@ public struct QueueStore {
                 """).compactMap { $0["id"].uuid })
             guard !recorded.isEmpty else { return [] }
             let kept = batch.keeping(recorded)
-            func json<T>(_ xs: [T], _ f: (T) -> JSONValue) -> String { JSONValue.array(xs.map(f)).jsonText }
+            func json<T>(_ xs: [T], _ f: (T) -> JSONValue) -> String { JSONValue.array(xs.map(f)).pgJSONText }
             try db.execute("""
                 with ev as (
                   insert into notification_events (queue_id, pass_id, event, reason, details)

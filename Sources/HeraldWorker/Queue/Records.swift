@@ -69,11 +69,12 @@ public struct DeliveryRecord: Sendable {
             "outcome": .string(outcome),
         ]
         if let v = deviceTokenId { o["device_token_id"] = .string(v.uuidString) }
-        if let v = httpStatus { o["http_status"] = .number(Double(v)) }
+        // `int` columns: a value outside int4 (a provider's absurd status) is left out, not a failed flush.
+        if let v = httpStatus, Int32(exactly: v) != nil { o["http_status"] = .number(Double(v)) }
         if let v = errorCode { o["provider_error_code"] = .string(v) }
         if let v = messageId { o["provider_message_id"] = .string(v) }
         if let v = error { o["error"] = .string(v) }
-        if let v = latencyMs { o["latency_ms"] = .number(Double(v)) }
+        if let v = latencyMs, Int32(exactly: v) != nil { o["latency_ms"] = .number(Double(v)) }
         return .object(o)
     }
 }
