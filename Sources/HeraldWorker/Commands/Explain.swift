@@ -15,7 +15,8 @@ public enum Explain {
         guard let row = try db.query("""
             select id, recipient_user_id, member_user_id, alert_state_id, channel, kind, severity, priority,
                    status, attempts, max_attempts, permanent, last_error, skip_reason, scheduled_at, run_after,
-                   locked_until, locked_by, dedupe_key, provider_message_id, sent_at, created_at, updated_at
+                   locked_until, locked_by, dedupe_key, provider_message_id, sent_at, created_at, updated_at,
+                   escalated_from
               from notification_queue where id = \(id)
             """).first else {
             // Pruned from the queue: the trail outlives it, and its `pruned` event says what it was.
@@ -31,7 +32,7 @@ public enum Explain {
         var r: [String: JSONValue] = [:]
         for key in ["id", "recipient_user_id", "member_user_id", "alert_state_id", "channel", "kind", "severity",
                     "priority", "status", "last_error", "skip_reason", "locked_by", "dedupe_key",
-                    "provider_message_id"] {
+                    "provider_message_id", "escalated_from"] {
             if let s = row[key].string { r[key] = .string(s) }
         }
         for key in ["attempts", "max_attempts"] { if let n = row[key].int { r[key] = .number(Double(n)) } }
@@ -40,7 +41,19 @@ public enum Explain {
             if let d = row[key].date { r[key] = .string(ISO8601.string(d)) }
         }
 
-        return ["row": .object(r), "events": .array(events), "deliveries": .array(deliveries)]
+        // The escalation chain onwards: the rows this one was escalated to, with what became of them.
+        var escalations: [JSONValue] = []
+        for e in try db.query("""
+            select id, channel, status, skip_reason from notification_queue where escalated_from = \(id) order by created_at
+            """) {
+            var o: [String: JSONValue] = ["id": .string(e["id"].uuid?.lowercased ?? ""),
+                                          "channel": .string(e["channel"].string ?? ""),
+                                          "status": .string(e["status"].string ?? "")]
+            if let reason = e["skip_reason"].string { o["skip_reason"] = .string(reason) }
+            escalations.append(.object(o))
+        }
+        return ["row": .object(r), "events": .array(events), "deliveries": .array(deliveries),
+                "escalations": .array(escalations)]
     }
 
     /// The row's events and delivery attempts, in order: they are kept after the row is pruned.
@@ -94,6 +107,13 @@ public enum Explain {
                 + (row["sent_at"].map { ", sent \($0.stringValue ?? "")" } ?? ""),
         ]
         if let e = row["last_error"]?.stringValue { lines.append("  last error: \(e)") }
+        if let from = row["escalated_from"]?.stringValue { lines.append("  escalated from \(from)") }
+        if case .array(let next)? = report["escalations"], !next.isEmpty {
+            for e in next {
+                lines.append("  escalated to \(e["id"]?.stringValue ?? "?") by \(e["channel"]?.stringValue ?? "?"): "
+                    + (e["status"]?.stringValue ?? "?") + (e["skip_reason"]?.stringValue.map { " (\($0))" } ?? ""))
+            }
+        }
         lines.append("")
         lines.append("trail:")
         if case .array(let events)? = report["events"] {

@@ -112,6 +112,8 @@ final class DeliveryPass {
         var unsent: [(destination: Destination, until: Date?, reason: String)] = []
         var inbox: InboxRecord?
         var previouslyDelivered: Bool
+        /// The recipient's preferences, for escalation.
+        var prefs: Preferences?
         var done: Bool { results.count + unsent.count >= expected }
     }
 
@@ -165,6 +167,10 @@ final class DeliveryPass {
                 r.reason = reason.rawValue
                 r.details = result.trail
                 immediate.rows.append(r)
+                // A critical notification with nowhere to go on its channel tries the next one.
+                if reason == .noDestination, let prefs, let next = escalation(of: item, prefs: prefs, because: reason.rawValue) {
+                    immediate.escalations.append(next)
+                }
             case .deferUntil(let until, let reason):
                 var r = RowRecord(id: item.id, status: .pending, event: "deferred")
                 r.runAfter = until
@@ -188,6 +194,7 @@ final class DeliveryPass {
                 var flight = InFlight(claimed: claimed, trail: result.trail, rendered: rendered,
                                       provider: route.provider, expected: todo.count,
                                       previouslyDelivered: !already.isEmpty)
+                flight.prefs = prefs
                 let index = flights.count  // its place in `flights` if it has anything to send
                 for destination in todo {
                     // Wire timestamps (JWT iat, webhook-timestamp) follow the real clock, not --now.
@@ -491,8 +498,31 @@ final class DeliveryPass {
             r.reason = allInvalid ? "destinations_invalid" : (failures.first?.code ?? "permanent")
             r.lastError = messages.isEmpty ? "nothing was delivered" : messages.joined(separator: "; ")
         }
+        // Failed for good without reaching anyone: a critical notification tries the next channel.
+        if r.status == .failed && r.permanent && !reached, let prefs = flight.prefs,
+           let next = escalation(of: item, prefs: prefs, because: r.reason ?? "failed") {
+            out.escalations.append(next)
+        }
         out.rows.append(r)
         return out
+    }
+
+    /// The same notification on the next channel of the escalation chain that the recipient has
+    /// enabled, when `item` is critical and its chain has one; nil otherwise. Its preferences, quiet
+    /// hours and limits apply to it as to any row; its dedupe key makes it once per channel.
+    func escalation(of item: QueueItem, prefs: Preferences, because why: String) -> NewNotification? {
+        let policy = options.escalation
+        guard policy.applies(to: item.severity, channel: item.channel, kind: item.kindRaw),
+              let channel = item.channel, let kind = item.kind,
+              let next = policy.next(after: channel, kind: item.kindRaw, prefs: prefs,
+                                     aboutAnotherMember: item.isAboutAnotherMember) else { return nil }
+        var n = NewNotification(
+            recipient: item.recipientUserId, member: item.memberUserId, alertStateId: item.alertStateId,
+            channel: next.rawValue, kind: kind, severity: item.severity, priority: item.priority,
+            payload: .object(item.payload ?? [:]), scheduledAt: clock.now(),
+            dedupeKey: EscalationPolicy.dedupeKey(from: item.id, to: next), reason: "escalated_\(why)")
+        n.escalatedFrom = item.id
+        return n
     }
 
     // MARK: - Destinations

@@ -47,6 +47,8 @@ public struct PassOptions: Sendable {
     /// The Open-Meteo-style weather API for missing forecasts (WEATHER_URL).
     public var weatherURL: String? = "https://api.open-meteo.com"
     public var render = RenderOptions()
+    /// Where a critical notification goes when its channel cannot reach the recipient (HERALD_ESCALATION).
+    public var escalation = EscalationPolicy()
 
     public init() {}
 }

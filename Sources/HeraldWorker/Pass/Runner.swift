@@ -98,6 +98,22 @@ public struct Runner {
                 guard (1...36_500).contains(days) else { throw ConfigError("HERALD_RETENTION_DAYS must be between 1 and 36500") }
                 options.retentionDays = days
             }
+            if let text = settings["HERALD_ESCALATION"] {
+                guard let chain = EscalationPolicy.parseChain(text) else {
+                    throw ConfigError("HERALD_ESCALATION must be channels separated by commas (push,sms,email) or off; got '\(text)'")
+                }
+                options.escalation.chain = chain
+            }
+            for (key, text) in settings.withPrefix("HERALD_ESCALATION_") {
+                let kind = key.dropFirst("HERALD_ESCALATION_".count).lowercased()
+                guard Kind(rawValue: kind) != nil else {
+                    throw ConfigError("\(key) names no kind; kinds: \(Kind.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                guard let chain = EscalationPolicy.parseChain(text) else {
+                    throw ConfigError("\(key) must be channels separated by commas or off; got '\(text)'")
+                }
+                options.escalation.perKind[kind] = chain
+            }
             if let days = try settings.int("HERALD_AUDIT_RETENTION_DAYS") {
                 guard (1...36_500).contains(days) else {
                     throw ConfigError("HERALD_AUDIT_RETENTION_DAYS must be between 1 and 36500")
