@@ -108,22 +108,29 @@ public enum ChannelRoute: Sendable {
     /// Written to the `inbox` table in the same transaction that records the row as sent.
     case inbox
     /// Sent through providers over HTTP (or SMTP), chosen by the destination's provider: push reaches
-    /// each device token through its own provider (apns, fcm, expo); other channels have one.
-    case providers([String: ProviderAdapter])
+    /// each device token through its own provider (apns, fcm, expo); other channels use `order`'s
+    /// first and fail over to the next ones (HERALD_<CHANNEL>_PROVIDERS).
+    case providers([String: ProviderAdapter], order: [String] = [])
 
     /// The provider that serves destinations with no provider of their own (phones, addresses, URLs).
     public var provider: String {
         switch self {
         case .log: "log"
         case .inbox: "inbox"
-        case .providers(let p): p.keys.sorted().first ?? "none"
+        case .providers(let p, let order): order.first ?? p.keys.sorted().first ?? "none"
         }
     }
 
     /// The adapter for a destination's provider, if this route has one.
     public func adapter(for provider: String) -> ProviderAdapter? {
-        if case .providers(let p) = self { return p[provider] }
+        if case .providers(let p, _) = self { return p[provider] }
         return nil
+    }
+
+    /// The provider after `provider` in the channel's order (failover), or nil.
+    public func provider(after provider: String) -> String? {
+        guard case .providers(let p, let order) = self, let at = order.firstIndex(of: provider) else { return nil }
+        return order[(at + 1)...].first { p[$0] != nil }
     }
 }
 

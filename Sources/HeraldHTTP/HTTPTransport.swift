@@ -61,11 +61,12 @@ public final class HTTPTransport {
     /// HTTP/2. So a request never waits inside libcurl for a connection, and its timeout counts from
     /// when it goes on the wire, not from when it was queued.
     ///
-    /// `shouldStart` is asked before each request is started; once it says no, nothing more starts,
-    /// the transfers in flight finish, and the indices of the requests never started are returned
-    /// (they never left this process: nothing was sent).
+    /// `shouldStart(index)` is asked before each request is started; a request it refuses is not
+    /// started (after a stop signal it refuses them all; a provider's open circuit breaker refuses
+    /// that provider's). The transfers in flight finish, and the indices of the requests never started
+    /// are returned, in order (they never left this process: nothing was sent).
     @discardableResult
-    public func perform(_ requests: [HTTPRequest], shouldStart: () -> Bool = { true },
+    public func perform(_ requests: [HTTPRequest], shouldStart: (Int) -> Bool = { _ in true },
                         onComplete: (Int, Result<HTTPResponse, TransportError>) -> Void) -> [Int] {
         // A nested call from onComplete would take the outer call's completions, leaving it waiting forever.
         precondition(!performing, "HTTPTransport.perform called from its own onComplete")
@@ -80,20 +81,20 @@ public final class HTTPTransport {
         var queues = HostQueues(requests)
         var active: [UnsafeMutableRawPointer: HTTPTransfer] = [:]
         var activeByHost: [Int: Int] = [:]
-        var stopped = false
+        var refused: [Int] = []
         defer {
             performing = false
             if idleHandles.count > idleHandlesKept { idleHandles.removeLast(idleHandles.count - idleHandlesKept) }
         }
 
-        while !queues.isEmpty && !stopped || !active.isEmpty {
+        while !queues.isEmpty || !active.isEmpty {
             if !warmedUp, ContinuousClock.now - started > .milliseconds(500) { warmedUp = true }
             let cap = warmedUp ? limit : Self.streamsBeforeSettings
-            admit: for host in queues.hostsWaiting where !stopped {
+            for host in queues.hostsWaiting {
                 let room = multiplexing.contains(queues.key(host)) ? limit : perHost
                 while active.count < cap, activeByHost[host, default: 0] < room, let index = queues.peek(host) {
-                    guard shouldStart() else { stopped = true; break admit }
                     queues.pop(host)
+                    guard shouldStart(index) else { refused.append(index); continue }
                     switch start(requests[index], index: index) {
                     case .success(let transfer):
                         transfer.host = host
@@ -104,7 +105,7 @@ public final class HTTPTransport {
                 }
                 if active.count >= cap { break }
             }
-            if active.isEmpty { if stopped { break } else { continue } }
+            if active.isEmpty { continue }
 
             multi.perform()
             var finishedSome = false
@@ -122,11 +123,11 @@ public final class HTTPTransport {
                 onComplete(transfer.index, result)
             }
             // Go straight back to start waiting requests in the freed slots; otherwise wait for I/O.
-            if !active.isEmpty, !(finishedSome && !queues.isEmpty && !stopped) {
+            if !active.isEmpty, !(finishedSome && !queues.isEmpty) {
                 multi.poll(milliseconds: 100)
             }
         }
-        return queues.remaining
+        return (refused + queues.remaining).sorted()
     }
 
     /// Hosts (scheme://authority) that answered over HTTP/2: many requests share one connection.

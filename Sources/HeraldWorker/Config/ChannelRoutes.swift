@@ -65,9 +65,32 @@ public struct ChannelRoutes: Sendable {
 
             if let twilio = try twilio(settings) { routes[.sms] = .providers(["twilio": .single(twilio)]) }
             if let whatsapp = try whatsapp(settings) { routes[.whatsapp] = .providers(["whatsapp": .single(whatsapp)]) }
-            if let email = try email(settings) { routes[.email] = .providers([email.provider: .single(email)]) }
+            let emails = try email(settings)
+            if !emails.isEmpty {
+                routes[.email] = .providers(Dictionary(emails.map { ($0.provider, ProviderAdapter.single($0)) }) { a, _ in a })
+            }
         } catch let error as AdapterError {
             throw ConfigError(error.description)
+        }
+
+        // The order of each channel's providers: HERALD_<CHANNEL>_PROVIDERS, else every configured one
+        // in the documented order. A destination fails over along it; push follows the token's provider.
+        for channel in Channel.allCases {
+            guard case .providers(let adapters, _)? = routes[channel] else { continue }
+            let key = "HERALD_" + channel.rawValue.uppercased() + "_PROVIDERS"
+            var order = Self.defaultOrder.filter { adapters[$0] != nil } + adapters.keys.sorted().filter { !Self.defaultOrder.contains($0) }
+            if let text = settings[key] {
+                let names = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+                guard !names.isEmpty, Set(names).count == names.count else {
+                    throw ConfigError("\(key) must name providers once each, separated by commas; got '\(text)'")
+                }
+                for name in names where adapters[name] == nil {
+                    throw ConfigError("\(key) names \(name), which is not configured for \(channel.rawValue); configured: "
+                        + adapters.keys.sorted().joined(separator: ", "))
+                }
+                order = names
+            }
+            routes[channel] = .providers(adapters.filter { order.contains($0.key) }, order: order)
         }
 
         // HERALD_CHANNEL_<CHANNEL>=log overrides whatever else serves the channel.
@@ -93,7 +116,7 @@ public struct ChannelRoutes: Sendable {
     /// network): a lease must outlast the deadline plus this.
     public var longestSendTimeout: Double {
         routes.values.flatMap { route -> [Double] in
-            if case .providers(let p) = route { return p.values.map(\.timeout) }
+            if case .providers(let p, _) = route { return p.values.map(\.timeout) }
             return []
         }.max() ?? 0
     }
@@ -143,23 +166,26 @@ public struct ChannelRoutes: Sendable {
                                    templates: templates, baseURL: settings["WHATSAPP_URL"])
     }
 
-    static func email(_ settings: Settings) throws -> (any HTTPAdapter)? {
+    /// Providers in the order a channel uses them unless HERALD_<CHANNEL>_PROVIDERS says otherwise.
+    public static let defaultOrder = ["apns", "fcm", "expo", "twilio", "whatsapp", "sendgrid", "smtp", "webhook"]
+
+    /// The email providers configured (SendGrid, SMTP, or both: then SendGrid first, SMTP its failover).
+    static func email(_ settings: Settings) throws -> [any HTTPAdapter] {
         let sendgrid = try settings.secret("SENDGRID_API_KEY")
         let smtp = try settings.secret("SMTP_URL")
         guard sendgrid != nil || smtp != nil else {
             if settings["EMAIL_FROM"] != nil {
                 throw ConfigError("EMAIL_FROM is set but neither SENDGRID_API_KEY nor SMTP_URL is: set one of them")
             }
-            return nil
-        }
-        guard sendgrid == nil || smtp == nil else {
-            throw ConfigError("both SENDGRID_API_KEY and SMTP_URL are set: set one of them for the email channel")
+            return []
         }
         guard let from = settings["EMAIL_FROM"] else {
             throw ConfigError("EMAIL_FROM is not set: email needs a sender, e.g. EMAIL_FROM='Herald <noreply@example.com>'")
         }
-        if let key = sendgrid { return try SendGridAdapter(apiKey: key, from: from, baseURL: settings["SENDGRID_URL"]) }
-        return try SMTPAdapter(url: smtp!, from: from, requireTLS: try settings.bool("SMTP_REQUIRE_TLS") ?? true)
+        var out: [any HTTPAdapter] = []
+        if let key = sendgrid { out.append(try SendGridAdapter(apiKey: key, from: from, baseURL: settings["SENDGRID_URL"])) }
+        if let smtp { out.append(try SMTPAdapter(url: smtp, from: from, requireTLS: try settings.bool("SMTP_REQUIRE_TLS") ?? true)) }
+        return out
     }
 
     public subscript(_ channel: Channel) -> ChannelRoute? { routes[channel] }

@@ -56,6 +56,8 @@ public enum Metrics {
         metric("herald_pass_config_suspect",
                "Destinations the last pass did not deactivate because most of their provider's answers were refusals: check that provider's configuration.",
                "gauge", s.configSuspect.sorted { $0.key < $1.key }.map { (label([("provider", $0.key)]), Double($0.value)) })
+        metric("herald_pass_breaker_open", "Providers whose circuit breaker opened in the last pass (1 each).", "gauge",
+               s.breakerOpen.sorted().map { (label([("provider", $0)]), 1) })
         metric("herald_pass_retrying_rows", "Failed rows of the last pass that will be retried.", "gauge", [("", Double(s.retrying))])
         metric("herald_pass_recovered_rows", "Rows returned to the queue after an expired lease.", "gauge", [("", Double(s.recovered))])
         metric("herald_pass_deliveries", "Sends attempted by the last pass, one per destination.", "gauge", [("", Double(s.deliveries))])

@@ -23,6 +23,8 @@ final class DeliveryPass {
     private var lastProgress = -1.0  // the first batch always shows
     /// Providers that answered "too many requests, wait": not called again before the time they gave.
     var throttledUntil: [String: Date] = [:]
+    /// Providers whose requests mostly fail in this pass are not called again (failover instead).
+    var breaker = CircuitBreaker()
     /// Each provider's answers in this pass, to tell a configuration slip from dead destinations.
     var passHealth = PassHealth()
 
@@ -110,6 +112,8 @@ final class DeliveryPass {
         /// Destinations whose request never left this process (stop signal, a failed record flush, a
         /// provider throttled for the pass): no attempt is charged for them.
         var unsent: [(destination: Destination, until: Date?, reason: String)] = []
+        /// Attempts that failed transiently before the destination moved to another provider.
+        var failedOver: [(destination: Destination, provider: String, response: ClassifiedResponse)] = []
         var inbox: InboxRecord?
         var previouslyDelivered: Bool
         /// The recipient's preferences, for escalation.
@@ -122,6 +126,9 @@ final class DeliveryPass {
         case answered(provider: String, ClassifiedResponse)
         /// Never sent; may be tried again from `until` (nil: at once).
         case notSent(until: Date?, reason: String)
+        /// A transient failure after which the destination moved to the channel's next provider:
+        /// recorded as a delivery attempt, not as the destination's outcome.
+        case failedOver(provider: String, ClassifiedResponse)
     }
 
     func decide(_ batch: [Claimed], dryRun: Bool) throws {
@@ -244,6 +251,9 @@ final class DeliveryPass {
                 if noteAnswer(job, classified) { held.insert(job.flight) }
             case .notSent(let until, let reason):
                 flights[job.flight].unsent.append((job.envelope.destination, until, reason))
+            case .failedOver(let provider, let classified):
+                flights[job.flight].failedOver.append((job.envelope.destination, provider, classified))
+                return  // the destination is still on its way
             }
             if flights[job.flight].done && !held.contains(job.flight) {
                 pending.append(finish(flights[job.flight]))
@@ -279,6 +289,70 @@ final class DeliveryPass {
     /// provider that cannot be prepared, or that asked us to slow down earlier in this pass, is not
     /// called — its jobs are retried later. `done` is called once per job as its answer arrives.
     func send(_ jobs: [Job], writer: RecordWriter? = nil, done: (Job, JobResult) -> Void) {
+        // Round after round: a destination whose provider failed transiently, or is throttled or
+        // broken for this pass, moves to the channel's next provider (push stays with its token's).
+        var round = jobs
+        while !round.isEmpty {
+            var next: [Job] = []
+            sendRound(round, writer: writer) { job, result in
+                if let moved = failover(job, result) {
+                    if case .answered(let provider, let response) = result {
+                        done(job, .failedOver(provider: provider, response))
+                    }
+                    next.append(moved)
+                } else {
+                    done(job, result)
+                }
+            }
+            round = next
+        }
+    }
+
+    /// The job moved to the next provider of its channel, when `result` is a transient failure, a
+    /// throttle or an open breaker and the channel has one; nil otherwise (a permanent answer, a
+    /// stop signal, push, or no provider left).
+    func failover(_ job: Job, _ result: JobResult) -> Job? {
+        switch result {
+        case .answered(_, let response):
+            guard case .retry = response.outcome else { return nil }
+        case .notSent(_, let reason):
+            guard reason == "throttled" || reason == "breaker_open" else { return nil }
+        case .failedOver:
+            return nil
+        }
+        guard job.envelope.destination.deviceTokenId == nil, let channel = job.envelope.item.channel,
+              let route = routes[channel] else { return nil }
+        var provider = job.adapter.provider
+        let now = clock.now()
+        while let candidate = route.provider(after: provider) {
+            provider = candidate
+            if breaker.isOpen(candidate) { continue }
+            if let until = throttledUntil[candidate], until > now { continue }
+            guard let adapter = route.adapter(for: candidate) else { continue }
+            var moved = job
+            moved.adapter = adapter
+            moved.envelope.destination.provider = candidate
+            return moved
+        }
+        return nil
+    }
+
+    /// How long rows held back by an open breaker wait: until a later pass (cron's interval).
+    static let breakerPause: TimeInterval = 300
+
+    /// Counts an answer for the provider's circuit breaker; logs when it opens.
+    func noteForBreaker(_ provider: String, _ answer: ClassifiedResponse) {
+        let failed: Bool
+        if case .retry = answer.outcome { failed = true } else { failed = false }
+        if breaker.record(provider, failed: failed) {
+            let t = breaker.tally(provider)
+            summary.breakerOpen.insert(provider)
+            logger.error("circuit breaker open: this provider's requests mostly fail; it is not called again this pass",
+                         metadata: ["provider": .string(provider), "answers": "\(t.answers)", "failures": "\(t.failures)"])
+        }
+    }
+
+    func sendRound(_ jobs: [Job], writer: RecordWriter? = nil, done: (Job, JobResult) -> Void) {
         var byProvider: [String: [Job]] = [:]
         for job in jobs { byProvider[job.adapter.provider, default: []].append(job) }
 
@@ -290,6 +364,10 @@ final class DeliveryPass {
             if let until = throttledUntil[provider], until > now {
                 // Not sent, so not an attempt: the rows wait until the provider's time.
                 for job in jobs { done(job, .notSent(until: until, reason: "throttled")) }
+                continue
+            }
+            if breaker.isOpen(provider) {
+                for job in jobs { done(job, .notSent(until: now.addingTimeInterval(Self.breakerPause), reason: "breaker_open")) }
                 continue
             }
             do {
@@ -335,8 +413,9 @@ final class DeliveryPass {
 
         // After a stop signal or a failed record flush, no new request starts; those never started
         // are returned to the queue without an attempt charged.
-        let unstarted = transport.perform(requests, shouldStart: {
-            !StopSignal.requested && !(writer?.failed ?? false)
+        // A provider whose breaker opened during this round starts nothing more either.
+        let unstarted = transport.perform(requests, shouldStart: { index in
+            !StopSignal.requested && !(writer?.failed ?? false) && !breaker.isOpen(owners[index].adapter.provider)
         }) { index, response in
             let owner = owners[index]
             let now = clock.now()
@@ -350,15 +429,18 @@ final class DeliveryPass {
                 let answer = i < answers.count ? answers[i]
                     : ClassifiedResponse(.retry(after: nil, code: "missing_answer", message: "the provider's answer did not cover this message"))
                 throttle(owner.adapter.provider, after: answer, now: now)
+                noteForBreaker(owner.adapter.provider, answer)
                 done(job, .answered(provider: owner.adapter.provider, answer))
             }
         }
         if !unstarted.isEmpty {
-            let reason = StopSignal.requested ? "interrupted" : "record_failed"
+            let reason = StopSignal.requested ? "interrupted" : (writer?.failed ?? false) ? "record_failed" : "breaker_open"
             logger.notice("requests not started; their rows return to the queue with no attempt charged",
                           metadata: ["requests": "\(unstarted.count)", "reason": .string(reason)])
+            // A broken provider's rows wait for a later pass; the others are due again at once.
+            let until = reason == "breaker_open" ? clock.now().addingTimeInterval(Self.breakerPause) : nil
             for index in unstarted {
-                for job in owners[index].jobs { done(job, .notSent(until: nil, reason: reason)) }
+                for job in owners[index].jobs { done(job, .notSent(until: until, reason: reason)) }
             }
         }
     }
@@ -413,7 +495,7 @@ final class DeliveryPass {
         flight.results = flight.results.map { ($0.destination, $0.provider,
                                                applyVerdict(provider: $0.provider, destination: $0.destination, $0.response)) }
 
-        for (destination, provider, response) in flight.results {
+        for (destination, provider, response) in flight.failedOver + flight.results {
             var d = DeliveryRecord(
                 queueId: item.id, attempt: item.attempts, channel: item.channelRaw, provider: provider,
                 destination: storedAddress(destination), deviceTokenId: destination.deviceTokenId,
@@ -480,7 +562,9 @@ final class DeliveryPass {
             r.providerMessageId = delivered.compactMap { $0 }.first
             r.lastError = messages.isEmpty ? nil : "some destinations failed: " + messages.joined(separator: "; ")
             r.details = flight.trail
-            r.reason = flight.provider
+            // The provider that actually delivered (push: the token's; email: after any failover).
+            r.reason = flight.results.first(where: { if case .delivered = $0.response.outcome { true } else { false } })?.provider
+                ?? flight.provider
             if item.kind == .dailyForecast, let date = item.payload?["date"]?.stringValue.flatMap(LocalDate.init) {
                 out.forecastsSent.append(ForecastSent(queueId: item.id, userId: item.recipientUserId, date: date))
             }

@@ -37,6 +37,8 @@ public struct Summary: Sendable {
     /// Per provider: destinations whose refusal was held back as a suspected configuration slip (retried,
     /// not deactivated; see `ProviderHealth`). Non-empty means an operator should look now.
     public var configSuspect: [String: Int] = [:]
+    /// Providers whose circuit breaker opened in this pass.
+    public var breakerOpen: Set<String> = []
     public var interrupted = false
     public var dryRun = false
     public var durationMs = 0
@@ -92,6 +94,7 @@ public struct Summary: Sendable {
             "generated": .object(generated.mapValues { .number(Double($0)) }),
             "phase_errors": .object(phaseErrors.mapValues { .string($0) }),
             "config_suspect": .object(configSuspect.mapValues { .number(Double($0)) }),
+            "breaker_open": .array(breakerOpen.sorted().map(JSONValue.string)),
             "interrupted": .bool(interrupted), "dry_run": .bool(dryRun),
             "duration_ms": .number(Double(durationMs)),
         ]
