@@ -28,7 +28,8 @@ public enum JSONValue: Hashable, Sendable {
 
     public var intValue: Int? {
         switch self {
-        case .number(let n): return n == n.rounded() ? Int(n) : nil
+        // Int(exactly:) and not Int(_:): a provider's 1e300 must not trap the worker.
+        case .number(let n): return Int(exactly: n)
         case .string(let s): return Int(s)
         default: return nil
         }
