@@ -11,7 +11,8 @@ import HeraldCore
 /// signature (DER) over the `X-Twilio-Email-Event-Webhook-Timestamp` header's text followed by the raw
 /// body, byte for byte (the body SendGrid posts ends in "\r\n", which is signed too). The verification
 /// key shown in SendGrid's settings is base64 of a DER SubjectPublicKeyInfo.
-public struct SendGridEventKey: Sendable {
+public struct SendGridEventKey: @unchecked Sendable {
+    /// Immutable once made (swift-crypto's key types are values that do not declare Sendable).
     let key: P256.Signing.PublicKey
 
     /// `SENDGRID_WEBHOOK_PUBLIC_KEY`: base64 DER (as SendGrid shows it) or a PEM "PUBLIC KEY" block.

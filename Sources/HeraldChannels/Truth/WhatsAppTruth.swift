@@ -17,7 +17,7 @@ public enum WhatsAppTruth {
     public static func isValid(_ header: String, appSecret: String, body: [UInt8]) -> Bool {
         let h = header.trimmingCharacters(in: .whitespaces)
         guard h.lowercased().hasPrefix("sha256="), let given = TruthText.hex(String(h.dropFirst(7))),
-              given.count == SHA256.byteCount else { return false }
+              given.count == 32 else { return false }
         let mac = HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: Array(appSecret.utf8)))
         return TruthText.equal(Array(mac), given)
     }

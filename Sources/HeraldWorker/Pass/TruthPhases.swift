@@ -51,12 +51,16 @@ struct TruthStore {
                     i int, event_id bigint, provider text, message_id text, queue_id uuid, destination text,
                     status text, code text, error text, opt_out boolean, rank int, reason text)
                 ), m as (
+                  -- By message id (index notification_deliveries_provider_message)…
                   select d.id as delivery_id, x.* from x
                     join notification_deliveries d
-                      on d.provider = x.provider and d.outcome = 'delivered'
-                     and (d.provider_message_id = x.message_id
-                          or (d.provider_message_id is null and x.queue_id is not null and d.queue_id = x.queue_id
-                              and lower(d.destination) = lower(x.destination)))
+                      on d.provider = x.provider and d.provider_message_id = x.message_id and d.outcome = 'delivered'
+                  union all
+                  -- …or, for a delivery stored without one, by queue row and address (index notification_deliveries_queue).
+                  select d.id as delivery_id, x.* from x
+                    join notification_deliveries d
+                      on d.queue_id = x.queue_id and d.provider = x.provider and d.provider_message_id is null
+                     and lower(d.destination) = lower(x.destination) and d.outcome = 'delivered'
                 ), pick as (
                   select distinct on (delivery_id) * from m order by delivery_id, rank desc, i desc
                 ), u as (
@@ -165,8 +169,8 @@ struct StatusPollPhase {
                    where \(StatusPollPhase.pending)
                      and at <= \(now.addingTimeInterval(-minimumAge)) and at >= \(now.addingTimeInterval(-giveUpAfter))
                      and (truth_checked_at is null
-                          or truth_checked_at <= \(now) - make_interval(secs => 120 * power(2, least(truth_checks, 8))))
-                   order by truth_checked_at nulls first, at
+                          or truth_checked_at <= \(now)::timestamptz - make_interval(secs => 120 * power(2, least(truth_checks, 8))))
+                   order by at
                    limit \(limit)
                    for update skip locked
                 )
@@ -277,7 +281,7 @@ struct ProviderEventsPhase {
         result.pruned = try db.execute("""
             delete from provider_events where id in (
               select id from provider_events
-               where processed_at < \(now) - make_interval(days => \(retentionDays))
+               where processed_at < \(now)::timestamptz - make_interval(days => \(retentionDays))
                limit 5000)
             """)
         if let n = result.outcomes["rejected"], n > 0 {
@@ -285,8 +289,10 @@ struct ProviderEventsPhase {
                            metadata: ["events": "\(n)"])
         }
         if let n = result.outcomes["unverified"], n > 0 {
-            logger.warning("provider events could not be verified: their provider's key is not configured "
-                + "(SENDGRID_WEBHOOK_PUBLIC_KEY, TWILIO_AUTH_TOKEN, WHATSAPP_APP_SECRET)", metadata: ["events": "\(n)"])
+            logger.warning("""
+                provider events could not be verified: their provider's key is not configured \
+                (SENDGRID_WEBHOOK_PUBLIC_KEY, TWILIO_AUTH_TOKEN, WHATSAPP_APP_SECRET)
+                """, metadata: ["events": "\(n)"])
         }
         if let n = result.outcomes["invalid"], n > 0 {
             logger.warning("provider events were malformed and not applied", metadata: ["events": "\(n)"])
