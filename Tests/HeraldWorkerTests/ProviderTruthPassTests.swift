@@ -465,6 +465,15 @@ import Testing
         let badHeaders = try Self.event(db, "sendgrid", headers: [1, 2, 3], body: "[]")
         let nullHeaders = try Self.event(db, "whatsapp", headers: .null, body: "{}")
         #expect(throws: (any Error).self) { try Self.event(db, "pigeon", headers: [:], body: "{}") }
+        // Signed and well-formed, but with NUL characters in every string (JSON escapes and %00), which
+        // PostgreSQL cannot store: processed, never a poison row that fails every later pass.
+        let nul = #"[{"event":"bounce","type":"bounce","sg_message_id":"a\u0000b.c","email":"x\u0000@y.z","reason":"r\u0000"}]"#
+        let nulSendGrid = try Self.event(db, "sendgrid", headers: try Self.sendGridHeaders(key, nul), body: nul)
+        let twilioURL = "https://project.supabase.co/functions/v1/provider-events/twilio"
+        let nulForm = "MessageSid=SM%00x&MessageStatus=failed%00&ErrorCode=21610%00&ErrorMessage=%00"
+        let nulTwilio = try Self.event(db, "twilio", url: twilioURL,
+            headers: ["x-twilio-signature": .string(TwilioSignature.base64(authToken: twilioToken, url: twilioURL,
+                                                                          params: try FormBody.parse(nulForm)))], body: nulForm)
         // After all that, one good event.
         let good = JSONValue.array([Self.sendGridEvent("delivered", messageId: messageId, email: "ana@example.com")]).jsonText
         let goodId = try Self.event(db, "sendgrid", headers: try Self.sendGridHeaders(key, good), body: good)
@@ -483,8 +492,36 @@ import Testing
         #expect(try Self.outcome(db, badHeaders).0 == "invalid")
         #expect(try Self.outcome(db, nullHeaders).0 == "rejected")
         #expect(try Self.outcome(db, goodId).0 == "applied")
+        #expect(try Self.outcome(db, nulSendGrid).0 == "unmatched")
+        #expect(["unmatched", "ignored"].contains(try Self.outcome(db, nulTwilio).0 ?? ""))
         #expect(try Self.delivery(db, row)["final_status"].string == "delivered")
         #expect(try f.count("select count(*)::int from provider_events where processed_at is null") == 0)
+    }
+}
+
+extension ProviderTruthPassTests {
+    /// A row that no statement can record (here a trigger refuses it) must not stop every later pass at
+    /// the same batch: the batch is retried a row at a time and that row alone is marked invalid.
+    @Test func aRowThatCannotBeRecordedDoesNotBlockTheOthers() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let ids = try (0..<3).map { _ in try Self.event(db, "whatsapp", headers: [:], body: "{}") }
+        try db.execute("""
+            create function test_refuse() returns trigger language plpgsql as $$
+            begin
+              if new.id = \(unescaped: String(ids[1])) and new.outcome is distinct from 'invalid' then raise exception 'refused by the test'; end if;
+              return new;
+            end $$
+            """)
+        try db.execute("create trigger test_refuse before update on provider_events for each row execute function test_refuse()")
+        let (s, c) = Self.pass(tdb.url, [:], now: ProviderPassTests.now(), phases: [.events])
+        #expect(c == .ok, "\(s.phaseErrors)")
+        #expect(try Self.outcome(db, ids[0]).0 == "unverified")
+        let (o1, e1) = try Self.outcome(db, ids[1])
+        #expect(o1 == "invalid")
+        #expect((e1 ?? "").contains("refused by the test"))
+        #expect(try Self.outcome(db, ids[2]).0 == "unverified")
     }
 }
 

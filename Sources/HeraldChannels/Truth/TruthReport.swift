@@ -88,9 +88,12 @@ public struct TruthReport: Sendable, Equatable {
 
 /// Helpers for hostile input: numbers and strings from outside, never trapping.
 public enum TruthText {
-    /// At most `max` UTF-8 bytes, cut on a character boundary.
+    /// At most `max` UTF-8 bytes, cut on a character boundary, without NUL: PostgreSQL's text and jsonb
+    /// cannot hold U+0000, so one NUL from a provider's JSON (`"a\u0000b"`) or form (`%00`) would fail
+    /// every statement that stores it, and the events phase forever.
     public static func clip(_ s: String, max: Int = 500) -> String {
-        Truncation.prefix(s, maxUTF8Bytes: max)
+        let clean = s.contains("\u{0}") ? String(s.unicodeScalars.filter { $0 != "\u{0}" }.map(Character.init)) : s
+        return Truncation.prefix(clean, maxUTF8Bytes: max)
     }
 
     /// An integer from a JSON value that is an integral number or a string of digits, without trapping

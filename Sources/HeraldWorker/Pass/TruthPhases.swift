@@ -275,8 +275,32 @@ struct ProviderEventsPhase {
         var result = Result()
         for _ in 0..<maxBatches {
             if StopSignal.requested { break }
-            let n = try batch(&result)
-            if n < batchSize { break }
+            var attempted: [Int] = []
+            do {
+                let n = try batch(&result, limit: batchSize, attempted: &attempted)
+                if n < batchSize { break }
+            } catch {
+                // A row no statement can store must not stop every later pass at the same batch: the
+                // batch is taken again one row at a time, and a row that still fails is marked invalid.
+                logger.warning("a batch of provider events could not be recorded; retrying them one at a time",
+                               metadata: ["events": "\(attempted.count)", "error": .string(TruthText.clip("\(error)"))])
+                for _ in 0..<max(1, attempted.count) {
+                    var one: [Int] = []
+                    do {
+                        if try batch(&result, limit: 1, attempted: &one) == 0 { break }
+                    } catch {
+                        guard let id = one.first else { throw error }
+                        try db.execute("""
+                            update provider_events
+                               set processed_at = \(now), outcome = 'invalid',
+                                   error = \(TruthText.clip("could not be recorded: \(error)"))
+                             where id = \(id) and processed_at is null
+                            """)
+                        result.outcomes["invalid", default: 0] += 1
+                        result.processed += 1
+                    }
+                }
+            }
         }
         result.pruned = try db.execute("""
             delete from provider_events where id in (
@@ -300,19 +324,22 @@ struct ProviderEventsPhase {
         return result
     }
 
-    /// One batch in one transaction; returns the rows taken.
-    func batch(_ result: inout Result) throws -> Int {
-        try db.transaction { db in
+    /// One batch in one transaction; returns the rows taken. `attempted` receives their ids first, so a
+    /// caller knows which rows a failed batch held; `result` changes only when the batch commits.
+    func batch(_ total: inout Result, limit: Int, attempted: inout [Int]) throws -> Int {
+        var result = Result()
+        let n: Int = try db.transaction { db in
             let rows = try db.query("""
                 select id, provider, url, headers::text as headers,
                        case when octet_length(body) <= \(ProviderEvents.maxBodyBytes) then body end as body
                   from provider_events
                  where processed_at is null
                  order by id
-                 limit \(batchSize)
+                 limit \(limit)
                  for update skip locked
                 """)
             guard rows.count > 0 else { return 0 }
+            attempted = rows.compactMap { $0["id"].int }
             var ids: [Int] = []
             var verdicts: [ProviderEventVerdict] = []
             var items: [TruthStore.Item] = []
@@ -352,6 +379,11 @@ struct ProviderEventsPhase {
                 """)
             return rows.count
         }
+        total.processed += result.processed
+        total.updated += result.updated
+        total.optedOut += result.optedOut
+        for (k, v) in result.outcomes { total.outcomes[k, default: 0] += v }
+        return n
     }
 
     /// The stored outcome and error of one event.
