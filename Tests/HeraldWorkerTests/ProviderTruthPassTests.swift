@@ -99,6 +99,9 @@ import Testing
         #expect(d1["final_status"].string == "undelivered")
         #expect(d1["final_error_code"].string == "30006")
         #expect(d1["final_opt_out"].bool == true)
+        // `herald explain` tells what became of it.
+        let explained = Explain.text(try Explain.report(db, id: rows[1]))
+        #expect(explained.contains("then: undelivered 30006"), "\(explained)")
         let d2 = try Self.delivery(db, rows[2])
         #expect(d2["final_status"].string == "failed")
         #expect(d2["final_error_code"].string == "30007")
