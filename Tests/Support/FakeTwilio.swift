@@ -3,7 +3,8 @@ import Foundation
 /// A fake Twilio Messaging API on loopback TLS (providers.md §4): `POST /2010-04-01/Accounts/{sid}/Messages.json`,
 /// HTTP basic auth that must match, a form-encoded body, `To` in E.164, `From` or `MessagingServiceSid`,
 /// `Body` of at most 1,600 characters. Answers 201 with a Message resource, or Twilio's error JSON
-/// `{"code","message","more_info","status"}`.
+/// `{"code","message","more_info","status"}`. `GET …/Messages/{sid}.json` answers the message's status,
+/// scripted with `setStatus` (issue 12's polling).
 ///
 ///     let twilio = try FakeTwilio(tls: certificates, accountSid: "AC…", authToken: "…")
 ///     twilio.fail(to: "+15555550100", code: 21610, message: "Attempt to send to unsubscribed recipient")
@@ -16,6 +17,9 @@ public final class FakeTwilio: Sendable {
         var failures: [String: (code: Int, message: String, status: Int)] = [:]
         var next: [FakeResponse] = []
         var accepted: [[String: String]] = []
+        /// Message SID → its status and error code, as `GET …/Messages/{sid}.json` reports them.
+        var statuses: [String: (status: String, errorCode: Int?)] = [:]
+        var statusRequests: [String] = []
     }
     private let state: MsgFakeLock<State>
 
@@ -42,6 +46,15 @@ public final class FakeTwilio: Sendable {
     /// The form fields of every message accepted (201), in order.
     public var accepted: [[String: String]] { state.with { $0.accepted } }
 
+    /// What `GET …/Messages/{sid}.json` says about a message from now on (a message accepted and never
+    /// scripted is `queued`; a sid never seen is 404, code 20404).
+    public func setStatus(_ sid: String, _ status: String, errorCode: Int? = nil) {
+        state.with { $0.statuses[sid] = (status, errorCode) }
+    }
+
+    /// The sids asked about with `GET …/Messages/{sid}.json`, in order.
+    public var statusRequests: [String] { state.with { $0.statusRequests } }
+
     /// Twilio's error body.
     public static func error(_ status: Int, code: Int, message: String) -> FakeResponse {
         .json(status, MsgFakeWire.text([
@@ -55,6 +68,23 @@ public final class FakeTwilio: Sendable {
         if let scripted = state.with({ $0.next.isEmpty ? nil : $0.next.removeFirst() }) { return scripted }
         guard request.header("authorization") == expectedAuth else {
             return error(401, code: 20003, message: "Authenticate")
+        }
+        let messagesPrefix = "/2010-04-01/Accounts/\(accountSid)/Messages/"
+        if request.method == "GET", request.path.hasPrefix(messagesPrefix), request.path.hasSuffix(".json") {
+            let sid = String(request.path.dropFirst(messagesPrefix.count).dropLast(".json".count))
+            guard let known = state.with({ s -> (status: String, errorCode: Int?)? in
+                s.statusRequests.append(sid)
+                return s.statuses[sid]
+            }) else {
+                return error(404, code: 20404, message: "The requested resource \(request.path) was not found")
+            }
+            let message: [String: Any] = [
+                "sid": sid, "account_sid": accountSid, "status": known.status,
+                "error_code": known.errorCode.map { $0 as Any } ?? NSNull(),
+                "error_message": NSNull(), "direction": "outbound-api", "api_version": "2010-04-01",
+                "uri": "/2010-04-01/Accounts/\(accountSid)/Messages/\(sid).json",
+            ]
+            return .json(200, MsgFakeWire.text(message))
         }
         guard request.method == "POST", request.path == "/2010-04-01/Accounts/\(accountSid)/Messages.json" else {
             return error(404, code: 20404, message: "The requested resource \(request.path) was not found")
@@ -81,6 +111,7 @@ public final class FakeTwilio: Sendable {
         state.with { $0.accepted.append(form) }
         let sid = "SM" + MsgFakeWire.hex(32)
         let service = form["MessagingServiceSid"]
+        state.with { $0.statuses[sid] = (service == nil ? "queued" : "accepted", nil) }
         let message: [String: Any] = [
             "sid": sid, "account_sid": accountSid, "to": to, "from": form["From"].map { $0 as Any } ?? NSNull(),
             "messaging_service_sid": service.map { $0 as Any } ?? NSNull(), "body": body,

@@ -9,8 +9,8 @@ import HeraldHTTP
 ///                                 from: env["TWILIO_FROM"], messagingServiceSid: env["TWILIO_MESSAGING_SERVICE_SID"],
 ///                                 baseURL: env["TWILIO_URL"])
 ///
-/// A 201 means Twilio queued the message; delivery (and async errors such as 30007) arrives later by
-/// status callback, which herald does not consume.
+/// A 201 means Twilio queued the message; delivery (and async errors such as 30007) is learned later:
+/// the `statuses` phase polls the Message resource and the `events` phase applies status callbacks.
 public struct TwilioAdapter: HTTPAdapter {
     public let provider = "twilio"
     public let accountSid: String
@@ -21,6 +21,11 @@ public struct TwilioAdapter: HTTPAdapter {
     /// e.g. "https://api.twilio.com" (no trailing slash).
     public let baseURL: String
     public var timeout: Double
+    /// TWILIO_STATUS_CALLBACK_URL: sent as `StatusCallback` with each message, so Twilio posts its status
+    /// changes to the app's provider-events endpoint (the `events` phase applies them). Without it,
+    /// only a Messaging Service's own callback URL (set in the Console) posts them; the `statuses`
+    /// phase polls either way.
+    public var statusCallback: String?
 
     /// Exactly one of `from` and `messagingServiceSid` (empty strings count as absent).
     public init(accountSid: String, authToken: String, from: String?, messagingServiceSid: String?,
@@ -70,6 +75,7 @@ public struct TwilioAdapter: HTTPAdapter {
         if let from { fields.append(("From", from)) }
         if let messagingServiceSid { fields.append(("MessagingServiceSid", messagingServiceSid)) }
         fields.append(("Body", Self.text(for: envelope.rendered)))
+        if let statusCallback { fields.append(("StatusCallback", statusCallback)) }
         let credentials = Data("\(accountSid):\(authToken)".utf8).base64EncodedString()
         return HTTPRequest(
             method: "POST", url: url,
@@ -79,6 +85,18 @@ public struct TwilioAdapter: HTTPAdapter {
                 ("authorization", "Basic \(credentials)"),
             ],
             body: Array(AdapterSupport.formEncode(fields).utf8), timeout: timeout, version: .http1_1)
+    }
+
+    /// The Message resource of a message sent earlier: `GET …/Messages/{MessageSid}.json` with the same
+    /// basic auth (providers.md §4.1). The `statuses` phase reads its `status` and `error_code` with
+    /// ``TwilioTruth/poll(_:messageSid:)``.
+    public func statusRequest(messageSid: String) -> HTTPRequest {
+        let credentials = Data("\(accountSid):\(authToken)".utf8).base64EncodedString()
+        return HTTPRequest(
+            method: "GET",
+            url: "\(baseURL)/2010-04-01/Accounts/\(AdapterSupport.percentEncode(accountSid))/Messages/\(AdapterSupport.percentEncode(messageSid)).json",
+            headers: [("accept", "application/json"), ("authorization", "Basic \(credentials)")],
+            body: [], timeout: timeout, version: .http1_1)
     }
 
     /// Twilio error codes that mean "stop sending to this number" (providers.md §4.4, §8). 21610 lasts

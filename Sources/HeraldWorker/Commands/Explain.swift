@@ -73,7 +73,8 @@ public enum Explain {
         var deliveries: [JSONValue] = []
         for d in try db.query("""
             select at, attempt, provider, destination, outcome, http_status, provider_error_code,
-                   provider_message_id, error, latency_ms
+                   provider_message_id, error, latency_ms, final_status, final_error_code, final_error, final_at,
+                   final_source
               from notification_deliveries where queue_id = \(id) order by id
             """) {
             var o: [String: JSONValue] = [
@@ -88,6 +89,11 @@ public enum Explain {
             if let x = d["provider_message_id"].string { o["provider_message_id"] = .string(x) }
             if let x = d["error"].string { o["error"] = .string(x) }
             if let x = d["latency_ms"].int { o["latency_ms"] = .number(Double(x)) }
+            // What the provider said later (README "Delivery truth").
+            for key in ["final_status", "final_error_code", "final_error", "final_source"] {
+                if let x = d[key].string { o[key] = .string(x) }
+            }
+            if let x = d["final_at"].date { o["final_at"] = .string(ISO8601.string(x)) }
             deliveries.append(.object(o))
         }
         return (events, deliveries)
@@ -139,6 +145,13 @@ public enum Explain {
                 if let m = d["latency_ms"]?.intValue { line += "  \(m) ms" }
                 lines.append(line)
                 if let e = d["error"]?.stringValue { lines.append("      \(e)") }
+                if let f = d["final_status"]?.stringValue {
+                    var truth = "      then: \(f)"
+                    if let c = d["final_error_code"]?.stringValue { truth += " \(c)" }
+                    if let e = d["final_error"]?.stringValue { truth += " — \(e)" }
+                    if let src = d["final_source"]?.stringValue { truth += " (\(src)\(d["final_at"]?.stringValue.map { ", \($0)" } ?? ""))" }
+                    lines.append(truth)
+                }
             }
         }
         return lines.joined(separator: "\n")

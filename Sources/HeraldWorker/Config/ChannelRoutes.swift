@@ -10,6 +10,7 @@ import HeraldCore
 ///                FCM_SERVICE_ACCOUNT_FILE [FCM_URL]
 ///                EXPO_ACCESS_TOKEN, or HERALD_EXPO=on without a token [EXPO_URL]
 ///     sms        TWILIO_ACCOUNT_SID TWILIO_AUTH_TOKEN (TWILIO_FROM | TWILIO_MESSAGING_SERVICE_SID) [TWILIO_URL]
+///                [TWILIO_STATUS_CALLBACK_URL]
 ///     whatsapp   WHATSAPP_TOKEN WHATSAPP_PHONE_NUMBER_ID [WHATSAPP_TEMPLATE_<KIND>=name:lang] [WHATSAPP_URL]
 ///     email      (SENDGRID_API_KEY [SENDGRID_URL] | SMTP_URL) EMAIL_FROM
 ///     webhook    WEBHOOK_URL WEBHOOK_SECRET
@@ -154,9 +155,16 @@ public struct ChannelRoutes: Sendable {
             }
             return nil
         }
-        return try TwilioAdapter(accountSid: v["TWILIO_ACCOUNT_SID"]!, authToken: v["TWILIO_AUTH_TOKEN"]!,
-                                 from: settings["TWILIO_FROM"], messagingServiceSid: settings["TWILIO_MESSAGING_SERVICE_SID"],
-                                 baseURL: settings["TWILIO_URL"])
+        var adapter = try TwilioAdapter(accountSid: v["TWILIO_ACCOUNT_SID"]!, authToken: v["TWILIO_AUTH_TOKEN"]!,
+                                        from: settings["TWILIO_FROM"], messagingServiceSid: settings["TWILIO_MESSAGING_SERVICE_SID"],
+                                        baseURL: settings["TWILIO_URL"])
+        if let callback = settings["TWILIO_STATUS_CALLBACK_URL"] {
+            guard let u = URL(string: callback), u.scheme == "https" || u.scheme == "http", u.host != nil else {
+                throw ConfigError("TWILIO_STATUS_CALLBACK_URL must be the http(s) URL of the provider-events endpoint, got '\(callback)'")
+            }
+            adapter.statusCallback = callback
+        }
+        return adapter
     }
 
     static func whatsapp(_ settings: Settings) throws -> WhatsAppAdapter? {

@@ -64,6 +64,12 @@ public enum Metrics {
         metric("herald_pass_phase_errors", "Phases of the last pass that failed while the pass went on (1 each).", "gauge",
                s.phaseErrors.keys.sorted().map { (label([("phase", $0)]), 1) })
         metric("herald_pass_batches", "Batches the last pass claimed.", "gauge", [("", Double(s.batches))])
+        // Delivery truth (README): alert on rejected (signatures that fail: forgery or a wrong key) and
+        // unverified (a provider's key is not configured).
+        let eventPrefix = "provider_events_"
+        metric("herald_pass_provider_events", "Provider events the last pass processed, by outcome.", "gauge",
+               s.generated.filter { $0.key.hasPrefix(eventPrefix) }.sorted { $0.key < $1.key }
+                   .map { (label([("outcome", String($0.key.dropFirst(eventPrefix.count)))]), Double($0.value)) })
         metric("herald_pass_duration_seconds", "Wall time of the last pass.", "gauge", [("", Double(s.durationMs) / 1000)])
         if let m = s.peakMemoryBytes {
             metric("herald_pass_peak_memory_bytes", "Peak resident memory of the last pass.", "gauge", [("", Double(m))])

@@ -3,13 +3,15 @@ import HeraldCore
 
 /// The phases of a pass (`--only`). A pass runs them in this order.
 public enum Phase: String, CaseIterable, Sendable {
-    case patterns, forecasts, prompts, reminders, deliver, receipts
+    /// `events` and `statuses` learn what became of SMS, WhatsApp and email after the provider accepted
+    /// them (issue 12, README "Delivery truth").
+    case patterns, forecasts, prompts, reminders, deliver, receipts, events, statuses
 
     /// The phases this version of herald implements; the others are refused with a clear message.
     public static let available: [Phase] = Phase.allCases
 
     /// The phases that fill the queue (they run before `deliver`).
-    public var isGenerator: Bool { self != .deliver && self != .receipts }
+    public var isGenerator: Bool { [.patterns, .forecasts, .prompts, .reminders].contains(self) }
 }
 
 /// How one `herald run` behaves. Defaults are the seed's cron body (batch 50) and DESIGN §1.

@@ -55,6 +55,7 @@ public struct Runner {
         var databaseURL = ""
         var heartbeat: Heartbeat?
         var pushgateway: Pushgateway?
+        var eventKeys = ProviderEventKeys()
         do {
             heartbeat = try Heartbeat(url: settings["HERALD_HEARTBEAT_URL"])
             pushgateway = try Pushgateway(url: options.pushgateway ?? settings["HERALD_PUSHGATEWAY_URL"])
@@ -67,6 +68,7 @@ public struct Runner {
             guard options.batchSize > 0 else { throw ConfigError("--batch-size must be at least 1") }
             guard options.deadline.isFinite, options.deadline > 0 else { throw ConfigError("--deadline must be a positive number of seconds") }
             routes = try ChannelRoutes.load(settings)
+            eventKeys = try ProviderEventsPhase.keys(settings)
             var transportOptions = TransportOptions()
             if let ca = settings["HERALD_CA_FILE"] {
                 guard FileManager.default.isReadableFile(atPath: ca) else {
@@ -192,6 +194,30 @@ public struct Runner {
                     if r.deactivated > 0 { summary.generated["tokens_deactivated"] = r.deactivated }
                 }
             }
+            // Delivery truth (issue 12): provider events first (they need no network), then Twilio polling.
+            if options.phases.contains(.events) && !options.dryRun && !summary.interrupted {
+                isolated(Phase.events.rawValue, db: db, logger: logger, summary: &summary) { summary in
+                    var phase = ProviderEventsPhase(db: db, now: clock.now(), logger: logger, keys: eventKeys)
+                    phase.retentionDays = options.retentionDays
+                    let r = try phase.run()
+                    if r.processed > 0 {
+                        summary.generated["provider_events"] = r.processed
+                        for (outcome, n) in r.outcomes { summary.generated["provider_events_\(outcome)"] = n }
+                    }
+                    if r.updated > 0 { summary.generated["truth_from_events"] = r.updated }
+                    if r.optedOut > 0 { summary.generated["truth_channels_off"] = (summary.generated["truth_channels_off"] ?? 0) + r.optedOut }
+                }
+            }
+            if options.phases.contains(.statuses) && !options.dryRun && !summary.interrupted,
+               case .single(let adapter as TwilioAdapter)? = routes[.sms]?.adapter(for: "twilio") {
+                isolated(Phase.statuses.rawValue, db: db, logger: logger, summary: &summary) { summary in
+                    let r = try StatusPollPhase(db: db, now: clock.now(), logger: logger, transport: transport, twilio: adapter).run()
+                    if r.checked > 0 { summary.generated["statuses_checked"] = r.checked }
+                    if r.final > 0 { summary.generated["statuses_final"] = r.final }
+                    if r.expired > 0 { summary.generated["statuses_expired"] = r.expired }
+                    if r.optedOut > 0 { summary.generated["truth_channels_off"] = (summary.generated["truth_channels_off"] ?? 0) + r.optedOut }
+                }
+            }
             if summary.interrupted { code = .interrupted } else if !summary.phaseErrors.isEmpty { code = .degraded }
         } catch {
             summary.ok = false
@@ -297,7 +323,7 @@ public struct Runner {
             summary.generated["prompts"] = try PromptPhase(db: db, passId: passId, now: now).run()
         case .reminders:
             summary.generated["reminders"] = try ReminderPhase(db: db, passId: passId, now: now).run()
-        case .deliver, .receipts:
+        case .deliver, .receipts, .events, .statuses:
             return
         }
     }

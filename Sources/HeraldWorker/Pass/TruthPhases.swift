@@ -1,0 +1,406 @@
+import Foundation
+import HeraldChannels
+import HeraldCore
+import HeraldHTTP
+import HeraldPostgres
+import Logging
+
+/// Applies providers' final words to the deliveries they are about (issue 12, "Delivery truth"); shared
+/// by the `statuses` and `events` phases. One statement per batch: match, pick the strongest word per
+/// delivery, record it where it outranks what is recorded (``TruthReport/rank``), and turn the
+/// recipient's channel off where the new word says so — only when the delivery's destination is still
+/// the recipient's phone or address, so a late word about an old number cannot switch off a new one.
+struct TruthStore {
+    let db: PGConnection
+
+    struct Applied {
+        /// Indices (of the reports given) that matched a delivery of theirs.
+        var matched: Set<Int> = []
+        var updated = 0
+        var optedOut = 0
+    }
+
+    struct Item {
+        var index: Int
+        var eventId: Int?
+        var report: TruthReport
+    }
+
+    func apply(_ items: [Item], source: String, now: Date) throws -> Applied {
+        let finals = items.filter { $0.report.status != nil }
+        guard !finals.isEmpty else { return Applied() }
+        let json = JSONValue.array(finals.map { item -> JSONValue in
+            let r = item.report
+            var o: [String: JSONValue] = [
+                "i": .number(Double(item.index)), "provider": .string(r.provider),
+                "status": .string(r.status?.rawValue ?? ""), "opt_out": .bool(r.optOut),
+                "rank": .number(Double(r.rank)), "reason": .string(r.reason),
+            ]
+            if let v = item.eventId { o["event_id"] = .number(Double(v)) }
+            if let v = r.messageId { o["message_id"] = .string(v) }
+            if let v = r.queueId { o["queue_id"] = .string(v.uuidString.lowercased()) }
+            if let v = r.destination { o["destination"] = .string(v) }
+            if let v = r.errorCode { o["code"] = .string(v) }
+            if let v = r.error { o["error"] = .string(v) }
+            return .object(o)
+        }).jsonText
+        let row = try db.transaction { db in
+            try db.query("""
+                with x as (
+                  select * from jsonb_to_recordset(\(json)::jsonb) as x(
+                    i int, event_id bigint, provider text, message_id text, queue_id uuid, destination text,
+                    status text, code text, error text, opt_out boolean, rank int, reason text)
+                ), m as (
+                  -- By message id (index notification_deliveries_provider_message)…
+                  select d.id as delivery_id, x.* from x
+                    join notification_deliveries d
+                      on d.provider = x.provider and d.provider_message_id = x.message_id and d.outcome = 'delivered'
+                  union all
+                  -- …or, for a delivery stored without one, by queue row and address (index notification_deliveries_queue).
+                  select d.id as delivery_id, x.* from x
+                    join notification_deliveries d
+                      on d.queue_id = x.queue_id and d.provider = x.provider and d.provider_message_id is null
+                     and lower(d.destination) = lower(x.destination) and d.outcome = 'delivered'
+                ), pick as (
+                  select distinct on (delivery_id) * from m order by delivery_id, rank desc, i desc
+                ), u as (
+                  update notification_deliveries d
+                     set final_status = p.status, final_error_code = p.code, final_error = p.error,
+                         final_at = \(now), final_source = \(source), final_event_id = p.event_id,
+                         final_opt_out = p.opt_out
+                    from pick p
+                   where d.id = p.delivery_id
+                     and p.rank > case when d.final_status is null or d.final_status in ('expired', 'unknown') then 0
+                                       when d.final_status = 'delivered' then 1
+                                       when d.final_opt_out then 3 else 2 end
+                  returning d.queue_id, d.channel, d.destination, p.opt_out, p.reason
+                ), off as (
+                  select q.recipient_user_id as user_id,
+                         bool_or(u.channel = 'sms') as sms, max(u.reason) filter (where u.channel = 'sms') as sms_reason,
+                         bool_or(u.channel = 'whatsapp') as whatsapp,
+                         max(u.reason) filter (where u.channel = 'whatsapp') as whatsapp_reason,
+                         bool_or(u.channel = 'email') as email, max(u.reason) filter (where u.channel = 'email') as email_reason
+                    from u
+                    join notification_queue q on q.id = u.queue_id
+                    join user_profiles pp on pp.user_id = q.recipient_user_id
+                   where u.opt_out
+                     and ((u.channel in ('sms', 'whatsapp') and pp.phone_e164 = u.destination)
+                       or (u.channel = 'email' and lower(pp.email) = lower(u.destination)))
+                   group by q.recipient_user_id
+                ), o as (
+                  update user_profiles p
+                     set notify_sms = p.notify_sms and not off.sms,
+                         notify_sms_disabled_reason = case when off.sms and p.notify_sms then off.sms_reason
+                                                           else p.notify_sms_disabled_reason end,
+                         notify_whatsapp = p.notify_whatsapp and not off.whatsapp,
+                         notify_whatsapp_disabled_reason = case when off.whatsapp and p.notify_whatsapp then off.whatsapp_reason
+                                                                else p.notify_whatsapp_disabled_reason end,
+                         notify_email = p.notify_email and not off.email,
+                         champion_notify_email = p.champion_notify_email and not off.email,
+                         notify_email_disabled_reason = case when off.email and (p.notify_email or p.champion_notify_email)
+                                                             then off.email_reason else p.notify_email_disabled_reason end,
+                         updated_at = now()
+                    from off
+                   where p.user_id = off.user_id
+                     and ((off.sms and p.notify_sms) or (off.whatsapp and p.notify_whatsapp)
+                       or (off.email and (p.notify_email or p.champion_notify_email)))
+                  returning p.user_id
+                )
+                select (select coalesce(jsonb_agg(distinct i), '[]'::jsonb) from m)::text as matched,
+                       (select count(*) from u)::int as updated,
+                       (select count(*) from o)::int as opted_out
+                """).first
+        }
+        var applied = Applied()
+        if let text = row?["matched"].string, case .array(let xs)? = try? JSONValue.parse(text) {
+            applied.matched = Set(xs.compactMap { TruthText.int($0) })
+        }
+        applied.updated = row?["updated"].int ?? 0
+        applied.optedOut = row?["opted_out"].int ?? 0
+        return applied
+    }
+}
+
+// MARK: - statuses
+
+/// The `statuses` phase: Twilio's word on SMS it accepted. A Twilio delivery recorded `delivered` (201,
+/// a MessageSid) at least `minimumAge` ago and without a final status is polled —
+/// `GET …/Messages/{sid}.json`, concurrently on the shared transport, at most `limit` a pass, each
+/// again after a doubling interval (4 min, 8 min, … up to about 8 h) while it stays `queued`/`sent`
+/// — until Twilio says `delivered`, `undelivered`, `failed` or `canceled`, or `giveUpAfter` passes
+/// (then `final_status = 'expired'`). The claim stamps `truth_checked_at` under SKIP LOCKED, so
+/// concurrent passes poll different messages.
+struct StatusPollPhase {
+    let db: PGConnection
+    let now: Date
+    let logger: Logger
+    let transport: HTTPTransport
+    let twilio: TwilioAdapter
+    var minimumAge: TimeInterval = 120
+    var giveUpAfter: TimeInterval = 48 * 3600
+    var limit = 500
+
+    struct Result {
+        var checked = 0
+        var final = 0
+        var optedOut = 0
+        var expired = 0
+        var failedRequests = 0
+    }
+
+    static let pending: SQL = """
+        provider = 'twilio' and outcome = 'delivered' and final_status is null and provider_message_id is not null
+        """
+
+    func run() throws -> Result {
+        var result = Result()
+        result.expired = try db.execute("""
+            update notification_deliveries
+               set final_status = 'expired', final_error_code = 'poll_window', final_at = \(now), final_source = 'poll',
+                   final_error = \("Twilio gave no final status within \(Int(giveUpAfter / 3600)) h")
+             where id in (select id from notification_deliveries
+                           where \(StatusPollPhase.pending) and at < \(now.addingTimeInterval(-giveUpAfter))
+                           limit 5000)
+            """)
+        let claimed: [(id: Int, sid: String)] = try db.transaction { db in
+            try db.query("""
+                with c as materialized (
+                  select id from notification_deliveries
+                   where \(StatusPollPhase.pending)
+                     and at <= \(now.addingTimeInterval(-minimumAge)) and at >= \(now.addingTimeInterval(-giveUpAfter))
+                     and (truth_checked_at is null
+                          or truth_checked_at <= \(now)::timestamptz - make_interval(secs => 120 * power(2, least(truth_checks, 8))))
+                   order by at
+                   limit \(limit)
+                   for update skip locked
+                )
+                update notification_deliveries d set truth_checked_at = \(now), truth_checks = d.truth_checks + 1
+                  from c where d.id = c.id
+                returning d.id, d.provider_message_id
+                """).compactMap { row in
+                guard let id = row["id"].int, let sid = row["provider_message_id"].string else { return nil }
+                return (id, sid)
+            }
+        }
+        guard !claimed.isEmpty else { return result }
+
+        // An id that is not a Message SID is not asked about: it is closed as unknown.
+        var unknown = claimed.filter { !TwilioTruth.isMessageSid($0.sid) }.map(\.id)
+        let polled = claimed.filter { TwilioTruth.isMessageSid($0.sid) }
+        var items: [TruthStore.Item] = []
+        var forbidden: String?
+        transport.perform(polled.map { twilio.statusRequest(messageSid: $0.sid) },
+                          shouldStart: { _ in !StopSignal.requested }) { index, response in
+            let d = polled[index]
+            result.checked += 1
+            switch TwilioTruth.poll(response, messageSid: d.sid) {
+            case .report(let r):
+                items.append(TruthStore.Item(index: index, eventId: nil, report: r))
+            case .notFound:
+                unknown.append(d.id)
+            case .forbidden(let message):
+                forbidden = message
+                result.failedRequests += 1
+            case .later:
+                result.failedRequests += 1
+            }
+        }
+        if let forbidden {
+            logger.error("cannot read Twilio message statuses", metadata: ["error": .string(forbidden)])
+        } else if result.failedRequests > 0 {
+            logger.warning("some Twilio status requests failed; they are asked again later",
+                           metadata: ["requests": "\(result.failedRequests)"])
+        }
+        let applied = try TruthStore(db: db).apply(items, source: "poll", now: now)
+        result.final = applied.updated
+        result.optedOut = applied.optedOut
+        if !unknown.isEmpty {
+            result.final += try db.execute("""
+                update notification_deliveries
+                   set final_status = 'unknown', final_error_code = '20404', final_at = \(now), final_source = 'poll',
+                       final_error = 'Twilio does not know this message'
+                 where id = any(\(unknown)::bigint[]) and final_status is null
+                """)
+        }
+        if applied.optedOut > 0 {
+            logger.notice("turned SMS off for recipients Twilio reported as unreachable or unsubscribed",
+                          metadata: ["recipients": "\(applied.optedOut)"])
+        }
+        return result
+    }
+}
+
+// MARK: - events
+
+/// The `events` phase: what providers posted to the app's webhook endpoint, stored raw in
+/// `provider_events` (deploy/supabase/functions/provider-events). Unprocessed rows are taken in id
+/// order under SKIP LOCKED, a batch per transaction (no network inside); each is verified and read by
+/// ``ProviderEvents/evaluate(_:keys:)``, its reports applied (``TruthStore``), and the row marked
+/// processed with its outcome: `applied` (it matched a herald delivery), `unmatched` (verified, but no
+/// delivery of herald's has that message id), `ignored` (verified, but no final status in it: opens,
+/// clicks, `sent`), `rejected` (signature missing or wrong), `unverified` (the provider's key is not
+/// configured), `invalid` (not what the provider sends). Processed rows are deleted after the retention.
+struct ProviderEventsPhase {
+    let db: PGConnection
+    let now: Date
+    let logger: Logger
+    let keys: ProviderEventKeys
+    var batchSize = 200
+    var maxBatches = 25
+    var retentionDays = 30
+
+    struct Result {
+        var processed = 0
+        var outcomes: [String: Int] = [:]
+        var updated = 0
+        var optedOut = 0
+        var pruned = 0
+    }
+
+    /// The keys from the settings: TWILIO_AUTH_TOKEN, SENDGRID_WEBHOOK_PUBLIC_KEY, WHATSAPP_APP_SECRET
+    /// (each also as `*_FILE`). A malformed SendGrid key is a configuration error.
+    static func keys(_ settings: Settings) throws -> ProviderEventKeys {
+        var keys = ProviderEventKeys()
+        keys.twilioAuthToken = try settings.secret("TWILIO_AUTH_TOKEN")?.trimmingCharacters(in: .whitespacesAndNewlines)
+        if let text = try settings.secret("SENDGRID_WEBHOOK_PUBLIC_KEY") {
+            do { keys.sendgrid = try SendGridEventKey(text) } catch {
+                throw ConfigError("\(error)")
+            }
+        }
+        keys.whatsappAppSecret = try settings.secret("WHATSAPP_APP_SECRET")?.trimmingCharacters(in: .whitespacesAndNewlines)
+        return keys
+    }
+
+    func run() throws -> Result {
+        var result = Result()
+        for _ in 0..<maxBatches {
+            if StopSignal.requested { break }
+            var attempted: [Int] = []
+            do {
+                let n = try batch(&result, limit: batchSize, attempted: &attempted)
+                if n < batchSize { break }
+            } catch {
+                // A row no statement can store must not stop every later pass at the same batch: the
+                // batch is taken again one row at a time, and a row that still fails is marked invalid.
+                logger.warning("a batch of provider events could not be recorded; retrying them one at a time",
+                               metadata: ["events": "\(attempted.count)", "error": .string(TruthText.clip("\(error)"))])
+                for _ in 0..<max(1, attempted.count) {
+                    var one: [Int] = []
+                    do {
+                        if try batch(&result, limit: 1, attempted: &one) == 0 { break }
+                    } catch {
+                        guard let id = one.first else { throw error }
+                        try db.execute("""
+                            update provider_events
+                               set processed_at = \(now), outcome = 'invalid',
+                                   error = \(TruthText.clip("could not be recorded: \(error)"))
+                             where id = \(id) and processed_at is null
+                            """)
+                        result.outcomes["invalid", default: 0] += 1
+                        result.processed += 1
+                    }
+                }
+            }
+        }
+        result.pruned = try db.execute("""
+            delete from provider_events where id in (
+              select id from provider_events
+               where processed_at < \(now)::timestamptz - make_interval(days => \(retentionDays))
+               limit 5000)
+            """)
+        if let n = result.outcomes["rejected"], n > 0 {
+            logger.warning("provider events failed signature verification and were not applied (forged, or a wrong key)",
+                           metadata: ["events": "\(n)"])
+        }
+        if let n = result.outcomes["unverified"], n > 0 {
+            logger.warning("""
+                provider events could not be verified: their provider's key is not configured \
+                (SENDGRID_WEBHOOK_PUBLIC_KEY, TWILIO_AUTH_TOKEN, WHATSAPP_APP_SECRET)
+                """, metadata: ["events": "\(n)"])
+        }
+        if let n = result.outcomes["invalid"], n > 0 {
+            logger.warning("provider events were malformed and not applied", metadata: ["events": "\(n)"])
+        }
+        return result
+    }
+
+    /// One batch in one transaction; returns the rows taken. `attempted` receives their ids first, so a
+    /// caller knows which rows a failed batch held; `result` changes only when the batch commits.
+    func batch(_ total: inout Result, limit: Int, attempted: inout [Int]) throws -> Int {
+        var result = Result()
+        let n: Int = try db.transaction { db in
+            let rows = try db.query("""
+                select id, provider, url, headers::text as headers,
+                       case when octet_length(body) <= \(ProviderEvents.maxBodyBytes) then body end as body
+                  from provider_events
+                 where processed_at is null
+                 order by id
+                 limit \(limit)
+                 for update skip locked
+                """)
+            guard rows.count > 0 else { return 0 }
+            attempted = rows.compactMap { $0["id"].int }
+            var ids: [Int] = []
+            var verdicts: [ProviderEventVerdict] = []
+            var items: [TruthStore.Item] = []
+            for row in rows {
+                guard let id = row["id"].int else { continue }
+                let headers = row["headers"].string.map { text -> JSONValue in
+                    (try? JSONValue.parse(text)) ?? .string("unreadable")
+                }
+                let input = ProviderEventInput(provider: row["provider"].string ?? "", url: row["url"].string,
+                                               headers: headers, body: row["body"].string)
+                let verdict = ProviderEvents.evaluate(input, keys: keys)
+                if case .reports(let reports) = verdict {
+                    for r in reports where r.status != nil {
+                        items.append(TruthStore.Item(index: ids.count, eventId: id, report: r))
+                    }
+                }
+                ids.append(id)
+                verdicts.append(verdict)
+            }
+            let applied = try TruthStore(db: db).apply(items, source: "event", now: now)
+            result.updated += applied.updated
+            result.optedOut += applied.optedOut
+
+            var marks: [JSONValue] = []
+            for (index, verdict) in verdicts.enumerated() {
+                let (outcome, error) = Self.outcome(verdict, index: index, items: items, matched: applied.matched)
+                result.outcomes[outcome, default: 0] += 1
+                result.processed += 1
+                var o: [String: JSONValue] = ["id": .number(Double(ids[index])), "outcome": .string(outcome)]
+                if let error { o["error"] = .string(TruthText.clip(error)) }
+                marks.append(.object(o))
+            }
+            try db.execute("""
+                update provider_events e set processed_at = \(now), outcome = x.outcome, error = x.error
+                  from jsonb_to_recordset(\(JSONValue.array(marks).jsonText)::jsonb) as x(id bigint, outcome text, error text)
+                 where e.id = x.id
+                """)
+            return rows.count
+        }
+        total.processed += result.processed
+        total.updated += result.updated
+        total.optedOut += result.optedOut
+        for (k, v) in result.outcomes { total.outcomes[k, default: 0] += v }
+        return n
+    }
+
+    /// The stored outcome and error of one event.
+    static func outcome(_ verdict: ProviderEventVerdict, index: Int, items: [TruthStore.Item],
+                        matched: Set<Int>) -> (String, String?) {
+        switch verdict {
+        case .rejected(let e): return ("rejected", e)
+        case .unverified(let e): return ("unverified", e)
+        case .invalid(let e): return ("invalid", e)
+        case .reports(let reports):
+            let finals = items.filter { $0.index == index }
+            if finals.isEmpty {
+                let words = Set(reports.map(\.providerStatus)).sorted().joined(separator: ", ")
+                return ("ignored", reports.isEmpty ? "no message status in the payload" : "no final status (\(words))")
+            }
+            if matched.contains(index) { return ("applied", nil) }
+            return ("unmatched", "no delivery of herald's has the message id of \(finals.count == 1 ? "this status" : "these \(finals.count) statuses")")
+        }
+    }
+}
