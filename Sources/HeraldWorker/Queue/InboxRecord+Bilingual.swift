@@ -7,12 +7,14 @@ extension InboxRecord {
     /// `title_en`, `title_ar`, `body_en`, `body_ar`), and the payload's `image_url` when it is a web URL.
     init(item: QueueItem, rendered: RenderedNotification, renderer: Renderer, preferences: Preferences,
          unreadInApp: Int) {
-        var english = preferences
-        english.locale = "en"
-        var arabic = preferences
-        arabic.locale = "ar"
-        let en = renderer.render(item, preferences: english, unreadInApp: unreadInApp)
-        let ar = renderer.render(item, preferences: arabic, unreadInApp: unreadInApp)
+        // The recipient's own rendering is reused for its language: one more rendering per row.
+        func inLanguage(_ locale: String) -> RenderedNotification {
+            if rendered.locale == locale { return rendered }
+            var p = preferences
+            p.locale = locale
+            return renderer.render(item, preferences: p, unreadInApp: unreadInApp)
+        }
+        let en = inLanguage("en"), ar = inLanguage("ar")
         self.init(queueId: item.id, userId: item.recipientUserId, type: item.kindRaw,
                   priority: item.priority.rawValue, title: rendered.title, body: rendered.body,
                   deepLink: rendered.deepLink, data: .object(rendered.data),

@@ -269,8 +269,8 @@ public struct QueueStore {
     /// Writes one flush in one transaction: first the rows' outcomes, fenced — only rows still
     /// `processing` under this pass's lease are touched, so a pass that overran its lease cannot
     /// overwrite the work of the pass that took the row over — then, for the rows actually recorded,
-    /// their trail, deliveries, inbox entries, dead tokens, opted-out channels, receipts to check and
-    /// forecast flags. Two statements, neither joining one batch-sized set to another, so the cost
+    /// their trail, deliveries, inbox entries, history entries (rows sent), dead tokens, opted-out
+    /// channels, receipts to check and forecast flags. Two statements, neither joining one batch-sized set to another, so the cost
     /// stays linear in the batch. Returns the ids recorded.
     @discardableResult
     public func record(_ batch: RecordBatch) throws -> Set<UUID> {
