@@ -157,11 +157,16 @@ import Testing
             update notification_queue set related_entity_type = 'test_step', related_entity_id = 'step-2' where id = \(pushed)
             """)
         let mailed = try f.enqueue(to: a, channel: "email", kind: "system", at: now)
+        let hooked = try f.enqueue(to: a, channel: "webhook", kind: "reminder", at: now)
         let skipped = try f.enqueue(to: a, channel: "sms", kind: "system", at: now)  // SMS off: skipped, no history
-        let logAll = ["HERALD_CHANNEL_PUSH": "log", "HERALD_CHANNEL_EMAIL": "log", "HERALD_CHANNEL_SMS": "log",
-                      "HERALD_LOG_ADAPTER_FILE": "/dev/null"]
-        let (summary, _) = Worker(url: tdb.url, settings: logAll).run(now: now)
-        #expect(summary.sent == 4)
+        // Push, email and SMS on the log adapter; the webhook over real HTTP to a loopback receiver.
+        let server = try FakeHTTPServer { _ in FakeResponse(status: 204) }
+        defer { server.shutdown() }
+        let settings = ["HERALD_CHANNEL_PUSH": "log", "HERALD_CHANNEL_EMAIL": "log", "HERALD_CHANNEL_SMS": "log",
+                        "HERALD_LOG_ADAPTER_FILE": "/dev/null"].merging(WebhookDeliveryTests.settings(server)) { a, _ in a }
+        let (summary, _) = Worker(url: tdb.url, settings: settings).run(now: now)
+        #expect(summary.sent == 5)
+        #expect(server.requests.count == 1)
         #expect(try f.row(skipped)["status"].string == "skipped")
 
         // The in-app copies: the recipient's language in title/body, both languages beside it; the id is the queue row's.
@@ -186,12 +191,12 @@ import Testing
         #expect(listed?["image_url"]?.stringValue == "https://example.com/pill.png")
         #expect(listed?["notification_type"]?.stringValue == "reminder")
 
-        // History: the four sent rows on three channels, not the skipped one.
+        // History: the five sent rows on four channels, not the skipped one.
         let history = Self.array(try Self.json(db, "select get_notification_history()"))
-        #expect(history.count == 4)
+        #expect(history.count == 5)
         #expect(Set(history.compactMap { $0["id"]?.stringValue }) ==
-                Set([prompt, reminder, pushed, mailed].map { $0.uuidString.lowercased() }))
-        #expect(Set(history.compactMap { $0["channel"]?.stringValue }) == ["in_app", "push", "email"])
+                Set([prompt, reminder, pushed, mailed, hooked].map { $0.uuidString.lowercased() }))
+        #expect(Set(history.compactMap { $0["channel"]?.stringValue }) == ["in_app", "push", "email", "webhook"])
         for entry in history {
             #expect(Self.historyFields.isSubset(of: Set(entry.objectValue?.keys.map { $0 } ?? [])))
             #expect(entry["delivered_time"]?.intValue ?? 0 > 0)
@@ -220,7 +225,10 @@ import Testing
             ($0["id"]?.stringValue ?? "", $0["action"]?.stringValue ?? "-")
         })
         #expect(actions == [pushed.uuidString.lowercased(): "dose_marked_taken", reminder.uuidString.lowercased(): "opened",
-                            mailed.uuidString.lowercased(): "dismissed", prompt.uuidString.lowercased(): "-"])
+                            mailed.uuidString.lowercased(): "dismissed", prompt.uuidString.lowercased(): "-",
+                            hooked.uuidString.lowercased(): "-"])
+        #expect(try db.query("select is_read from inbox where id = \(prompt)").first?["is_read"].bool == false,
+                "another notification's action leaves the copy unread")
 
         // Bad arguments.
         Self.fails(db, "select record_notification_action(\(prompt), 'liked')", "validation_error")
