@@ -189,6 +189,9 @@ begin
      set action = record_notification_action.action, actioned_time = at
    where h.id = hid and h.user_id = caller
   returning * into entry;
+  if entry.id is null then
+    perform herald_raise('validation_error', 'notification_id does not name one of your notifications');
+  end if;
 
   if record_notification_action.action = 'opened' then
     update inbox i set is_read = true, read_at = at
