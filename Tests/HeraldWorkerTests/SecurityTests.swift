@@ -250,6 +250,8 @@ import Testing
     static let rpcs: Set<String> = [
         "snooze_pattern_alert", "dismiss_pattern_alert", "get_family_pattern_alerts",
         "register_device_token", "unregister_device_token", "mark_notifications_read",
+        // sql/013_app_contract.sql (issue 9)
+        "get_notifications", "record_notification_action", "get_notification_history",
     ]
 
     @Test func helpersAreForTheOwnerAndRPCsForSignedInUsers() throws {
@@ -266,6 +268,7 @@ import Testing
         let names = Set(functions.compactMap { $0["proname"].string })
         #expect(Self.rpcs.isSubset(of: names))
         #expect(names.contains("herald_can_view_member") && names.contains("herald_local_date"))
+        #expect(names.contains("herald_raise") && names.contains("herald_ms"))
         for f in functions {
             let name = f["proname"].string ?? "?"
             #expect(f["anon"].bool == false, "anon can execute \(name)")
@@ -288,6 +291,9 @@ import Testing
             ("register", "select register_device_token('ExponentPushToken[abc]', 'ios')"),
             ("unregister", "select unregister_device_token('ExponentPushToken[abc]')"),
             ("mark read", "select mark_notifications_read(\([UUID()])::uuid[])"),
+            ("list", "select get_notifications()"),
+            ("action", "select record_notification_action(\(UUID()), 'opened')"),
+            ("history", "select get_notification_history()"),
         ]
         for (what, sql) in calls {
             Self.refused(db, sql, "anon \(what)", message: "permission denied for function")

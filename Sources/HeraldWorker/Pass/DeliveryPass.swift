@@ -212,9 +212,8 @@ final class DeliveryPass {
                         flight.results.append((destination, "log", ClassifiedResponse(.delivered(messageId: nil))))
                     case .inbox:
                         flight.inbox = InboxRecord(
-                            queueId: item.id, userId: item.recipientUserId, type: item.kindRaw,
-                            priority: item.priority.rawValue, title: rendered.title, body: rendered.body,
-                            deepLink: rendered.deepLink, data: .object(rendered.data))
+                            item: item, rendered: rendered, renderer: renderer, preferences: prefs,
+                            unreadInApp: ctx.unreadInApp[item.recipientUserId] ?? 0)
                         flight.results.append((destination, "inbox", ClassifiedResponse(.delivered(messageId: nil))))
                     case .providers:
                         guard let adapter = route.adapter(for: destination.provider) else {
@@ -559,6 +558,7 @@ final class DeliveryPass {
             // Some destination got it, now or on an earlier attempt: sent, with what failed noted.
             r = RowRecord(id: item.id, status: .sent, event: "sent")
             r.sentAt = now
+            (r.title, r.body) = (flight.rendered.title, flight.rendered.body)  // notification_history
             r.providerMessageId = delivered.compactMap { $0 }.first
             r.lastError = messages.isEmpty ? nil : "some destinations failed: " + messages.joined(separator: "; ")
             r.details = flight.trail

@@ -59,13 +59,14 @@ public struct QueueStore {
 
     /// Deletes terminal rows (sent, skipped, failed for good) untouched for `retentionDays`, a chunk at a
     /// time so one pass never holds many locks. Their trail and deliveries stay (kept for the audit
-    /// retention): each row leaves a `pruned` event with what it was, without its payload.
+    /// retention): each row leaves a `pruned` event with what it was, without its payload. Then drops
+    /// `notification_history` entries older than `historyRetentionDays` (a chunk of `limit` too).
     @discardableResult
     public func pruneTerminal(retentionDays: Int, limit: Int = 5000) throws -> Int {
         try db.transaction { db in
             guard try db.query("select pg_try_advisory_xact_lock(\(QueueStore.housekeepingLock + 1)) as ok")
                 .first?["ok"].bool == true else { return 0 }
-            return try db.query("""
+            let pruned = try db.query("""
                 with d as (
                   delete from notification_queue where id in (
                     select id from notification_queue
@@ -89,8 +90,19 @@ public struct QueueStore {
                 )
                 select count(*)::int as n from d
                 """).first?["n"].int ?? 0
+            // Seed 001 §Storage: the notification history is kept 30 days, whatever the queue's retention.
+            try db.execute("""
+                delete from notification_history where id in (
+                  select id from notification_history
+                   where delivered_time < now() - make_interval(days => \(QueueStore.historyRetentionDays))
+                   limit \(limit))
+                """)
+            return pruned
         }
     }
+
+    /// How long `notification_history` keeps a notification (seed 001 §Storage).
+    public static let historyRetentionDays = 30
 
     /// Keeps the audit trail's monthly partitions: creates those of the next three months, and drops
     /// the ones that ended more than `retentionDays` ago (whole partitions, no row deletes). Runs in
@@ -257,8 +269,8 @@ public struct QueueStore {
     /// Writes one flush in one transaction: first the rows' outcomes, fenced — only rows still
     /// `processing` under this pass's lease are touched, so a pass that overran its lease cannot
     /// overwrite the work of the pass that took the row over — then, for the rows actually recorded,
-    /// their trail, deliveries, inbox entries, dead tokens, opted-out channels, receipts to check and
-    /// forecast flags. Two statements, neither joining one batch-sized set to another, so the cost
+    /// their trail, deliveries, inbox entries, history entries (rows sent), dead tokens, opted-out
+    /// channels, receipts to check and forecast flags. Two statements, neither joining one batch-sized set to another, so the cost
     /// stays linear in the batch. Returns the ids recorded.
     @discardableResult
     public func record(_ batch: RecordBatch) throws -> Set<UUID> {
@@ -298,12 +310,28 @@ public struct QueueStore {
                       device_token_id uuid, outcome text, http_status int, provider_error_code text,
                       provider_message_id text, error text, latency_ms int)
                 ), i as (
-                  insert into inbox (user_id, queue_id, type, priority, title, body, deep_link, data)
-                  select x.user_id, x.queue_id, x.type, x.priority, x.title, x.body, x.deep_link, x.data
+                  -- The in-app copy's id is its queue row's: one id for the push payload's queue_id,
+                  -- the inbox and notification_history.
+                  insert into inbox (id, user_id, queue_id, type, priority, title, body, deep_link, data,
+                                     title_en, title_ar, body_en, body_ar, image_url)
+                  select x.queue_id, x.user_id, x.queue_id, x.type, x.priority, x.title, x.body, x.deep_link, x.data,
+                         x.title_en, x.title_ar, x.body_en, x.body_ar, x.image_url
                     from jsonb_to_recordset(\(json(kept.inbox) { $0.json })::jsonb) as x(
                       queue_id uuid, user_id uuid, type text, priority text, title text, body text,
-                      deep_link text, data jsonb)
-                  on conflict (queue_id) do nothing
+                      deep_link text, data jsonb, title_en text, title_ar text, body_en text, body_ar text,
+                      image_url text)
+                  on conflict do nothing
+                ), h as (
+                  -- Seed 001's history: every row sent, on any channel, kept 30 days (pruneTerminal).
+                  insert into notification_history (id, user_id, channel, notification_type, title, body,
+                    scheduled_time, delivered_time, related_entity_id, related_entity_type, created_at)
+                  select q.id, q.recipient_user_id, q.channel, q.kind, r.title, r.body, q.scheduled_at,
+                         coalesce(r.sent_at, q.sent_at, now()), q.related_entity_id, q.related_entity_type, q.created_at
+                    from jsonb_to_recordset(\(json(kept.rows) { $0.json })::jsonb) as r(
+                      id uuid, status text, title text, body text, sent_at timestamptz)
+                    join notification_queue q on q.id = r.id
+                   where r.status = 'sent'
+                  on conflict (id) do nothing
                 ), t as (
                   update device_tokens dt
                      set is_active = false, deactivated_at = now(), deactivated_reason = x.reason, updated_at = now()

@@ -18,6 +18,9 @@ public struct RowRecord: Sendable {
     public var event: String
     public var reason: String?
     public var details: JSONValue = .null
+    /// A sent row's text as the recipient saw it: kept in `notification_history` (seed 001).
+    public var title: String?
+    public var body: String?
 
     public init(id: UUID, status: QueueStatus, event: String) {
         self.id = id
@@ -40,6 +43,8 @@ public struct RowRecord: Sendable {
         if let v = sentAt { o["sent_at"] = .string(ISO8601.string(v)) }
         if let v = providerMessageId { o["provider_message_id"] = .string(v) }
         if let v = reason { o["reason"] = .string(v) }
+        if let v = title { o["title"] = .string(v) }
+        if let v = body { o["body"] = .string(v) }
         return .object(o)
     }
 }
@@ -89,6 +94,12 @@ public struct InboxRecord: Sendable {
     public var body: String
     public var deepLink: String?
     public var data: JSONValue
+    /// The text in both languages (seed 003's NotificationRecord); `title`/`body` are the recipient's own.
+    public var titleEn: String?
+    public var titleAr: String?
+    public var bodyEn: String?
+    public var bodyAr: String?
+    public var imageUrl: String?
 
     var json: JSONValue {
         var o: [String: JSONValue] = [
@@ -101,6 +112,11 @@ public struct InboxRecord: Sendable {
             "data": data,
         ]
         if let v = deepLink { o["deep_link"] = .string(v) }
+        if let v = titleEn { o["title_en"] = .string(v) }
+        if let v = titleAr { o["title_ar"] = .string(v) }
+        if let v = bodyEn { o["body_en"] = .string(v) }
+        if let v = bodyAr { o["body_ar"] = .string(v) }
+        if let v = imageUrl { o["image_url"] = .string(v) }
         return .object(o)
     }
 }
