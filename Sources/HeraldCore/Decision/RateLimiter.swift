@@ -28,7 +28,7 @@ public struct RateLimits: Sendable, Equatable {
     }
 
     /// The earlier spelling (the cap was per channel, the spacing per kind).
-    public init(perChannelPerDay: Int, sameKindSpacing: TimeInterval, perMinute: Int) {
+    public init(perChannelPerDay: Int, sameKindSpacing: TimeInterval = 3600, perMinute: Int = 100) {
         self.init(perDay: perChannelPerDay, sameTypeSpacing: sameKindSpacing, perMinute: perMinute)
     }
 }

@@ -158,10 +158,10 @@ struct ReminderPhase {
         // Adaptive frequency: score each person once, then hold back what their frequency leaves out.
         let adherence = try score(adaptive)
         for i in due.indices {
-            guard let (frequency, score) = adherence[due[i].user],
-                  !AdherenceAnalyzer.shouldSend(due[i].type, frequency: frequency, score: score) else { continue }
+            guard let a = adherence[due[i].user],
+                  !AdherenceAnalyzer.shouldSend(due[i].type, frequency: a.frequency, score: a.score) else { continue }
             due[i].notification.skipReason = .adaptiveFrequency
-            due[i].notification.skipDetails = ["frequency": .string(frequency.rawValue), "adherence": score.json]
+            due[i].notification.skipDetails = ["frequency": .string(a.frequency.rawValue), "adherence": a.score.json]
         }
 
         return try db.transaction { db in
