@@ -397,7 +397,7 @@ struct Scenario {
 
     @Test func eleventhOfADayInOneBatchIsDeferredToLocalMidnight() {
         let now = utc(2026, 1, 25, 12)
-        var options = DecisionOptions(now: now); options.rateLimits.sameKindSpacing = 0
+        var options = DecisionOptions(now: now); options.rateLimits.sameTypeSpacing = 0
         var decider = Decider(options: options, history: [])
         let prefs = Preferences(userId: alice, timezone: "Europe/London", notifyPush: true)
         var results: [DecisionResult] = []

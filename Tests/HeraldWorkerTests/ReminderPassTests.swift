@@ -10,7 +10,7 @@ import Testing
 @Suite struct ReminderPassTests {
     let logAll = ["HERALD_CHANNEL_PUSH": "log", "HERALD_CHANNEL_EMAIL": "log", "HERALD_CHANNEL_SMS": "log"]
 
-    func reminderRows(_ db: PGConnection) throws -> [PGRow] {
+    func reminderRows(_ db: PGConnection) throws -> PGResult {
         try db.query("""
             select id, reminder_id, status, skip_reason, scheduled_at, payload->>'reminder_type' as type,
                    payload->>'dose_at' as dose_at, payload->>'washout_event' as washout_event,
@@ -276,7 +276,7 @@ import Testing
         }
     }
 
-    func adaptivePerson(_ tdb: TestDatabase, _ db: PGConnection) throws -> Adaptive {
+    func adaptivePerson(_ tdb: TestDB, _ db: PGConnection) throws -> Adaptive {
         let f = Fixtures(db: db)
         let p = try f.profile(push: true)
         try f.token(p)
