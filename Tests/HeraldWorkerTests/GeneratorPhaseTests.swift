@@ -297,7 +297,7 @@ import Testing
         #expect(daily["severity"].string == "critical")
         #expect(daily["priority"].string == "high")
         #expect(daily["scheduled_at"].date == instant("2026-01-24T22:30:00Z"))
-        #expect(daily["dose_at"].string == "2026-01-24T23:00:00Z")
+        #expect(daily["dose_at"].string.flatMap(ISO8601.parse) == instant("2026-01-24T23:00:00Z"))
         // Later: the one-off is due; the daily one is not enqueued again the same day.
         _ = worker.run(now: instant("2026-01-25T02:00:00Z")) { $0.phases = [.reminders] }
         _ = worker.run(now: instant("2026-01-25T03:00:00Z")) { $0.phases = [.reminders] }

@@ -96,7 +96,7 @@ import Testing
         let rows = try reminderRows(db)
         let doseRow = try #require(rows.first { $0["reminder_id"].uuid == dose })
         #expect(doseRow["type"].string == "dose")
-        #expect(doseRow["dose_at"].string == "2026-03-08T07:15:00Z")
+        #expect(doseRow["dose_at"].string.flatMap(ISO8601.parse) == instant("2026-03-08T07:15:00Z"))
         #expect(doseRow["related_entity_type"].string == "test_step")
         #expect(doseRow["related_entity_id"].string == "step-1")
         #expect(Set(rows.filter { $0["reminder_id"].uuid == washout }.compactMap { $0["washout_event"].string }) == ["start", "end"])
