@@ -206,6 +206,51 @@ struct Scenario {
         #expect(s.decide().decision == .send)
     }
 
+    // MARK: 3. The type's toggle (seed 001's NotificationPreferencesState)
+
+    @Test(arguments: [
+        ("reminder", #"{"reminder_type":"daily"}"#, "daily_reminder_enabled"),
+        ("reminder", #"{"reminder_type":"dose"}"#, "dose_reminder_enabled"),
+        ("reminder", #"{"reminder_type":"washout"}"#, "washout_notifications_enabled"),
+        ("reminder", #"{"reminder_type":"test_start"}"#, "test_start_reminder_enabled"),
+        ("reminder", "{}", "daily_reminder_enabled"),            // a reminder without a type: daily
+        ("daily_forecast", "{}", "forecast_notifications_enabled"),
+        ("prompt", "{}", "prompt_notifications_enabled"),
+    ])
+    func typeToggleSkipsTypeDisabled(_ kind: String, _ payload: String, _ toggle: String) {
+        var s = Scenario(); s.now = utc(2026, 1, 25, 12); s.linksAlert = false; s.alert = nil
+        s.kind = kind; s.payload = payload
+        #expect(s.decide().decision == .send)
+        switch toggle {
+        case "daily_reminder_enabled": s.prefs.dailyReminderEnabled = false
+        case "dose_reminder_enabled": s.prefs.doseReminderEnabled = false
+        case "washout_notifications_enabled": s.prefs.washoutNotificationsEnabled = false
+        case "test_start_reminder_enabled": s.prefs.testStartReminderEnabled = false
+        case "forecast_notifications_enabled": s.prefs.forecastNotificationsEnabled = false
+        default: s.prefs.promptNotificationsEnabled = false
+        }
+        let r = s.decide()
+        #expect(r.decision == .skip(.typeDisabled))
+        #expect(r.rule == "type_disabled")
+        // Before the channel's toggle: the person turned the type off, whatever the channel.
+        s.prefs.notifyPush = false
+        #expect(s.decide().decision == .skip(.typeDisabled))
+    }
+
+    @Test func otherTogglesDoNotTouchOtherTypes() {
+        var s = Scenario(); s.now = utc(2026, 1, 25, 12); s.linksAlert = false; s.alert = nil
+        s.kind = "reminder"; s.payload = #"{"reminder_type":"dose"}"#
+        s.prefs.dailyReminderEnabled = false; s.prefs.washoutNotificationsEnabled = false
+        s.prefs.testStartReminderEnabled = false; s.prefs.forecastNotificationsEnabled = false
+        s.prefs.promptNotificationsEnabled = false
+        #expect(s.decide().decision == .send)
+        // Pattern alerts have no type toggle.
+        var a = Scenario(); a.now = utc(2026, 1, 25, 12)
+        a.prefs.dailyReminderEnabled = false; a.prefs.doseReminderEnabled = false
+        a.prefs.forecastNotificationsEnabled = false; a.prefs.promptNotificationsEnabled = false
+        #expect(a.decide().decision == .send)
+    }
+
     // MARK: 4. No destination
 
     @Test func noDestinationSkips() {
@@ -223,6 +268,47 @@ struct Scenario {
         #expect(r.decision == .deferUntil(utc(2026, 1, 25, 7), .quietHours))   // 07:00 in London
         #expect(r.trail["until"] == "2026-01-25T07:00:00Z")
     }
+    /// Seed 001's allowCritical: a dose reminder whose dose is within the hour goes through quiet hours,
+    /// even at level `none` (the default), when `quiet_hours_allow_critical` (default true).
+    @Test func doseWithinTheHourGoesThroughQuietHours() {
+        var s = Scenario(); s.linksAlert = false; s.alert = nil; s.kind = "reminder"
+        s.prefs.quietLevel = .none; s.prefs.quietAction = .skip            // the defaults
+        s.payload = #"{"reminder_type":"dose","dose_at":"2026-01-25T03:30:00Z"}"#   // 03:00 London, dose at 03:30
+        let r = s.decide()
+        #expect(r.decision == .send)
+        #expect(r.trail["quiet_override"] == "dose_within_hour")
+        // Exactly an hour away: still within the hour; a minute more: not.
+        s.payload = #"{"reminder_type":"dose","dose_at":"2026-01-25T04:00:00Z"}"#
+        #expect(s.decide().decision == .send)
+        s.payload = #"{"reminder_type":"dose","dose_at":"2026-01-25T04:01:00Z"}"#
+        #expect(s.decide().decision == .skip(.quietHours))
+        // Turned off: the level decides.
+        s.payload = #"{"reminder_type":"dose","dose_at":"2026-01-25T03:30:00Z"}"#
+        s.prefs.quietAllowCritical = false
+        #expect(s.decide().decision == .skip(.quietHours))
+        // Only dose reminders: a daily reminder with a dose_at is not one.
+        s.prefs.quietAllowCritical = true
+        s.payload = #"{"reminder_type":"daily","dose_at":"2026-01-25T03:30:00Z"}"#
+        #expect(s.decide().decision == .skip(.quietHours))
+    }
+
+    /// At the defaults (`none` + `skip`) a critical reminder is never dropped: it is deferred to the
+    /// window's end. A critical pattern alert keeps seed 000's matrix (row 3: skipped).
+    @Test func criticalReminderAtNoneAndSkipIsDeferredNotDropped() {
+        var s = Scenario(); s.linksAlert = false; s.alert = nil; s.kind = "reminder"
+        s.prefs.quietLevel = .none; s.prefs.quietAction = .skip
+        s.severity = .critical; s.payload = #"{"reminder_type":"daily"}"#
+        let r = s.decide()
+        #expect(r.decision == .deferUntil(utc(2026, 1, 25, 7), .quietHours))
+        #expect(r.trail["critical_deferred"] == true)
+        s.severity = nil
+        #expect(s.decide().decision == .skip(.quietHours))                   // not critical: the user's skip
+        s.severity = .critical; s.prefs.quietLevel = .criticalOnly
+        #expect(s.decide().decision == .send)                                // critical_only lets it through
+        var alert = Scenario(); alert.prefs.quietLevel = .none; alert.alert?.severity = .critical
+        #expect(alert.decide().decision == .skip(.quietHours))
+    }
+
     @Test func severityComesFromTheAlertThenTheRowThenWatch() {
         var s = Scenario(); s.prefs.quietLevel = .criticalOnly
         s.alert?.severity = .watch; s.severity = .critical           // the episode's severity wins
@@ -301,14 +387,17 @@ struct Scenario {
             let row = item(kind: kinds[i % 5], payload: "{}", scheduledAt: now)
             decisions.append(decider.decide(row, DecisionContext(preferences: prefs, destinations: aPhone)).decision)
         }
-        // Rows 0–4 send; rows 5–10 repeat a kind within the hour and are spaced.
+        // Rows 0–4 send; rows 5–10 repeat a kind within the hour and are spaced, except prompts
+        // (rows 7: seed 002's prompts are outside the spacing).
         #expect(decisions.prefix(5).allSatisfy { $0 == .send })
         #expect(decisions[5] == .deferUntil(now.addingTimeInterval(3600), .kindSpacing))
+        #expect(decisions[7] == .send)
+        #expect(decisions[8] == .deferUntil(now.addingTimeInterval(3600), .kindSpacing))
     }
 
     @Test func eleventhOfADayInOneBatchIsDeferredToLocalMidnight() {
         let now = utc(2026, 1, 25, 12)
-        var options = DecisionOptions(now: now); options.rateLimits.sameKindSpacing = 0
+        var options = DecisionOptions(now: now); options.rateLimits.sameTypeSpacing = 0
         var decider = Decider(options: options, history: [])
         let prefs = Preferences(userId: alice, timezone: "Europe/London", notifyPush: true)
         var results: [DecisionResult] = []
@@ -338,8 +427,8 @@ struct Scenario {
         let now = utc(2026, 1, 25, 12)
         let prefs = Preferences(userId: alice, timezone: "Europe/London", notifyPush: true)
         var decider = Decider(options: DecisionOptions(now: now),
-                              history: [SentRecord(recipient: alice, channel: .push, kind: "prompt", at: now.addingTimeInterval(-900))])
-        #expect(decider.decide(item(kind: "prompt", scheduledAt: now), DecisionContext(preferences: prefs, destinations: aPhone)).decision
+                              history: [SentRecord(recipient: alice, channel: .push, kind: "daily_forecast", at: now.addingTimeInterval(-900))])
+        #expect(decider.decide(item(kind: "daily_forecast", scheduledAt: now), DecisionContext(preferences: prefs, destinations: aPhone)).decision
                 == .deferUntil(now.addingTimeInterval(2700), .kindSpacing))
         // A skipped row is not counted.
         #expect(decider.decide(item(kind: "reminder", scheduledAt: now), DecisionContext(preferences: prefs)).decision
@@ -365,6 +454,6 @@ struct Scenario {
         s.now = utc(2026, 1, 25, 12)
         let sent = s.decide().trail
         #expect(sent["rule"] == "send")
-        #expect(sent["counters"] == ["sent_today": 0, "minutes_since_last_same_kind": nil, "sent_last_minute": 0])
+        #expect(sent["counters"] == ["sent_today": 0, "minutes_since_last_same_type": nil, "sent_last_minute": 0])
     }
 }

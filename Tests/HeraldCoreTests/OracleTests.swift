@@ -109,7 +109,9 @@ import Testing
             let held = c.quiet && !(s.prefs.quietLevel == .all || (s.prefs.quietLevel == .criticalOnly && s.severity == .critical))
             let r = s.decide()
             let expected: Decision
-            switch (held, s.prefs.quietAction, c.until) {
+            // A critical reminder held back at `skip` is deferred, never dropped (issue 9).
+            let action: QuietAction = s.severity == .critical ? .defer : s.prefs.quietAction
+            switch (held, action, c.until) {
             case (false, _, _): expected = .send
             case (true, .skip, _): expected = .skip(.quietHours)
             case (true, .defer, let until?): expected = .deferUntil(Self.date(until), .quietHours)

@@ -39,13 +39,79 @@ import Testing
                 == utc(2026, 1, 26))
     }
 
-    @Test func otherChannelsAndRecipientsDoNotCountTowardsTheDay() {
-        let limiter = RateLimiter(history: today(10, channel: .email) + today(10).map {
+    @Test func otherRecipientsDoNotCountTowardsTheDayButOtherChannelsDo() {
+        let others = RateLimiter(history: today(10).map {
             SentRecord(recipient: bob, channel: $0.channel, kind: $0.kind, at: $0.at)
         })
-        let c = limiter.check(recipient: alice, channel: .push, kind: "x", now: now, zone: ny)
+        let c = others.check(recipient: alice, channel: .push, kind: "x", now: now, zone: ny)
         #expect(c.isAllowed)
         #expect(c.counters.sentToday == 0)
+        // Ten notifications by email are ten notifications: the eleventh, by push, waits.
+        let email = RateLimiter(history: today(10, channel: .email))
+        #expect(email.check(recipient: alice, channel: .push, kind: "x", now: now, zone: ny).reason == .dailyLimit)
+    }
+
+    /// Seed 001: a notification fanned out to several channels is one notification.
+    @Test func aNotificationOnFourChannelsCountsOnce() {
+        let channels: [Channel] = [.push, .inApp, .email, .sms]
+        // Nine notifications earlier today, each on four channels: 36 rows, 9 notifications.
+        let rows = (0..<9).flatMap { i in channels.map { ch in
+            SentRecord(recipient: alice, channel: ch, kind: "k\(i)", group: "g\(i)",
+                       at: now.addingTimeInterval(-Double(i + 1) * 3600 - 600))
+        } }
+        var limiter = RateLimiter(history: rows)
+        let tenth = limiter.check(recipient: alice, channel: .push, kind: "pattern_alert", group: "g9", now: now, zone: ny)
+        #expect(tenth.isAllowed)
+        #expect(tenth.counters.sentToday == 9)
+        limiter.record(SentRecord(recipient: alice, channel: .push, kind: "pattern_alert", group: "g9", at: now))
+        // Its copies on the other channels go too: the cap is reached, but they are the same notification,
+        // and the spacing does not hold a notification back behind its own copy.
+        for ch in channels.dropFirst() {
+            let copy = limiter.check(recipient: alice, channel: ch, kind: "pattern_alert", group: "g9", now: now, zone: ny)
+            #expect(copy.isAllowed)
+            #expect(copy.counters.sentToday == 10)
+            #expect(copy.counters.groupAlreadySent)
+            limiter.record(SentRecord(recipient: alice, channel: ch, kind: "pattern_alert", group: "g9", at: now))
+        }
+        // An eleventh notification waits for the next local midnight, on any channel.
+        let eleventh = limiter.check(recipient: alice, channel: .inApp, kind: "daily_forecast", group: "g10", now: now, zone: ny)
+        #expect(eleventh.reason == .dailyLimit)
+        #expect(eleventh.until == utc(2026, 1, 26, 5))
+        #expect(eleventh.counters.sentToday == 10)
+    }
+
+    /// Seed 002's prompts (1–100 a day, the person's own choice) are outside the cap and the spacing.
+    @Test func promptsAreNeitherCappedNorCounted() {
+        let prompts = (0..<100).map {
+            SentRecord(recipient: alice, channel: .push, kind: "prompt", group: "p\($0)", at: now.addingTimeInterval(-Double($0 + 1) * 120))
+        }
+        var limits = RateLimits(); limits.perMinute = 1000
+        let limiter = RateLimiter(limits: limits, history: prompts + today(10))
+        // The hundred-and-first prompt of the day, two minutes after the last: allowed.
+        let prompt = limiter.check(recipient: alice, channel: .push, kind: "prompt", group: "p100", now: now, zone: ny)
+        #expect(prompt.isAllowed)
+        // The prompts did not use up the cap: with 9 other notifications, a reminder goes.
+        let nine = RateLimiter(limits: limits, history: prompts + today(9))
+        let reminder = nine.check(recipient: alice, channel: .push, kind: "reminder:daily", group: "r", now: now, zone: ny)
+        #expect(reminder.isAllowed)
+        #expect(reminder.counters.sentToday == 9)
+        // Quiet hours and the per-minute guard still apply to prompts (the per-minute guard counts rows).
+        let burst = RateLimiter(history: (0..<100).map { SentRecord(recipient: alice, channel: .push, kind: "prompt", at: now.addingTimeInterval(-Double($0) * 0.1)) })
+        #expect(burst.check(recipient: alice, channel: .push, kind: "prompt", now: now, zone: ny).reason == .perMinute)
+    }
+
+    /// Reminder types are distinct types: a dose reminder does not wait on an unrelated daily one.
+    @Test func spacingIsByReminderType() {
+        let limiter = RateLimiter(history: [SentRecord(recipient: alice, channel: .push, kind: "reminder:daily", group: "a",
+                                                       at: now.addingTimeInterval(-600))])
+        #expect(limiter.check(recipient: alice, channel: .push, kind: "reminder:dose", group: "b", now: now, zone: ny).isAllowed)
+        #expect(limiter.check(recipient: alice, channel: .push, kind: "reminder:washout", group: "c", now: now, zone: ny).isAllowed)
+        let daily = limiter.check(recipient: alice, channel: .email, kind: "reminder:daily", group: "d", now: now, zone: ny)
+        #expect(daily.reason == .kindSpacing)
+        #expect(daily.until == now.addingTimeInterval(3000))
+        #expect(QueueItem.rateType(kind: "reminder", reminderType: "dose") == "reminder:dose")
+        #expect(QueueItem.rateType(kind: "reminder", reminderType: nil) == "reminder")
+        #expect(QueueItem.rateType(kind: "prompt", reminderType: "dose") == "prompt")
     }
 
     @Test func dailyLimitAcrossSpringForwardMidnight() {
@@ -86,14 +152,15 @@ import Testing
         #expect(late.check(recipient: alice, channel: .push, kind: "x", now: utc(2026, 4, 5, 3, 30), zone: santiago).until == utc(2026, 4, 5, 4))
     }
 
-    @Test func sameKindSpacingOfOneHour() {
+    @Test func sameTypeSpacingOfOneHour() {
         let limiter = RateLimiter(history: [SentRecord(recipient: alice, channel: .push, kind: "reminder", at: now.addingTimeInterval(-1800))])
         let same = limiter.check(recipient: alice, channel: .push, kind: "reminder", now: now, zone: ny)
         #expect(same.until == now.addingTimeInterval(1800))
         #expect(same.reason == .kindSpacing)
-        #expect(same.counters.minutesSinceLastSameKind == 30)
+        #expect(same.counters.minutesSinceLastSameType == 30)
         #expect(limiter.check(recipient: alice, channel: .push, kind: "prompt", now: now, zone: ny).isAllowed)
-        #expect(limiter.check(recipient: alice, channel: .sms, kind: "reminder", now: now, zone: ny).isAllowed)
+        // Across channels: the same type by SMS is spaced too.
+        #expect(limiter.check(recipient: alice, channel: .sms, kind: "reminder", now: now, zone: ny).reason == .kindSpacing)
         #expect(limiter.check(recipient: alice, channel: .push, kind: "reminder", now: now.addingTimeInterval(1800), zone: ny).isAllowed)
         #expect(!limiter.check(recipient: alice, channel: .push, kind: "reminder", now: now.addingTimeInterval(1799), zone: ny).isAllowed)
     }

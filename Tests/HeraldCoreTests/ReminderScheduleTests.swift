@@ -61,3 +61,57 @@ import Testing
         #expect(kol.at == utc(2026, 1, 25, 3, 30))
     }
 }
+
+/// Each reminder type of seed 001 due at the right local instant.
+@Suite struct ReminderTypeScheduleTests {
+    let ny = zone("America/New_York")
+    let london = zone("Europe/London")
+
+    @Test func dailyDoseGoesThirtyMinutesOfElapsedTimeEarly() throws {
+        // A dose at 09:00 London every day: the reminder at 08:30.
+        #expect(ReminderSchedule.dailyDue(now: utc(2026, 1, 25, 8, 29), zone: london, time: t("09:00"), advance: 1800, lastEnqueuedFor: nil) == nil)
+        let due = try #require(ReminderSchedule.dailyDue(now: utc(2026, 1, 25, 8, 30), zone: london, time: t("09:00"),
+                                                         advance: 1800, lastEnqueuedFor: nil))
+        #expect(due.date == day("2026-01-25") && due.at == utc(2026, 1, 25, 8, 30))
+    }
+
+    @Test func dailyDoseAcrossSpringForward() throws {
+        // New York 2026-03-08: 02:00 EST → 03:00 EDT at 07:00Z. A dose at 03:15 EDT (07:15Z): its
+        // reminder is 30 minutes of elapsed time earlier, 06:45Z — 01:45 EST on the wall clock, not 02:45.
+        let due = try #require(ReminderSchedule.dailyDue(now: utc(2026, 3, 8, 6, 45), zone: ny, time: t("03:15"),
+                                                         advance: 1800, lastEnqueuedFor: day("2026-03-07")))
+        #expect(due.date == day("2026-03-08"))
+        #expect(due.at == utc(2026, 3, 8, 6, 45))
+        #expect(ReminderSchedule.dailyDue(now: utc(2026, 3, 8, 6, 44), zone: ny, time: t("03:15"), advance: 1800,
+                                          lastEnqueuedFor: day("2026-03-07")) == nil)
+    }
+
+    @Test func dailyDoseAcrossFallBack() throws {
+        // New York 2026-11-01: 02:00 EDT → 01:00 EST at 06:00Z. A dose at 01:15 (the first, 05:15Z):
+        // reminder at 04:45Z (00:45 EDT).
+        let due = try #require(ReminderSchedule.dailyDue(now: utc(2026, 11, 1, 4, 45), zone: ny, time: t("01:15"),
+                                                         advance: 1800, lastEnqueuedFor: day("2026-10-31")))
+        #expect(due.at == utc(2026, 11, 1, 4, 45))
+        // Enqueued once: the repeated hour does not repeat it.
+        #expect(ReminderSchedule.dailyDue(now: utc(2026, 11, 1, 5, 45), zone: ny, time: t("01:15"), advance: 1800,
+                                          lastEnqueuedFor: day("2026-11-01")) == nil)
+    }
+
+    @Test func aDoseJustAfterMidnightIsRemindedTheEveningBefore() throws {
+        // Dose at 00:10 London on the 26th: reminder at 23:40 on the 25th, for the 26th.
+        let due = try #require(ReminderSchedule.dailyDue(now: utc(2026, 1, 25, 23, 40), zone: london, time: t("00:10"),
+                                                         advance: 1800, lastEnqueuedFor: day("2026-01-25")))
+        #expect(due.date == day("2026-01-26"))
+        #expect(due.at == utc(2026, 1, 25, 23, 40))
+    }
+
+    @Test func oneOffEvents() {
+        let dose = utc(2026, 3, 8, 7, 15)
+        #expect(ReminderSchedule.onceDue(now: utc(2026, 3, 8, 6, 44), event: dose, advance: 1800) == nil)
+        #expect(ReminderSchedule.onceDue(now: utc(2026, 3, 8, 6, 45), event: dose, advance: 1800) == utc(2026, 3, 8, 6, 45))
+        #expect(ReminderSchedule.onceDue(now: utc(2026, 3, 8, 9), event: dose, advance: 1800) == utc(2026, 3, 8, 6, 45))
+        // A washout's start and end, a test start: at their instants.
+        #expect(ReminderSchedule.onceDue(now: utc(2026, 3, 8, 6, 59), event: utc(2026, 3, 8, 7)) == nil)
+        #expect(ReminderSchedule.onceDue(now: utc(2026, 3, 8, 7), event: utc(2026, 3, 8, 7)) == utc(2026, 3, 8, 7))
+    }
+}

@@ -290,12 +290,14 @@ import Testing
         // 22:00 UTC on the 24th is 07:00 on the 25th in Tokyo: neither is due.
         _ = worker.run(now: instant("2026-01-24T22:00:00Z")) { $0.phases = [.reminders] }
         #expect(try f.count("select count(*)::int from notification_queue") == 0)
-        // 23:30 UTC is 08:30 in Tokyo: the daily one is due (meant for 08:00 = 23:00 UTC); the one-off not yet.
+        // 23:30 UTC is 08:30 in Tokyo: the daily dose is due (the dose at 08:00 = 23:00 UTC, reminded
+        // dose_reminder_advance_minutes (30) before); the one-off not yet.
         _ = worker.run(now: instant("2026-01-24T23:30:00Z")) { $0.phases = [.reminders] }
-        let daily = try #require(try db.query("select severity, priority, scheduled_at from notification_queue").first)
+        let daily = try #require(try db.query("select severity, priority, scheduled_at, payload->>'dose_at' as dose_at from notification_queue").first)
         #expect(daily["severity"].string == "critical")
         #expect(daily["priority"].string == "high")
-        #expect(daily["scheduled_at"].date == instant("2026-01-24T23:00:00Z"))
+        #expect(daily["scheduled_at"].date == instant("2026-01-24T22:30:00Z"))
+        #expect(daily["dose_at"].string.flatMap(ISO8601.parse) == instant("2026-01-24T23:00:00Z"))
         // Later: the one-off is due; the daily one is not enqueued again the same day.
         _ = worker.run(now: instant("2026-01-25T02:00:00Z")) { $0.phases = [.reminders] }
         _ = worker.run(now: instant("2026-01-25T03:00:00Z")) { $0.phases = [.reminders] }

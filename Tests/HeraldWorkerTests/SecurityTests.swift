@@ -81,7 +81,7 @@ import Testing
     }
 
     /// The tables the app may read (its own rows only).
-    static let readable: Set<String> = ["user_profiles", "device_tokens", "inbox"]
+    static let readable: Set<String> = ["user_profiles", "device_tokens", "inbox", "daily_logs", "dose_events"]
 
     /// Two people, A and B, with a row of their own in every per-user table.
     struct People {
@@ -102,6 +102,8 @@ import Testing
             try db.execute("insert into prompt_settings (user_id) values (\(user))")
             try db.execute("insert into prompt_schedules (user_id, local_date, prompts) values (\(user), '2026-01-01', 4)")
             try db.execute("insert into reminders (user_id, schedule, local_time) values (\(user), 'daily', '09:00')")
+            try db.execute("insert into daily_logs (user_id, log_date) values (\(user), '2026-01-01')")
+            try db.execute("insert into dose_events (user_id, related_entity_id, scheduled_at) values (\(user), 'step', now())")
             let alert = try db.query("""
                 insert into pattern_alert_state (user_id, metric_type, pattern_type, active_since)
                 values (\(user), 'steps', 'drop_vs_baseline', '2026-01-01') returning id
@@ -176,6 +178,16 @@ import Testing
             insert into notification_queue (recipient_user_id, channel) values (\(p.b), 'sms')
             """, "enqueue as authenticated")
         Self.refused(db, "select nextval('notification_events_id_seq')", "identity sequence")
+        // Logs and doses (what the adherence analyzer reads): the caller's own, insert only.
+        #expect(try db.execute("insert into daily_logs (user_id, log_date) values (\(p.a), '2026-01-02')") == 1)
+        #expect(try db.execute("insert into dose_events (user_id, related_entity_id, scheduled_at, taken_at) values (\(p.a), 'step', now(), now())") == 1)
+        Self.refused(db, "insert into daily_logs (user_id, log_date) values (\(p.b), '2026-01-02')", "log for another user")
+        Self.refused(db, "insert into dose_events (user_id, scheduled_at) values (\(p.b), now())", "dose for another user")
+        Self.refused(db, "update daily_logs set log_date = '2026-01-03'", "update a log")
+        Self.refused(db, "delete from dose_events", "delete a dose")
+        // The per-type preferences are the person's; the adaptive frequency is herald's.
+        #expect(try db.execute("update user_profiles set dose_reminder_enabled = false, adaptive_frequency_enabled = true, quiet_hours_allow_critical = false") == 1)
+        Self.refused(db, "update user_profiles set current_frequency = 'minimal'", "update current_frequency")
         // The time zone is still checked when the app writes it.
         Self.refused(db, "update user_profiles set timezone = 'Mars/Olympus_Mons'", "bad zone", state: PGError.checkViolation)
         #expect(try db.execute("update user_profiles set timezone = 'Asia/Tokyo'") == 1)
@@ -234,6 +246,7 @@ import Testing
         #expect(try held("anon") == [])
         #expect(try held("authenticated") == [
             "user_profiles SELECT", "user_profiles UPDATE", "device_tokens SELECT", "inbox SELECT",
+            "daily_logs SELECT", "daily_logs INSERT", "dose_events SELECT", "dose_events INSERT",
         ])
         let notUpdatable = try db.query("""
             select attname from pg_attribute
@@ -242,7 +255,7 @@ import Testing
              order by attname
             """).compactMap { $0["attname"].string }
         #expect(notUpdatable == [
-            "created_at", "email", "notify_email_disabled_reason", "notify_sms_disabled_reason",
+            "adherence_evaluated_at", "adherence_score", "created_at", "current_frequency", "email", "notify_email_disabled_reason", "notify_sms_disabled_reason",
             "notify_whatsapp_disabled_reason", "phone_e164", "quiet_hours_apply_critical", "updated_at", "user_id",
         ])
     }

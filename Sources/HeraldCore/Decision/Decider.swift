@@ -13,11 +13,14 @@ import Foundation
 ///    linked episode missing → fail
 /// 1. expired: older than `maxAge`, or a daily forecast for another local date
 /// 2. alert episode: dismissed, snoozed, resolved, superseded by a higher level
-/// 3. the channel's toggle is off → channel_disabled
-/// 4. no destination
-/// 5. quiet hours → skip or defer to the window's end
-/// 6. rate limits, unless critical → defer
-/// 7. send
+/// 3. the type's toggle is off (a reminder type, forecasts, prompts) → type_disabled
+/// 4. the channel's toggle is off → channel_disabled
+/// 5. no destination
+/// 6. quiet hours: a dose reminder whose dose is within the hour goes through when
+///    `quiet_hours_allow_critical` (seed 001); otherwise the level (seed 000) decides; a held-back row is
+///    skipped or deferred to the window's end — a critical reminder is always deferred, never skipped
+/// 7. rate limits, unless critical → defer
+/// 8. send
 public struct Decider: Sendable {
     public let options: DecisionOptions
     public private(set) var limiter: RateLimiter
@@ -117,39 +120,52 @@ public struct Decider: Sendable {
             }
         }
 
-        // 3. The channel's toggle.
+        // 3. The type's toggle.
+        if !Decider.typeEnabled(item, prefs) {
+            if let t = item.reminderType { trail["reminder_type"] = .string(t.rawValue) }
+            return result(.skip(.typeDisabled), SkipReason.typeDisabled.rawValue)
+        }
+
+        // 4. The channel's toggle.
         if !Decider.channelEnabled(channel, prefs, aboutAnotherMember: item.isAboutAnotherMember) {
             return result(.skip(.channelDisabled), SkipReason.channelDisabled.rawValue)
         }
 
-        // 4. Somewhere to deliver it.
+        // 5. Somewhere to deliver it.
         if context.destinations.isEmpty {
             return result(.skip(.noDestination), SkipReason.noDestination.rawValue)
         }
 
-        // 5. Quiet hours.
-        if inQuiet && !Decider.quietLets(severity, through: prefs.quietLevel) {
-            switch prefs.quietAction {
-            case .skip:
-                return result(.skip(.quietHours), SkipReason.quietHours.rawValue)
-            case .defer:
+        // 6. Quiet hours.
+        if inQuiet {
+            if prefs.quietAllowCritical, let doseAt = Decider.doseWithinTheHour(item, now: now) {
+                trail["quiet_override"] = .string("dose_within_hour")
+                trail["dose_at"] = .string(iso(doseAt))
+            } else if !Decider.quietLets(severity, through: prefs.quietLevel) {
+                // A critical reminder is never dropped: held back, it waits for the window's end.
+                let criticalReminder = kind == .reminder && severity == .critical
+                if prefs.quietAction == .skip && !criticalReminder {
+                    return result(.skip(.quietHours), SkipReason.quietHours.rawValue)
+                }
                 let until = window.end(after: now, in: zone)
                 trail["until"] = .string(iso(until))
+                if criticalReminder && prefs.quietAction == .skip { trail["critical_deferred"] = .bool(true) }
                 return result(.deferUntil(until, .quietHours), DeferReason.quietHours.rawValue)
             }
         }
 
-        // 6. Rate limits; critical notifications are not held back, but they count.
-        let check = limiter.check(recipient: item.recipientUserId, channel: channel, kind: item.kindRaw,
-                                  now: now, zone: zone)
+        // 7. Rate limits; critical notifications are not held back, but they count.
+        let check = limiter.check(recipient: item.recipientUserId, channel: channel, kind: item.rateType,
+                                  group: item.group, now: now, zone: zone)
         trail["counters"] = check.counters.json
         if severity != .critical, let until = check.until, let reason = check.reason {
             trail["until"] = .string(iso(until))
             return result(.deferUntil(until, reason), reason.rawValue)
         }
 
-        // 7. Send.
-        limiter.record(SentRecord(recipient: item.recipientUserId, channel: channel, kind: item.kindRaw, at: now))
+        // 8. Send.
+        limiter.record(SentRecord(recipient: item.recipientUserId, channel: channel, kind: item.rateType,
+                                  group: item.group, at: now))
         return result(.send, "send")
     }
 
@@ -163,7 +179,7 @@ public struct Decider: Sendable {
         return "(\(Redaction.describe(raw)))"
     }
 
-    /// Rule 3: the recipient's toggle for this channel. Webhook is the operator's channel: always on.
+    /// Rule 4: the recipient's toggle for this channel. Webhook is the operator's channel: always on.
     public static func channelEnabled(_ channel: Channel, _ p: Preferences, aboutAnotherMember: Bool) -> Bool {
         switch channel {
         case .push: p.notifyPush
@@ -175,7 +191,32 @@ public struct Decider: Sendable {
         }
     }
 
-    /// Rule 5: whether quiet hours at `level` let a notification of `severity` through.
+    /// Rule 3: the recipient's toggle for this type. Pattern alerts and system notifications have none.
+    /// A reminder without a known type (written by hand) counts as a daily reminder.
+    public static func typeEnabled(_ item: QueueItem, _ p: Preferences) -> Bool {
+        switch item.kind {
+        case .dailyForecast: return p.forecastNotificationsEnabled
+        case .prompt: return p.promptNotificationsEnabled
+        case .reminder:
+            switch item.reminderType ?? .daily {
+            case .daily: return p.dailyReminderEnabled
+            case .dose: return p.doseReminderEnabled
+            case .washout: return p.washoutNotificationsEnabled
+            case .testStart: return p.testStartReminderEnabled
+            }
+        case .patternAlert, .system, nil: return true
+        }
+    }
+
+    /// Seed 001's critical override: a dose reminder (payload `dose_at`, the dose's instant) whose dose
+    /// is at most an hour away at `now` (or already past). Returns the dose's instant.
+    public static func doseWithinTheHour(_ item: QueueItem, now: Date) -> Date? {
+        guard item.reminderType == .dose, let text = item.payload?["dose_at"]?.stringValue,
+              let at = ISO8601.parse(text), at.timeIntervalSince(now) <= 3600 else { return nil }
+        return at
+    }
+
+    /// Rule 6: whether quiet hours at `level` let a notification of `severity` through.
     public static func quietLets(_ severity: Severity, through level: QuietLevel) -> Bool {
         switch level {
         case .all: true

@@ -1,52 +1,76 @@
 import Foundation
 
-/// How often one recipient may be notified (seeds 001 and 003).
+/// How often one recipient may be notified (seed 001 §Security Considerations, seed 003).
+///
+/// A *notification* is one logical item: its copies on several channels (a pattern alert to push,
+/// in-app and email) share a notification group and count once. A *type* is the kind, and for
+/// reminders the reminder type (`reminder:dose`, `reminder:daily`).
 public struct RateLimits: Sendable, Equatable {
-    /// At most this many per recipient per channel per local day (the recipient's zone).
-    public var perChannelPerDay: Int = 10
-    /// At least this long between two of the same kind to the same recipient on the same channel.
-    public var sameKindSpacing: TimeInterval = 3600
-    /// At most this many per recipient per `minuteWindow`, across channels.
+    /// At most this many notifications per recipient per local day (the recipient's zone), across channels.
+    public var perDay: Int = 10
+    /// At least this long between two notifications of the same type to the same recipient, across channels.
+    public var sameTypeSpacing: TimeInterval = 3600
+    /// At most this many rows per recipient per `minuteWindow`, across channels (a throughput guard:
+    /// it counts rows, not notifications).
     public var perMinute: Int = 100
     public var minuteWindow: TimeInterval = 60
+    /// Types the user asked for in a number of their own (seed 002's prompts, 1–100 a day): neither held
+    /// back by nor counted towards the daily cap and the spacing. Quiet hours, toggles and the per-minute
+    /// guard still apply.
+    public var exemptTypes: Set<String> = [Kind.prompt.rawValue]
 
-    public init(perChannelPerDay: Int = 10, sameKindSpacing: TimeInterval = 3600, perMinute: Int = 100,
+    public init(perDay: Int = 10, sameTypeSpacing: TimeInterval = 3600, perMinute: Int = 100,
                 minuteWindow: TimeInterval = 60) {
-        self.perChannelPerDay = perChannelPerDay
-        self.sameKindSpacing = sameKindSpacing
+        self.perDay = perDay
+        self.sameTypeSpacing = sameTypeSpacing
         self.perMinute = perMinute
         self.minuteWindow = minuteWindow
     }
+
+    /// The earlier spelling (the cap was per channel, the spacing per kind).
+    public init(perChannelPerDay: Int, sameKindSpacing: TimeInterval = 3600, perMinute: Int = 100) {
+        self.init(perDay: perChannelPerDay, sameTypeSpacing: sameKindSpacing, perMinute: perMinute)
+    }
 }
 
-/// One notification that was sent (from recently sent rows, or decided in this pass).
+/// One row that was sent (from recently sent rows, or decided in this pass).
 public struct SentRecord: Sendable, Equatable {
     public var recipient: UUID
     public var channel: Channel
+    /// The rate type: the kind, or `reminder:<type>` (see `QueueItem.rateType`).
     public var kind: String
+    /// The notification group; nil: the row is a notification of its own.
+    public var group: String?
     public var at: Date
 
-    public init(recipient: UUID, channel: Channel, kind: String, at: Date) {
+    public init(recipient: UUID, channel: Channel, kind: String, group: String? = nil, at: Date) {
         self.recipient = recipient
         self.channel = channel
         self.kind = kind
+        self.group = group
         self.at = at
     }
 }
 
 /// The counts a rate check looked at; they go into the decision trail.
 public struct RateCounters: Sendable, Equatable {
-    /// Sent to this recipient on this channel on the recipient's local date of `now`.
+    /// Notifications (groups, not rows) sent to this recipient on the recipient's local date of `now`,
+    /// exempt types left out.
     public var sentToday: Int
-    /// Whole minutes since the last send of the same kind on this channel; nil when there was none.
-    public var minutesSinceLastSameKind: Int?
-    /// Sent to this recipient, on any channel, in the minute ending at `now`.
+    /// Whole minutes since the last send of the same type (another notification); nil when there was none.
+    public var minutesSinceLastSameType: Int?
+    /// Rows sent to this recipient, on any channel, in the minute ending at `now`.
     public var sentLastMinute: Int
+    /// Another copy of this notification was already sent: it is not a new one.
+    public var groupAlreadySent: Bool = false
 
     public var json: JSONValue {
-        ["sent_today": .number(Double(sentToday)),
-         "minutes_since_last_same_kind": minutesSinceLastSameKind.map { .number(Double($0)) } ?? .null,
-         "sent_last_minute": .number(Double(sentLastMinute))]
+        var o: [String: JSONValue] = [
+            "sent_today": .number(Double(sentToday)),
+            "minutes_since_last_same_type": minutesSinceLastSameType.map { .number(Double($0)) } ?? .null,
+            "sent_last_minute": .number(Double(sentLastMinute))]
+        if groupAlreadySent { o["group_already_sent"] = .bool(true) }
+        return .object(o)
     }
 }
 
@@ -63,11 +87,15 @@ public struct RateCheck: Sendable, Equatable {
 /// Counts sends per recipient and answers "may this one go now?".
 ///
 ///     var limiter = RateLimiter(limits: RateLimits(), history: recentlySent)
-///     let check = limiter.check(recipient: id, channel: .push, kind: "reminder", now: now, zone: tz)
-///     if check.isAllowed { limiter.record(SentRecord(recipient: id, channel: .push, kind: "reminder", at: now)) }
+///     let check = limiter.check(recipient: id, channel: .push, kind: "reminder:dose", group: "reminder:…", now: now, zone: tz)
+///     if check.isAllowed { limiter.record(SentRecord(recipient: id, channel: .push, kind: "reminder:dose", group: "reminder:…", at: now)) }
 ///
-/// Critical notifications are not blocked (the caller does not ask), but they are recorded and count.
-/// Only sends at or before `now` count, so replays with an earlier `--now` see the history of their time.
+/// - The daily cap counts notification groups: a group already sent today (another channel's copy) is
+///   let through, and is not counted twice.
+/// - The spacing is per type across channels, against other groups only.
+/// - Exempt types (prompts) are neither held back by nor counted towards the cap and the spacing.
+/// - Critical notifications are not blocked (the caller does not ask), but they are recorded and count.
+/// - Only sends at or before `now` count, so replays with an earlier `--now` see the history of their time.
 public struct RateLimiter: Sendable {
     public var limits: RateLimits
     private var byRecipient: [UUID: [SentRecord]] = [:]
@@ -82,27 +110,35 @@ public struct RateLimiter: Sendable {
         byRecipient[r.recipient, default: []].append(r)
     }
 
-    public func check(recipient: UUID, channel: Channel, kind: String, now: Date, zone: TimeZone) -> RateCheck {
+    public func check(recipient: UUID, channel: Channel, kind: String, group: String? = nil, now: Date,
+                      zone: TimeZone) -> RateCheck {
         let sent = (byRecipient[recipient] ?? []).filter { $0.at <= now }
         var deferrals: [(until: Date, reason: DeferReason)] = []
+        let exempt = limits.exemptTypes.contains(kind)
+        let counted = sent.filter { !limits.exemptTypes.contains($0.kind) }
 
-        // Per channel per local day: defer to the next local midnight.
+        // Per local day, notifications counted once across channels: defer to the next local midnight.
         let today = Zone.localDate(now, in: zone)
         let midnight = LocalTime(hour: 0, minute: 0)
         let dayStart = Zone.instant(of: today, midnight, in: zone)
         let nextMidnight = Zone.instant(of: today.adding(days: 1), midnight, in: zone)
-        let sentToday = sent.filter { $0.channel == channel && $0.at >= dayStart && $0.at < nextMidnight }.count
-        if sentToday >= limits.perChannelPerDay {
+        let todays = counted.filter { $0.at >= dayStart && $0.at < nextMidnight }
+        var groups = Set<String>()
+        var ungrouped = 0
+        for r in todays { if let g = r.group { groups.insert(g) } else { ungrouped += 1 } }
+        let sentToday = groups.count + ungrouped
+        let groupAlreadySent = group.map { g in sent.contains { $0.group == g } } ?? false
+        if !exempt && !groupAlreadySent && sentToday >= limits.perDay {
             deferrals.append((nextMidnight, .dailyLimit))
         }
 
-        // Same kind on the same channel: defer to the last one + spacing.
-        let last = sent.filter { $0.channel == channel && $0.kind == kind }.map(\.at).max()
-        if let last, now.timeIntervalSince(last) < limits.sameKindSpacing {
-            deferrals.append((last.addingTimeInterval(limits.sameKindSpacing), .kindSpacing))
+        // Same type, another notification, any channel: defer to the last one + spacing.
+        let last = counted.filter { $0.kind == kind && (group == nil || $0.group != group) }.map(\.at).max()
+        if !exempt && !groupAlreadySent, let last, now.timeIntervalSince(last) < limits.sameTypeSpacing {
+            deferrals.append((last.addingTimeInterval(limits.sameTypeSpacing), .kindSpacing))
         }
 
-        // Per minute across channels: defer until enough of the window's sends have aged out.
+        // Per minute across channels, rows: defer until enough of the window's sends have aged out.
         let window = sent.map(\.at).filter { now.timeIntervalSince($0) < limits.minuteWindow }.sorted()
         if window.count >= limits.perMinute {
             let leaving = window[window.count - limits.perMinute]    // the oldest, when exactly at the limit
@@ -111,8 +147,8 @@ public struct RateLimiter: Sendable {
 
         let counters = RateCounters(
             sentToday: sentToday,
-            minutesSinceLastSameKind: last.map { Int(now.timeIntervalSince($0) / 60) },
-            sentLastMinute: window.count)
+            minutesSinceLastSameType: last.map { Int(now.timeIntervalSince($0) / 60) },
+            sentLastMinute: window.count, groupAlreadySent: groupAlreadySent)
         let latest = deferrals.max { $0.until < $1.until }
         return RateCheck(until: latest?.until, reason: latest?.reason, counters: counters)
     }

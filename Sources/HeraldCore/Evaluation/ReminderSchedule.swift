@@ -1,19 +1,38 @@
 import Foundation
 
-/// Seed 001's daily reminders: once a day at a local time, once each.
+/// Seed 001's reminders: when each type is due.
 ///
 ///     ReminderSchedule.dailyDue(now: now, zone: zone("Europe/London"), time: t("09:00"), lastEnqueuedFor: day("2026-01-24"))
 ///     // (2026-01-25, 2026-01-25T09:00Z) once London's clock reached 09:00 on the 25th; nil before,
 ///     // and nil once lastEnqueuedFor is 2026-01-25
+///     ReminderSchedule.dailyDue(now: now, zone: london, time: t("09:00"), advance: 30 * 60, lastEnqueuedFor: nil)
+///     // a daily dose at 09:00: due at 08:30 London time (30 minutes of elapsed time before the dose)
+///
+/// | type | due at |
+/// |---|---|
+/// | daily | `local_time` on each local date (wall clock), or `at` |
+/// | dose | the dose time (`local_time` each day, or `at`) minus `dose_reminder_advance_minutes` of elapsed time |
+/// | washout | `at` (its start) and `ends_at` (its end) |
+/// | test_start | `at` |
 public enum ReminderSchedule {
     /// A daily reminder at a local time: the local date it is due for at `now` (the recipient's local date
     /// once the local clock reached `time` on it), unless `lastEnqueuedFor` is that date already (or a later
     /// one: a zone change that moved the user back a day does not repeat a reminder); and the instant it
     /// was meant for (DST gap → the moment clocks jump; a time that occurs twice → the first).
-    public static func dailyDue(now: Date, zone: TimeZone, time: LocalTime,
+    ///
+    /// With `advance` (a dose reminder), the date is that of the dose and the instant is `advance` seconds
+    /// before the dose's instant: the reminder for a dose at 00:10 goes out at 23:40 the evening before.
+    public static func dailyDue(now: Date, zone: TimeZone, time: LocalTime, advance: TimeInterval = 0,
                                 lastEnqueuedFor: LocalDate?) -> (date: LocalDate, at: Date)? {
-        guard let date = DailyTime.dateReached(time, at: now, in: zone) else { return nil }
+        guard let date = DailyTime.dateReached(time, at: now.addingTimeInterval(advance), in: zone) else { return nil }
         if let last = lastEnqueuedFor, last >= date { return nil }
-        return (date, Zone.instant(of: date, time, in: zone))
+        return (date, Zone.instant(of: date, time, in: zone).addingTimeInterval(-advance))
+    }
+
+    /// A one-off event at an instant (a dose, a washout's start or end, a test start): the reminder's
+    /// instant, `advance` seconds before the event, when it is due at `now`; nil before.
+    public static func onceDue(now: Date, event: Date, advance: TimeInterval = 0) -> Date? {
+        let at = event.addingTimeInterval(-advance)
+        return at <= now ? at : nil
     }
 }

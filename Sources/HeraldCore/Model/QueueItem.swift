@@ -28,11 +28,14 @@ public struct QueueItem: Sendable, Equatable {
     /// Attempts including the current one (the claim increments it).
     public var attempts: Int
     public var dedupeKey: String?
+    /// The logical notification this row belongs to: the copies of one notification on several channels
+    /// share it, and the daily cap counts it once. Nil: the row is its own notification.
+    public var notificationGroup: String?
 
     public init(id: UUID, recipientUserId: UUID, memberUserId: UUID? = nil, alertStateId: UUID? = nil,
                 channelRaw: String, kindRaw: String, severity: Severity? = nil, priority: Priority = .normal,
                 payloadText: String = "{}", scheduledAt: Date, createdAt: Date? = nil, runAfter: Date? = nil,
-                attempts: Int = 1, dedupeKey: String? = nil) {
+                attempts: Int = 1, dedupeKey: String? = nil, notificationGroup: String? = nil) {
         self.id = id
         self.recipientUserId = recipientUserId
         self.memberUserId = memberUserId
@@ -48,7 +51,26 @@ public struct QueueItem: Sendable, Equatable {
         self.runAfter = runAfter ?? scheduledAt
         self.attempts = attempts
         self.dedupeKey = dedupeKey
+        self.notificationGroup = notificationGroup
     }
+
+    /// A reminder's type, from its payload (`reminder_type`); nil for other kinds or an unknown type.
+    public var reminderType: ReminderType? {
+        guard kind == .reminder, let raw = payload?["reminder_type"]?.stringValue else { return nil }
+        return ReminderType(rawValue: raw)
+    }
+
+    /// The type the rate limits space: the kind, and for reminders the reminder type as well
+    /// (`reminder:dose`), so a dose reminder never waits on an unrelated daily one.
+    public var rateType: String { Self.rateType(kind: kindRaw, reminderType: payload?["reminder_type"]?.stringValue) }
+
+    public static func rateType(kind: String, reminderType: String?) -> String {
+        if kind == Kind.reminder.rawValue, let t = reminderType, !t.isEmpty { return "reminder:\(t)" }
+        return kind
+    }
+
+    /// The notification group, or the row's own id when it has none.
+    public var group: String { notificationGroup ?? id.lowercased }
 
     public var channel: Channel? { Channel(rawValue: channelRaw) }
     public var kind: Kind? { Kind(rawValue: kindRaw) }

@@ -21,6 +21,16 @@ public struct Preferences: Sendable, Equatable {
     public var quietHoursEnd: LocalTime?
     public var quietLevel: QuietLevel
     public var quietAction: QuietAction
+    /// Seed 001 QuietHoursConfig.allowCritical: a dose reminder whose dose is due within the hour goes
+    /// through quiet hours whatever the level.
+    public var quietAllowCritical: Bool = true
+    /// Per-type toggles (seed 001's NotificationPreferencesState; forecasts and prompts as well).
+    public var dailyReminderEnabled: Bool = true
+    public var doseReminderEnabled: Bool = true
+    public var washoutNotificationsEnabled: Bool = true
+    public var testStartReminderEnabled: Bool = true
+    public var forecastNotificationsEnabled: Bool = true
+    public var promptNotificationsEnabled: Bool = true
 
     public init(userId: UUID, timezone: String = "UTC", locale: String = "en", email: String? = nil,
                 phoneE164: String? = nil, notifyInApp: Bool = true, notifyPush: Bool = false,

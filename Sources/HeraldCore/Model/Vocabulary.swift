@@ -69,9 +69,34 @@ public enum SkipReason: String, CaseIterable, Sendable, Codable {
     case alertSnoozed = "alert_snoozed"
     case alertResolved = "alert_resolved"
     case superseded
+    /// The recipient turned this type of notification off (seed 001's per-type toggles).
+    case typeDisabled = "type_disabled"
     case channelDisabled = "channel_disabled"
     case noDestination = "no_destination"
     case quietHours = "quiet_hours"
+    /// Not sent because the recipient's adherence made it unnecessary (seed 001's AdherenceAnalyzer);
+    /// recorded by the reminders phase, not by the decision.
+    case adaptiveFrequency = "adaptive_frequency"
+    /// Withdrawn before it was sent: its reminder was cancelled, disabled, deleted or rescheduled, or an
+    /// operator cancelled it.
+    case cancelled
+}
+
+/// Seed 001's reminder types (`reminders.reminder_type`, and `reminder_type` in a reminder row's payload).
+public enum ReminderType: String, CaseIterable, Sendable, Codable {
+    /// A daily reminder (to log the day).
+    case daily
+    /// A dose reminder, `dose_reminder_advance_minutes` before the dose of a test step.
+    case dose
+    /// A washout period's start or end.
+    case washout
+    /// A test step starting.
+    case testStart = "test_start"
+}
+
+/// Seed 001's NotificationFrequency: how many reminders adaptive frequency lets through.
+public enum NotificationFrequency: String, CaseIterable, Sendable, Codable {
+    case full, reduced, minimal
 }
 
 /// Why a row was deferred (its `run_after` moved later without using an attempt).

@@ -20,6 +20,17 @@ public struct NewNotification: Sendable {
     public var reason: String
     /// The row this one escalates (a critical notification that could not reach its recipient there).
     public var escalatedFrom: UUID?
+    /// The logical notification it belongs to (its copies on other channels share it; the daily cap
+    /// counts it once). Nil: the dedupe key.
+    public var group: String? = nil
+    /// What it is about (seed 001's relatedEntityType / relatedEntityId: 'test_step', 'washout', …).
+    public var relatedEntityType: String? = nil
+    public var relatedEntityId: String? = nil
+    /// The reminder that made it (cancelling the reminder withdraws the row while it waits).
+    public var reminderId: UUID? = nil
+    /// Recorded as skipped at once with this reason (adaptive frequency), with `skipDetails` in the trail.
+    public var skipReason: SkipReason? = nil
+    public var skipDetails: JSONValue? = nil
 
     var json: JSONValue {
         var o: [String: JSONValue] = [
@@ -32,6 +43,11 @@ public struct NewNotification: Sendable {
         if let alertStateId { o["alert_state_id"] = .string(alertStateId.lowercased) }
         if let severity { o["severity"] = .string(severity.rawValue) }
         if let escalatedFrom { o["escalated_from"] = .string(escalatedFrom.lowercased) }
+        o["notification_group"] = .string(group ?? dedupeKey)
+        if let relatedEntityType { o["related_entity_type"] = .string(relatedEntityType) }
+        if let relatedEntityId { o["related_entity_id"] = .string(relatedEntityId) }
+        if let reminderId { o["reminder_id"] = .string(reminderId.lowercased) }
+        if let skipReason { o["skip_reason"] = .string(skipReason.rawValue) }
         return .object(o)
     }
 }
@@ -49,13 +65,17 @@ enum Enqueuer {
         let inserted = try db.query("""
             insert into notification_queue (recipient_user_id, member_user_id, alert_state_id, channel, kind,
                                             severity, priority, payload, scheduled_at, run_after, dedupe_key,
-                                            escalated_from)
+                                            notification_group, related_entity_type, related_entity_id,
+                                            reminder_id, status, skip_reason, escalated_from)
             select recipient_user_id, member_user_id, alert_state_id, channel, kind, severity, priority, payload,
-                   scheduled_at, scheduled_at, dedupe_key, escalated_from
+                   scheduled_at, scheduled_at, dedupe_key, notification_group, related_entity_type,
+                   related_entity_id, reminder_id, case when skip_reason is null then 'pending' else 'skipped' end,
+                   skip_reason, escalated_from
               from jsonb_to_recordset(\(json)::jsonb) as x(
                 recipient_user_id uuid, member_user_id uuid, alert_state_id uuid, channel text, kind text,
                 severity text, priority text, payload jsonb, scheduled_at timestamptz, dedupe_key text,
-                escalated_from uuid)
+                notification_group text, related_entity_type text, related_entity_id text, reminder_id uuid,
+                skip_reason text, escalated_from uuid)
             on conflict (dedupe_key) where dedupe_key is not null do nothing
             returning id, dedupe_key
             """)
@@ -83,6 +103,18 @@ enum Enqueuer {
             select id, \(passId), event, reason, details
               from jsonb_to_recordset(\(JSONValue.array(events).pgJSONText)::jsonb) as x(id uuid, event text, reason text, details jsonb)
             """)
+        let skipped = rows.compactMap { r -> JSONValue? in
+            guard let reason = r.skipReason, let id = ids[r.dedupeKey] else { return nil }
+            return ["id": .string(id.lowercased), "reason": .string(reason.rawValue),
+                    "details": r.skipDetails ?? .null]
+        }
+        if !skipped.isEmpty {
+            try db.execute("""
+                insert into notification_events (queue_id, pass_id, event, reason, details)
+                select id, \(passId), 'skipped', reason, details
+                  from jsonb_to_recordset(\(JSONValue.array(skipped).pgJSONText)::jsonb) as x(id uuid, reason text, details jsonb)
+                """)
+        }
         return ids
     }
 }

@@ -303,7 +303,9 @@ struct PatternPhase {
                         priority: Severity(level: e.level) == .critical ? .high : .normal,
                         payload: .object(payload), scheduledAt: now,
                         dedupeKey: "alert:\(e.episode.lowercased):\(e.level):\(admin.lowercased):\(channel.rawValue)",
-                        reason: "pattern_level_\(e.level)"))
+                        reason: "pattern_level_\(e.level)",
+                        // One notification per admin and level, whatever the number of channels.
+                        group: "alert:\(e.episode.lowercased):\(e.level):\(admin.lowercased)"))
                 }
             }
         }

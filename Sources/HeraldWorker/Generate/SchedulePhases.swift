@@ -49,49 +49,121 @@ struct PromptPhase {
     }
 }
 
-/// The `reminders` phase (seed 001): daily reminders at a local time and one-off reminders at an
-/// instant become queue rows when due, once each. Critical reminders are marked critical, so quiet
-/// hours at `critical_only` and the rate limits let them through.
+/// The `reminders` phase (seed 001): every reminder type becomes queue rows when due, once each.
+///
+/// | type | due at | payload adds |
+/// |---|---|---|
+/// | daily | `local_time` (or the profile's `daily_reminder_time`) each local day, or `at` | `date` |
+/// | dose | the dose (`at`, or `local_time` each day) less `dose_reminder_advance_minutes` (30) | `dose_at` |
+/// | washout | `at` (start) and `ends_at` (end): two rows | `washout_event` |
+/// | test_start | `at` | |
+///
+/// Rows carry the reminder (`reminder_id`, so cancelling withdraws them), its related entity, and
+/// `reminder_type` in the payload (the decision's per-type toggle and the rate limits' type). Critical
+/// reminders are marked critical: the rate limits let them through and quiet hours defer rather than
+/// drop them.
+///
+/// Adaptive frequency: for people with `adaptive_frequency_enabled` and a daily or dose reminder due,
+/// the phase scores their adherence (`AdherenceAnalyzer`) from `daily_logs` and `dose_events`, stores
+/// `current_frequency` and the score, and records a reminder it holds back as skipped `adaptive_frequency`.
 struct ReminderPhase {
     let db: PGConnection
     let passId: String
     let now: Date
 
+    private struct Due {
+        var reminder: UUID
+        var user: UUID
+        var type: ReminderType
+        var notification: NewNotification
+    }
+
     func run() throws -> Int {
-        var rows: [NewNotification] = []
+        var due: [Due] = []
         var daily: [JSONValue] = []
         var once: [UUID] = []
+        var ends: [UUID] = []
+        var adaptive: [UUID: (zone: TimeZone, current: NotificationFrequency)] = [:]
         for row in try db.query("""
             select r.id, r.user_id, r.schedule, r.reminder_type, r.title, r.body, r.title_ar, r.body_ar,
-                   r.local_time::text as local_time, r.at, r.critical, r.channel,
-                   r.last_enqueued_for::text as last, p.timezone
+                   coalesce(r.local_time, case when r.reminder_type = 'daily' then p.daily_reminder_time end)::text as local_time,
+                   r.at, r.ends_at, r.enqueued_at, r.end_enqueued_at, r.critical, r.channel,
+                   r.related_entity_type, r.related_entity_id, r.last_enqueued_for::text as last, p.timezone,
+                   p.dose_reminder_advance_minutes as advance, p.adaptive_frequency_enabled as adaptive,
+                   p.current_frequency
               from reminders r join user_profiles p on p.user_id = r.user_id
-             where r.enabled and ((r.schedule = 'daily') or (r.schedule = 'once' and r.enqueued_at is null and r.at <= \(now)))
+             where r.enabled and r.cancelled_at is null and (
+                   r.schedule = 'daily'
+                or (r.schedule = 'once' and r.enqueued_at is null
+                    and r.at - case when r.reminder_type = 'dose' then make_interval(mins => p.dose_reminder_advance_minutes)
+                                    else interval '0' end <= \(now))
+                or (r.reminder_type = 'washout' and r.end_enqueued_at is null and r.ends_at <= \(now)))
             """) {
             guard let id = row["id"].uuid, let user = row["user_id"].uuid else { continue }
-            var payload: [String: JSONValue] = ["reminder_type": .string(row["reminder_type"].string ?? "")]
-            for key in ["title", "body", "title_ar", "body_ar"] { if let v = row[key].string { payload[key] = .string(v) } }
-            let critical = row["critical"].bool ?? false
-            func notification(at: Date, key: String) -> NewNotification {
-                NewNotification(recipient: user, member: user, channel: row["channel"].string ?? "push", kind: .reminder,
-                                severity: critical ? .critical : nil, priority: critical ? .high : .normal,
-                                payload: .object(payload), scheduledAt: at, dedupeKey: key,
-                                reason: row["schedule"].string == "daily" ? "daily_reminder" : "one_off_reminder")
+            let type = row["reminder_type"].string.flatMap(ReminderType.init(rawValue:)) ?? .daily
+            let advance = type == .dose ? Double(row["advance"].int ?? 30) * 60 : 0
+            var payload: [String: JSONValue] = ["reminder_type": .string(type.rawValue)]
+            for key in ["title", "body", "title_ar", "body_ar", "related_entity_type", "related_entity_id"] {
+                if let v = row[key].string { payload[key] = .string(v) }
             }
+            let critical = row["critical"].bool ?? false
+            func add(at: Date, key: String, reason: String, extra: [String: JSONValue]) {
+                var p = payload
+                for (k, v) in extra { p[k] = v }
+                var n = NewNotification(recipient: user, member: user, channel: row["channel"].string ?? "push",
+                                        kind: .reminder, severity: critical ? .critical : nil,
+                                        priority: critical ? .high : .normal, payload: .object(p), scheduledAt: at,
+                                        dedupeKey: key, reason: reason)
+                n.relatedEntityType = row["related_entity_type"].string
+                n.relatedEntityId = row["related_entity_id"].string
+                n.reminderId = id
+                due.append(Due(reminder: id, user: user, type: type, notification: n))
+            }
+            let key = "reminder:\(id.lowercased)"
             if row["schedule"].string == "daily" {
                 guard let zone = row["timezone"].string.flatMap(Zone.named),
                       let time = row["local_time"].string.flatMap(LocalTime.init),
-                      let due = ReminderSchedule.dailyDue(now: now, zone: zone, time: time,
-                                                          lastEnqueuedFor: row["last"].string.flatMap(LocalDate.init)) else { continue }
-                payload["date"] = .string(due.date.description)
-                rows.append(notification(at: due.at, key: "reminder:\(id.lowercased):\(due.date)"))
-                daily.append(["id": .string(id.lowercased), "date": .string(due.date.description)])
-            } else if let at = row["at"].date {
-                rows.append(notification(at: at, key: "reminder:\(id.lowercased)"))
-                once.append(id)
+                      let d = ReminderSchedule.dailyDue(now: now, zone: zone, time: time, advance: advance,
+                                                        lastEnqueuedFor: row["last"].string.flatMap(LocalDate.init)) else { continue }
+                var extra: [String: JSONValue] = ["date": .string(d.date.description)]
+                if type == .dose { extra["dose_at"] = .string(ISO8601.string(d.at.addingTimeInterval(advance))) }
+                add(at: d.at, key: "\(key):\(d.date):\(ISO8601.string(d.at))",
+                    reason: type == .dose ? "dose_reminder" : "daily_reminder", extra: extra)
+                daily.append(["id": .string(id.lowercased), "date": .string(d.date.description)])
+            } else {
+                if row["enqueued_at"].date == nil, let event = row["at"].date,
+                   let at = ReminderSchedule.onceDue(now: now, event: event, advance: advance) {
+                    var extra: [String: JSONValue] = [:]
+                    switch type {
+                    case .dose: extra["dose_at"] = .string(ISO8601.string(event))
+                    case .washout: extra["washout_event"] = "start"
+                    default: break
+                    }
+                    add(at: at, key: "\(key):\(ISO8601.string(at))", reason: Self.reason(type, end: false), extra: extra)
+                    once.append(id)
+                }
+                if type == .washout, row["end_enqueued_at"].date == nil, let end = row["ends_at"].date, end <= now {
+                    add(at: end, key: "\(key):end:\(ISO8601.string(end))", reason: Self.reason(type, end: true),
+                        extra: ["washout_event": "end"])
+                    ends.append(id)
+                }
+            }
+            if row["adaptive"].bool == true, type == .daily || type == .dose,
+               let zone = row["timezone"].string.flatMap(Zone.named) {
+                adaptive[user] = (zone, row["current_frequency"].string.flatMap(NotificationFrequency.init(rawValue:)) ?? .full)
             }
         }
-        guard !rows.isEmpty else { return 0 }
+        guard !due.isEmpty else { return 0 }
+
+        // Adaptive frequency: score each person once, then hold back what their frequency leaves out.
+        let adherence = try score(adaptive)
+        for i in due.indices {
+            guard let a = adherence[due[i].user],
+                  !AdherenceAnalyzer.shouldSend(due[i].type, frequency: a.frequency, score: a.score) else { continue }
+            due[i].notification.skipReason = .adaptiveFrequency
+            due[i].notification.skipDetails = ["frequency": .string(a.frequency.rawValue), "adherence": a.score.json]
+        }
+
         return try db.transaction { db in
             if !daily.isEmpty {
                 try db.execute("""
@@ -103,7 +175,63 @@ struct ReminderPhase {
             if !once.isEmpty {
                 try db.execute("update reminders set enqueued_at = now(), updated_at = now() where id = any(\(once)::uuid[])")
             }
-            return try Enqueuer.insert(rows, db: db, passId: passId).count
+            if !ends.isEmpty {
+                try db.execute("update reminders set end_enqueued_at = now(), updated_at = now() where id = any(\(ends)::uuid[])")
+            }
+            if !adherence.isEmpty {
+                let scores = JSONValue.array(adherence.map { user, a in
+                    ["user_id": .string(user.lowercased), "frequency": .string(a.frequency.rawValue), "score": a.score.json]
+                }).jsonText
+                try db.execute("""
+                    update user_profiles p
+                       set current_frequency = x.frequency, adherence_score = x.score,
+                           adherence_evaluated_at = \(now), updated_at = now()
+                      from jsonb_to_recordset(\(scores)::jsonb) as x(user_id uuid, frequency text, score jsonb)
+                     where p.user_id = x.user_id
+                    """)
+            }
+            return try Enqueuer.insert(due.map(\.notification), db: db, passId: passId).count
         }
+    }
+
+    static func reason(_ type: ReminderType, end: Bool) -> String {
+        switch type {
+        case .daily: "one_off_reminder"
+        case .dose: "dose_reminder"
+        case .washout: end ? "washout_end" : "washout_start"
+        case .testStart: "test_start_reminder"
+        }
+    }
+
+    /// The adherence of each person, from their logs of the last 16 local days and their doses of the
+    /// last 16 days (two queries for all of them), and the frequency it recommends.
+    private func score(_ people: [UUID: (zone: TimeZone, current: NotificationFrequency)]) throws
+        -> [UUID: (frequency: NotificationFrequency, score: AdherenceScore)] {
+        guard !people.isEmpty else { return [:] }
+        let users = Array(people.keys)
+        let since = now.addingTimeInterval(-Double(AdherenceAnalyzer.periodDays + 2) * 86_400)
+        var logs: [UUID: Set<LocalDate>] = [:]
+        for row in try db.query("""
+            select user_id, log_date::text as d from daily_logs
+             where user_id = any(\(users)::uuid[]) and log_date >= (\(since)::timestamptz at time zone 'UTC')::date - 1
+            """) {
+            if let u = row["user_id"].uuid, let d = row["d"].string.flatMap(LocalDate.init) { logs[u, default: []].insert(d) }
+        }
+        var doses: [UUID: [DoseRecord]] = [:]
+        for row in try db.query("""
+            select user_id, scheduled_at, taken_at from dose_events
+             where user_id = any(\(users)::uuid[]) and scheduled_at >= \(since) and scheduled_at <= \(now)
+            """) {
+            if let u = row["user_id"].uuid, let at = row["scheduled_at"].date {
+                doses[u, default: []].append(DoseRecord(scheduledAt: at, takenAt: row["taken_at"].date))
+            }
+        }
+        var out: [UUID: (frequency: NotificationFrequency, score: AdherenceScore)] = [:]
+        for (user, p) in people {
+            let s = AdherenceAnalyzer.score(today: Zone.localDate(now, in: p.zone), logDates: logs[user] ?? [],
+                                            doses: doses[user] ?? [], now: now)
+            out[user] = (AdherenceAnalyzer.recommend(s, current: p.current), s)
+        }
+        return out
     }
 }

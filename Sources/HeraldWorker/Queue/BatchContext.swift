@@ -32,7 +32,10 @@ extension QueueStore {
             select user_id, timezone, locale, email, phone_e164, notify_in_app, notify_push, notify_email,
                    notify_sms, notify_whatsapp, champion_notify_email, champion_notify_sms,
                    quiet_hours_start::text as qs, quiet_hours_end::text as qe,
-                   quiet_hours_notification_level as ql, quiet_hours_action as qa
+                   quiet_hours_notification_level as ql, quiet_hours_action as qa,
+                   quiet_hours_allow_critical, daily_reminder_enabled, dose_reminder_enabled,
+                   washout_notifications_enabled, test_start_reminder_enabled,
+                   forecast_notifications_enabled, prompt_notifications_enabled
               from user_profiles where user_id = any(\(recipients)::uuid[])
             """) {
             guard let id = row["user_id"].uuid else { continue }
@@ -41,7 +44,7 @@ extension QueueStore {
             let action = row["qa"].string.flatMap(QuietAction.init(rawValue:))
             let start = row["qs"].string.flatMap(LocalTime.init)
             let end = row["qe"].string.flatMap(LocalTime.init)
-            ctx.profiles[id] = Preferences(
+            var prefs = Preferences(
                 userId: id, timezone: row["timezone"].string ?? "UTC", locale: row["locale"].string ?? "en",
                 email: row["email"].string, phoneE164: row["phone_e164"].string,
                 notifyInApp: row["notify_in_app"].bool ?? true, notifyPush: row["notify_push"].bool ?? false,
@@ -51,6 +54,14 @@ extension QueueStore {
                 championNotifySMS: row["champion_notify_sms"].bool ?? false,
                 quietHoursStart: start, quietHoursEnd: end,
                 quietLevel: level ?? .none, quietAction: action ?? .skip)
+            prefs.quietAllowCritical = row["quiet_hours_allow_critical"].bool ?? true
+            prefs.dailyReminderEnabled = row["daily_reminder_enabled"].bool ?? true
+            prefs.doseReminderEnabled = row["dose_reminder_enabled"].bool ?? true
+            prefs.washoutNotificationsEnabled = row["washout_notifications_enabled"].bool ?? true
+            prefs.testStartReminderEnabled = row["test_start_reminder_enabled"].bool ?? true
+            prefs.forecastNotificationsEnabled = row["forecast_notifications_enabled"].bool ?? true
+            prefs.promptNotificationsEnabled = row["prompt_notifications_enabled"].bool ?? true
+            ctx.profiles[id] = prefs
         }
 
         if !alertIds.isEmpty {
@@ -91,13 +102,15 @@ extension QueueStore {
 
         // 48 hours covers the recipient's whole local day in any time zone, and the shorter windows.
         for row in try db.query("""
-            select recipient_user_id, channel, kind, sent_at from notification_queue
+            select recipient_user_id, channel, kind, payload->>'reminder_type' as reminder_type,
+                   coalesce(notification_group, id::text) as grp, sent_at from notification_queue
              where status = 'sent' and recipient_user_id = any(\(recipients)::uuid[])
                and sent_at > \(now.addingTimeInterval(-48 * 3600)) and sent_at <= \(now.addingTimeInterval(60))
             """) {
             guard let user = row["recipient_user_id"].uuid, let at = row["sent_at"].date,
                   let channel = row["channel"].string.flatMap(Channel.init(rawValue:)) else { continue }
-            ctx.history.append(SentRecord(recipient: user, channel: channel, kind: row["kind"].string ?? "", at: at))
+            let type = QueueItem.rateType(kind: row["kind"].string ?? "", reminderType: row["reminder_type"].string)
+            ctx.history.append(SentRecord(recipient: user, channel: channel, kind: type, group: row["grp"].string, at: at))
         }
 
         if !retried.isEmpty {

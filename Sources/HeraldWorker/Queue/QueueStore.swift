@@ -131,7 +131,8 @@ public struct QueueStore {
 
     static let itemColumns = """
         id, recipient_user_id, member_user_id, alert_state_id, channel, kind, severity, priority,
-        payload::text as payload, scheduled_at, created_at, run_after, attempts, max_attempts, dedupe_key
+        payload::text as payload, scheduled_at, created_at, run_after, attempts, max_attempts, dedupe_key,
+        notification_group
         """
 
     /// The rows a claim may take at `now`, of a queue aliased `q`: the one definition of "due" for the
@@ -261,7 +262,8 @@ public struct QueueStore {
             priority: row["priority"].string.flatMap(Priority.init(rawValue:)) ?? .normal,
             payloadText: row["payload"].string ?? "{}", scheduledAt: scheduled,
             createdAt: row["created_at"].date, runAfter: row["run_after"].date,
-            attempts: row["attempts"].int ?? 1, dedupeKey: row["dedupe_key"].string)
+            attempts: row["attempts"].int ?? 1, dedupeKey: row["dedupe_key"].string,
+            notificationGroup: row["notification_group"].string)
     }
 
     // MARK: - Record
