@@ -124,7 +124,12 @@ public struct Renderer: Sendable {
         // and kept in `data` for the app.
         let image = payload["image_url"]?.stringValue.flatMap(Renderer.imageURL)
         if let image { data["image_url"] = .string(image) }
-        let titleKey = switch lang { case .ar: "title_ar"; case .ptBR: "title_pt"; case .en: "title_en" }
+        let titleKey: String
+        switch lang {
+        case .ar: titleKey = "title_ar"
+        case .ptBR: titleKey = "title_pt"
+        case .en: titleKey = "title_en"
+        }
         let actions = NotificationAction.parse(payload["actions"] ?? payload["action_buttons"], title: titleKey)
         if !actions.isEmpty { data["actions"] = .array(actions.map(\.json)) }
 
