@@ -55,12 +55,19 @@ public protocol BatchHTTPAdapter: Sendable {
     func request(for envelopes: [Envelope]) throws -> HTTPRequest
     /// One outcome per envelope, in the order of the request.
     func classify(_ result: Result<HTTPResponse, TransportError>, count: Int, now: Date) -> [ClassifiedResponse]
+    /// The same, knowing the envelopes sent (their rows' attempts and ids): what a pass should call. By
+    /// default the count-only classification.
+    func classify(_ result: Result<HTTPResponse, TransportError>, envelopes: [Envelope], now: Date) -> [ClassifiedResponse]
     /// The configuration to name when most of this provider's destinations are refused in a pass.
     var configuration: ConfigurationCheck { get }
 }
 
 extension BatchHTTPAdapter {
     public func prepare(now: Date, transport: HTTPTransport) throws {}
+    public func classify(_ result: Result<HTTPResponse, TransportError>, envelopes: [Envelope],
+                         now: Date) -> [ClassifiedResponse] {
+        classify(result, count: envelopes.count, now: now)
+    }
     /// No destination-invalid answer is suspected of being a configuration slip.
     public var configuration: ConfigurationCheck {
         ConfigurationCheck(hint: "check the \(provider) configuration", codes: [])

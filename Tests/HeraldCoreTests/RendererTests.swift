@@ -69,8 +69,11 @@ import Testing
         #expect(n.data["risk_level"] == "HIGH")
         #expect(n.data["type"] == "daily_forecast")
         let noSummary = item(kind: "daily_forecast", payload: #"{"date":"2026-01-25","risk_level":"LOW"}"#, scheduledAt: utc(2026, 1, 25))
-        #expect(Renderer().render(noSummary, preferences: en, unreadInApp: 0).body == "Today's flare risk: LOW")
-        #expect(Renderer().render(noSummary, preferences: ar, unreadInApp: 0).body == "خطر النوبات اليوم: منخفض")
+        // No summary (a forecast made from the weather): seed 004's example text for the level, whole.
+        #expect(Renderer().render(noSummary, preferences: en, unreadInApp: 0).body
+                == "Today's flare risk: LOW - Steady pressure expected. Your body may feel more balanced today.")
+        #expect(Renderer().render(noSummary, preferences: ar, unreadInApp: 0).body
+                == "خطر النوبات اليوم: منخفض - يُتوقع ضغط جوي مستقر. قد يشعر جسمك بتوازن أكبر اليوم.")
     }
 
     @Test func promptFollowsSeed002() {

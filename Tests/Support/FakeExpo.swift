@@ -18,6 +18,9 @@ public final class FakeExpo: Sendable {
         var ticketErrors: [String: (error: String, message: String)] = [:]
         var receiptErrors: [String: (error: String, message: String)] = [:]
         var receiptsReady = true
+        /// Messages whose compact JSON is bigger get a MessageTooBig ticket. Expo measures the payload
+        /// it makes for Apple or Google, not our JSON: a smaller limit stands in for that difference.
+        var maxMessageBytes = 4096
         var next: [FakeResponse] = []
         /// Ticket id → token, for every ok ticket issued.
         var tickets: [String: String] = [:]
@@ -46,6 +49,9 @@ public final class FakeExpo: Sendable {
 
     /// When false, the receipts endpoint omits every id (not ready yet).
     public func setReceiptsReady(_ ready: Bool) { state.with { $0.receiptsReady = ready } }
+
+    /// The size above which a message gets a MessageTooBig ticket (4096 by default).
+    public func setMaxMessageBytes(_ bytes: Int) { state.with { $0.maxMessageBytes = bytes } }
 
     /// The next requests (send or receipts) get these answers, in order, instead of the normal ones.
     public func enqueue(_ responses: FakeResponse...) { state.with { $0.next += responses } }
@@ -131,7 +137,7 @@ public final class FakeExpo: Sendable {
                     if let failure = s.ticketErrors[token] {
                         tickets.append(["status": "error", "message": failure.message,
                                         "details": ["error": failure.error, "expoPushToken": token]])
-                    } else if size > 4096 {
+                    } else if size > s.maxMessageBytes {
                         tickets.append(["status": "error", "message": "Message too big (\(size) bytes).",
                                         "details": ["error": "MessageTooBig"]])
                     } else {

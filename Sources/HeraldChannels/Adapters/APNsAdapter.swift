@@ -70,6 +70,12 @@ public struct APNsAdapter: HTTPAdapter {
         item.severity == .critical || item.priority == .high ? 10 : 5
     }
 
+    /// `apns-push-type` and `apns-priority` for an envelope: a silent row is a background push, which
+    /// Apple requires at priority 5 (10 is an error).
+    public static func pushType(for envelope: Envelope) -> (type: String, priority: Int) {
+        envelope.rendered.silent ? ("background", 5) : ("alert", priority(for: envelope.item))
+    }
+
     /// "alert-<alert_state_id>" for a pattern alert, so a later notification of the same episode
     /// replaces the earlier one on the device; nil otherwise.
     public static func collapseId(for item: QueueItem) -> String? {
@@ -80,14 +86,24 @@ public struct APNsAdapter: HTTPAdapter {
 
     /// The JSON payload: `aps` (alert, sound, badge, category, thread-id) and the notification's data
     /// keys at the top level (an `aps` data key is dropped: it would clobber Apple's dictionary).
+    ///
+    /// A silent row's `aps` is only `content-available: 1` (no alert, sound or badge). An image sets
+    /// `mutable-content: 1`, so the app's notification service extension can fetch `image_url` from the
+    /// data; action buttons come from the `category` the app registered, their texts in `actions`.
     public static func payload(title: String, body: String, for envelope: Envelope) -> JSONValue {
         let r = envelope.rendered
+        if r.silent {
+            var top = r.data
+            top["aps"] = ["content-available": 1]
+            return .object(top)
+        }
         var aps: [String: JSONValue] = [
             "alert": ["title": .string(title), "body": .string(body)],
             "badge": .number(Double(r.badge)),
         ]
         if let sound = r.sound { aps["sound"] = .string(sound) }
         if let category = r.category { aps["category"] = .string(category) }
+        if r.imageURL != nil { aps["mutable-content"] = 1 }
         // Groups a kind's notifications together in Notification Center.
         aps["thread-id"] = .string(envelope.item.kindRaw)
         // Critical alerts break through Focus as time-sensitive; low priority ones stay passive.
@@ -117,11 +133,12 @@ public struct APNsAdapter: HTTPAdapter {
             throw AdapterError("APNs device token is empty or not alphanumeric")
         }
         let item = envelope.item
+        let push = Self.pushType(for: envelope)
         var headers: [(String, String)] = [
             ("authorization", "bearer " + (try tokens.token(now: envelope.now))),
             ("apns-topic", topic),
-            ("apns-push-type", "alert"),
-            ("apns-priority", String(Self.priority(for: item))),
+            ("apns-push-type", push.type),
+            ("apns-priority", String(push.priority)),
             ("apns-expiration", String(Int(item.scheduledAt.addingTimeInterval(Self.expiration).timeIntervalSince1970))),
             ("apns-id", item.id.lowercased),
             ("content-type", "application/json"),

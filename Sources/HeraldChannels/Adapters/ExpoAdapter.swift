@@ -22,17 +22,51 @@ public struct ExpoAdapter: BatchHTTPAdapter {
     public let baseURL: String
     /// Sent as `Authorization: Bearer` when "enhanced push security" is on; nil sends no header.
     private let accessToken: String?
-    /// The Android notification channel for messages whose data carries no `channel_id`.
+    /// The Android notification channel for kinds without one of their own in `androidChannels`
+    /// (HERALD_ANDROID_CHANNEL); nil: the kind's built-in default (`defaultAndroidChannels`).
     public var androidChannelId: String?
+    /// The Android notification channel per kind (HERALD_ANDROID_CHANNEL_<KIND>), by raw kind.
+    public var androidChannels: [String: String]
     public var timeout: Double
+    /// The rows whose message Expo refused as too big once: their next message is cut to
+    /// `shrunkPayloadBytes`, and a second refusal fails them. Shared by copies of the adapter.
+    public let tooBig = ExpoTooBigMemo()
+
+    /// The Android channel of each kind when nothing is configured. The app creates these channels
+    /// (`setNotificationChannelAsync`, seed 003); a message naming a channel the device lacks is not shown.
+    public static let defaultAndroidChannels: [String: String] = [
+        "pattern_alert": "herald-alerts",
+        "daily_forecast": "herald-forecasts",
+        "prompt": "herald-prompts",
+        "reminder": "herald-reminders",
+        "system": "herald-system",
+    ]
+    /// What a message is cut to on its one retry after Expo's MessageTooBig: three quarters of 4,096.
+    public static let shrunkPayloadBytes = Truncation.pushPayloadBytes * 3 / 4
+    /// Seed 003's back-off after MessageRateExceeded, by attempt: 5 s, 30 s, then 2 min.
+    public static let rateExceededSchedule: [Double] = [5, 30, 120]
 
     public init(accessToken: String?, baseURL: String? = nil, androidChannelId: String? = nil,
-                timeout: Double = 15) throws {
+                androidChannels: [String: String] = [:], timeout: Double = 15) throws {
         self.baseURL = try AdapterSupport.baseURL(baseURL, default: "https://exp.host", variable: "EXPO_URL")
         let token = accessToken?.trimmingCharacters(in: .whitespacesAndNewlines)
         self.accessToken = (token?.isEmpty ?? true) ? nil : token
         self.androidChannelId = androidChannelId
+        self.androidChannels = androidChannels
         self.timeout = timeout
+    }
+
+    /// The Android channel for a row: the data's `channel_id`, else the kind's configured channel, else
+    /// HERALD_ANDROID_CHANNEL, else the kind's default; nil for an unknown kind with nothing configured.
+    public func androidChannel(for envelope: Envelope) -> String? {
+        let kind = envelope.item.kindRaw
+        return envelope.rendered.data["channel_id"]?.stringValue ?? androidChannels[kind] ?? androidChannelId
+            ?? Self.defaultAndroidChannels[kind]
+    }
+
+    /// Seed 003's wait before the next attempt after MessageRateExceeded, `attempt` counting from 1.
+    public static func rateExceededWait(attempt: Int) -> Double {
+        rateExceededSchedule[min(max(attempt, 1), rateExceededSchedule.count) - 1]
     }
 
     public var sendURL: String { baseURL + "/--/api/v2/push/send" }
@@ -53,36 +87,53 @@ public struct ExpoAdapter: BatchHTTPAdapter {
     /// One message object, its texts shortened (body first) so its JSON is at most 4,096 bytes. When the
     /// data object alone is too big, only its `kind`, `queue_id` and `deep_link` are kept. Throws when
     /// even that does not fit (it then fails the whole batch's `request(for:)`).
+    ///
+    /// A silent row is data-only: `_contentAvailable: true` and no title, body, sound or badge. An image
+    /// goes to `richContent.image` with `mutableContent: true` (and stays in `data.image_url`); action
+    /// buttons travel in `data.actions` with the row's `categoryId`.
     public func message(for envelope: Envelope) throws -> JSONValue {
         let r = envelope.rendered
+        let limit = tooBig.contains(envelope.item.id) ? Self.shrunkPayloadBytes : Truncation.pushPayloadBytes
         var base: [String: JSONValue] = [
             "to": .string(envelope.destination.address),
             "data": .object(r.data),
-            "badge": .number(Double(r.badge)),
             "priority": .string(Self.priority(for: envelope.item)),
-            "sound": r.sound.map { JSONValue.string($0) } ?? JSONValue.null,
-            "interruptionLevel": .string(InterruptionLevel.of(severity: envelope.item.severity,
-                                                              priority: envelope.item.priority).rawValue),
         ]
-        if let channel = r.data["channel_id"]?.stringValue ?? androidChannelId { base["channelId"] = .string(channel) }
-        if let category = r.category { base["categoryId"] = .string(category) }
+        if let channel = androidChannel(for: envelope) { base["channelId"] = .string(channel) }
+        if r.silent {
+            base["_contentAvailable"] = true
+        } else {
+            base["badge"] = .number(Double(r.badge))
+            base["sound"] = r.sound.map { JSONValue.string($0) } ?? JSONValue.null
+            base["interruptionLevel"] = .string(InterruptionLevel.of(severity: envelope.item.severity,
+                                                                     priority: envelope.item.priority).rawValue)
+            if let category = r.category { base["categoryId"] = .string(category) }
+            if let image = r.imageURL {
+                base["richContent"] = ["image": .string(image)]
+                base["mutableContent"] = true
+            }
+        }
         func encode(_ title: String, _ body: String) -> [UInt8] {
             var m = base
-            m["title"] = .string(title)
-            m["body"] = .string(body)
+            if !r.silent {
+                m["title"] = .string(title)
+                m["body"] = .string(body)
+            }
             return Array(JSONValue.object(m).jsonText.utf8)
         }
-        var fitted = Truncation.fit(title: r.title, body: r.body, limitBytes: Truncation.pushPayloadBytes, encode: encode)
+        var fitted = Truncation.fit(title: r.title, body: r.body, limitBytes: limit, encode: encode)
         if fitted == nil {
             // The data alone is too big: keep only what the app needs to open the notification.
             base["data"] = .object(r.data.filter { ["kind", "queue_id", "deep_link"].contains($0.key) })
-            fitted = Truncation.fit(title: r.title, body: r.body, limitBytes: Truncation.pushPayloadBytes, encode: encode)
+            fitted = Truncation.fit(title: r.title, body: r.body, limitBytes: limit, encode: encode)
         }
         guard let fitted else {
-            throw AdapterError("expo: the message cannot be made to fit in \(Truncation.pushPayloadBytes) bytes")
+            throw AdapterError("expo: the message cannot be made to fit in \(limit) bytes")
         }
-        base["title"] = .string(fitted.title)
-        base["body"] = .string(fitted.body)
+        if !r.silent {
+            base["title"] = .string(fitted.title)
+            base["body"] = .string(fitted.body)
+        }
         return .object(base)
     }
 
@@ -159,6 +210,35 @@ public struct ExpoAdapter: BatchHTTPAdapter {
             return ClassifiedResponse(AdapterSupport.redact(outcome, secrets: secrets),
                                       httpStatus: status, latencyMs: latency, throttle: throttle)
         }
+    }
+
+    /// The same, knowing each message's row: MessageTooBig is retried once at once with the message cut
+    /// to `shrunkPayloadBytes` (a second refusal fails the row), and MessageRateExceeded waits seed 003's
+    /// 5 s, 30 s, 2 min by the row's attempt.
+    public func classify(_ result: Result<HTTPResponse, TransportError>, envelopes: [Envelope],
+                         now: Date) -> [ClassifiedResponse] {
+        var answers = classify(result, count: envelopes.count, now: now)
+        for (i, envelope) in envelopes.enumerated() where i < answers.count {
+            let id = envelope.item.id
+            switch answers[i].outcome {
+            case .retry(_, "MessageRateExceeded", let message):
+                let wait = Self.rateExceededWait(attempt: envelope.item.attempts)
+                answers[i].outcome = .retry(after: wait, code: "MessageRateExceeded", message: message)
+                answers[i].throttle = .destination(wait: wait)
+            case .permanent("MessageTooBig", let message):
+                if tooBig.insert(id) {
+                    answers[i].outcome = .retry(after: 0, code: "MessageTooBig",
+                                                message: message + " (retried once, cut to \(Self.shrunkPayloadBytes) bytes)")
+                } else {
+                    tooBig.remove(id)
+                }
+            case .delivered:
+                tooBig.remove(id)
+            default:
+                break
+            }
+        }
+        return answers
     }
 
     /// DeviceNotRegistered is Expo relaying Apple's or Google's word that the token is dead: always acted
@@ -293,6 +373,29 @@ public struct ExpoAdapter: BatchHTTPAdapter {
         }
         return .receipts(receipts)
     }
+}
+
+/// The rows Expo refused as too big once (in this process): their next message is cut shorter. Bounded:
+/// past 10,000 rows it starts over (a row then gets one more full-size try).
+public final class ExpoTooBigMemo: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ids: Set<UUID> = []
+    static let capacity = 10_000
+
+    public init() {}
+
+    public func contains(_ id: UUID) -> Bool { lock.withLock { ids.contains(id) } }
+
+    /// True when `id` was not there yet.
+    @discardableResult
+    public func insert(_ id: UUID) -> Bool {
+        lock.withLock {
+            if ids.count >= Self.capacity { ids.removeAll() }
+            return ids.insert(id).inserted
+        }
+    }
+
+    public func remove(_ id: UUID) { _ = lock.withLock { ids.remove(id) } }
 }
 
 /// One Expo push receipt: whether Apple or Google accepted the message.

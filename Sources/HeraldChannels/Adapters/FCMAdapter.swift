@@ -64,25 +64,43 @@ public struct FCMAdapter: HTTPAdapter {
     }
 
     /// The request body `{"message":{…}}` for one title and body.
+    ///
+    /// A silent row is a data-only message: no `notification` block, and for iOS a background push
+    /// (`apns-push-type: background`, `apns-priority: 5`, `content-available: 1`). An image goes to
+    /// `notification.image` and, for iOS, `apns.fcm_options.image` with `mutable-content: 1`; it stays in
+    /// `data.image_url`, and action buttons travel in `data.actions` (a JSON string) with the iOS category.
     public static func body(title: String, body: String, for envelope: Envelope) -> JSONValue {
         let item = envelope.item
         let r = envelope.rendered
         let high = item.severity == .critical || item.priority == .high
         var android: [String: JSONValue] = ["priority": high ? "HIGH" : "NORMAL"]
         if let collapse = APNsAdapter.collapseId(for: item) { android["collapse_key"] = .string(collapse) }
-        var aps: [String: JSONValue] = ["badge": .number(Double(r.badge))]
-        if let sound = r.sound { aps["sound"] = .string(sound) }
-        let message: JSONValue = [
+        var message: [String: JSONValue] = [
             "token": .string(envelope.destination.address),
-            "notification": ["title": .string(title), "body": .string(body)],
             "data": .object(stringData(r.data)),
             "android": .object(android),
-            "apns": [
-                "headers": ["apns-priority": high ? "10" : "5"],
-                "payload": ["aps": .object(aps)],
-            ],
         ]
-        return ["message": message]
+        if r.silent {
+            message["apns"] = [
+                "headers": ["apns-priority": "5", "apns-push-type": "background"],
+                "payload": ["aps": ["content-available": 1]],
+            ]
+            return ["message": .object(message)]
+        }
+        var notification: [String: JSONValue] = ["title": .string(title), "body": .string(body)]
+        var aps: [String: JSONValue] = ["badge": .number(Double(r.badge))]
+        if let sound = r.sound { aps["sound"] = .string(sound) }
+        if let category = r.category { aps["category"] = .string(category) }
+        var apns: [String: JSONValue] = ["headers": ["apns-priority": high ? "10" : "5"]]
+        if let image = r.imageURL {
+            notification["image"] = .string(image)
+            aps["mutable-content"] = 1
+            apns["fcm_options"] = ["image": .string(image)]
+        }
+        apns["payload"] = ["aps": .object(aps)]
+        message["notification"] = .object(notification)
+        message["apns"] = .object(apns)
+        return ["message": .object(message)]
     }
 
     public func request(for envelope: Envelope) throws -> HTTPRequest {

@@ -10,13 +10,21 @@ public struct RenderedNotification: Sendable, Equatable {
     public var category: String?
     /// Unread in-app count + 1 (seed 003).
     public var badge: Int
-    /// "en" or "ar".
+    /// "en", "ar" or "pt-BR".
     public var locale: String
     /// "default", or nil for a silent (low priority) notification.
     public var sound: String?
+    /// A data-only ("background", "silent") push: no title, body, sound or badge reach the device; the
+    /// app wakes and reads `data` (APNs `content-available`, Expo `_contentAvailable`, FCM data-only).
+    public var silent: Bool
+    /// The payload's `image_url` (an https URL), shown as the notification's picture where supported.
+    public var imageURL: String?
+    /// Seed 001's `NotificationActionButton`s, from the payload's `actions`.
+    public var actions: [NotificationAction]
 
     public init(title: String, body: String, data: [String: JSONValue] = [:], deepLink: String? = nil,
-                category: String? = nil, badge: Int = 1, locale: String = "en", sound: String? = "default") {
+                category: String? = nil, badge: Int = 1, locale: String = "en", sound: String? = "default",
+                silent: Bool = false, imageURL: String? = nil, actions: [NotificationAction] = []) {
         self.title = title
         self.body = body
         self.data = data
@@ -25,6 +33,43 @@ public struct RenderedNotification: Sendable, Equatable {
         self.badge = badge
         self.locale = locale
         self.sound = sound
+        self.silent = silent
+        self.imageURL = imageURL
+        self.actions = actions
+    }
+}
+
+/// Seed 001's `NotificationActionButton` ({id, title, action}). Push providers cannot define buttons in a
+/// payload (iOS buttons come from the category the app registers): the buttons travel in `data.actions`
+/// and the category names them.
+public struct NotificationAction: Sendable, Equatable {
+    public var id: String
+    public var title: String
+    /// What the app does ("dose_marked_taken", "snoozed", a deep link, …); the id when absent.
+    public var action: String
+
+    public init(id: String, title: String, action: String? = nil) {
+        self.id = id
+        self.title = title
+        self.action = action ?? id
+    }
+
+    public var json: JSONValue {
+        ["id": .string(id), "title": .string(title), "action": .string(action)]
+    }
+
+    /// The buttons of a payload's `actions` array; entries without a non-empty `id` and `title` are
+    /// dropped, and at most `limit` are kept (iOS shows four, Android three).
+    public static func parse(_ value: JSONValue?, title titleKey: String = "title", limit: Int = 4) -> [NotificationAction] {
+        guard case .array(let list)? = value else { return [] }
+        var out: [NotificationAction] = []
+        for entry in list {
+            guard let id = entry["id"]?.stringValue, !id.isEmpty,
+                  let title = entry[titleKey]?.stringValue ?? entry["title"]?.stringValue, !title.isEmpty else { continue }
+            out.append(NotificationAction(id: id, title: title, action: entry["action"]?.stringValue))
+            if out.count == limit { break }
+        }
+        return out
     }
 }
 
@@ -34,9 +79,13 @@ public struct RenderOptions: Sendable, Equatable {
     public var detailedLockScreen: Bool = false
     /// The app's URL scheme for deep links.
     public var deepLinkScheme: String = "herald"
+    /// Kinds always sent as silent data-only pushes (HERALD_SILENT_KINDS, e.g. ["prompt"]). A payload's
+    /// `"silent": true` makes one notification silent too.
+    public var silentKinds: Set<String> = []
 
-    public init(detailedLockScreen: Bool = false, deepLinkScheme: String = "herald") {
+    public init(detailedLockScreen: Bool = false, deepLinkScheme: String = "herald", silentKinds: Set<String> = []) {
         self.detailedLockScreen = detailedLockScreen
         self.deepLinkScheme = deepLinkScheme
+        self.silentKinds = silentKinds
     }
 }

@@ -60,7 +60,14 @@ public struct ChannelRoutes: Sendable {
             let expoToken = try settings.secret("EXPO_ACCESS_TOKEN")
             let expoOn = try settings.bool("HERALD_EXPO") ?? (settings["EXPO_URL"] != nil)
             if expoToken != nil || expoOn {
-                push["expo"] = .batch(try ExpoAdapter(accessToken: expoToken, baseURL: settings["EXPO_URL"]))
+                // HERALD_ANDROID_CHANNEL_<KIND> (e.g. _PATTERN_ALERT), else HERALD_ANDROID_CHANNEL, else the kind's default.
+                var channels: [String: String] = [:]
+                for kind in Kind.allCases {
+                    if let c = settings["HERALD_ANDROID_CHANNEL_" + kind.rawValue.uppercased()], !c.isEmpty { channels[kind.rawValue] = c }
+                }
+                let fallback = settings["HERALD_ANDROID_CHANNEL"].flatMap { $0.isEmpty ? nil : $0 }
+                push["expo"] = .batch(try ExpoAdapter(accessToken: expoToken, baseURL: settings["EXPO_URL"],
+                                                      androidChannelId: fallback, androidChannels: channels))
             }
             if !push.isEmpty { routes[.push] = .providers(push) }
 

@@ -86,6 +86,7 @@ public struct Runner {
             outbox = try Outbox(path: settings["HERALD_LOG_ADAPTER_FILE"], logger: logger)
             options.render.detailedLockScreen = try settings.bool("HERALD_DETAILED_LOCK_SCREEN") ?? false
             if let scheme = settings["HERALD_DEEP_LINK_SCHEME"] { options.render.deepLinkScheme = scheme }
+            options.render.silentKinds = try Runner.silentKinds(settings["HERALD_SILENT_KINDS"])
             if let lease = try settings.int("HERALD_LEASE_SECONDS") { options.leaseSeconds = lease }
             try Runner.checkLease(options, longestSend: routes.longestSendTimeout)
             if let shadow = try settings.bool("HERALD_SHADOW_MODE") { options.shadowMode = shadow }
@@ -332,4 +333,22 @@ public struct Runner {
 extension Double {
     /// Whole seconds for messages, without trapping on any value.
     var formatted0: String { isFinite && abs(self) < 1e15 ? String(Int64(self.rounded())) : String(self) }
+}
+
+extension Runner {
+    /// HERALD_SILENT_KINDS: a comma-separated list of kinds sent as silent data-only pushes
+    /// (`prompt`, `reminder`, …); empty or `none` for none. An unknown kind exits 1 naming it.
+    static func silentKinds(_ value: String?) throws -> Set<String> {
+        guard let value else { return [] }
+        var kinds: Set<String> = []
+        for part in value.split(separator: ",") {
+            let kind = part.trimmingCharacters(in: .whitespaces).lowercased()
+            if kind.isEmpty || kind == "none" { continue }
+            guard Kind(rawValue: kind) != nil else {
+                throw ConfigError("HERALD_SILENT_KINDS names an unknown kind '\(kind)' (known: \(Kind.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            kinds.insert(kind)
+        }
+        return kinds
+    }
 }
