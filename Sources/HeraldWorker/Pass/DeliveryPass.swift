@@ -205,7 +205,12 @@ final class DeliveryPass {
                 let index = flights.count  // its place in `flights` if it has anything to send
                 for destination in todo {
                     // Wire timestamps (JWT iat, webhook-timestamp) follow the real clock, not --now.
-                    let envelope = Envelope(item: item, rendered: rendered, destination: destination, now: Date())
+                    // A push token's own locale wins over the profile's (rendered again only when it differs).
+                    let own = Renderer.locale(profile: prefs.locale, destination: destination)
+                    let text = own == prefs.locale ? rendered
+                        : renderer.render(item, preferences: prefs, unreadInApp: ctx.unreadInApp[item.recipientUserId] ?? 0,
+                                          destination: destination)
+                    let envelope = Envelope(item: item, rendered: text, destination: destination, now: Date())
                     switch route {
                     case .log:
                         outbox.deliver(envelope)
@@ -422,7 +427,7 @@ final class DeliveryPass {
             let answers: [ClassifiedResponse]
             switch owner.adapter {
             case .single(let a): answers = [a.classify(response, now: Date())]
-            case .batch(let a): answers = a.classify(response, count: owner.jobs.count, now: Date())
+            case .batch(let a): answers = a.classify(response, envelopes: owner.jobs.map(\.envelope), now: Date())
             }
             for (i, job) in owner.jobs.enumerated() {
                 let answer = i < answers.count ? answers[i]
