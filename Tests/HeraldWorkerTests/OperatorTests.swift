@@ -95,6 +95,33 @@ import Testing
         #expect(try f.count("select count(*)::int from notification_events where event = 'unlocked'") == 1)
     }
 
+    /// A real pass holds rows under its lease while its sends are slow: every verb leaves them alone,
+    /// and the pass records them as it would have.
+    @Test func aRealPassesLiveLeaseIsNeverTouched() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let server = try FakeHTTPServer(http2: false) { _ in FakeResponse(status: 204, delay: 1.5) }
+        defer { server.shutdown() }
+        var recipients: [UUID] = []
+        for _ in 0..<4 { recipients.append(try f.profile()) }
+        try f.enqueueMany(4, to: recipients, channel: "webhook", at: seedInstant)
+        let p = try HeraldBinary.start(["run", "--now", ISO8601.string(seedInstant), "--quiet", "--only", "deliver"],
+                                       env: ["DATABASE_URL": tdb.url, "WEBHOOK_URL": server.baseURL + "/hooks",
+                                             "WEBHOOK_SECRET": WebhookDeliveryTests.secret])
+        #expect(try f.waitFor("select count(*)::int from notification_queue where status = 'processing'", atLeast: 4))
+        var webhook = RowFilter()
+        webhook.channel = "webhook"
+        for action in [OperatorAction.cancel, .retry, .unlock, .reschedule(seedInstant.addingTimeInterval(3600))] {
+            #expect(try ops(db).apply(action, to: webhook, dryRun: false).isEmpty, "\(action) touched a live lease")
+        }
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == 4)
+        #expect(try f.count("select count(*)::int from notification_events where event in ('cancelled','retried','unlocked','rescheduled')") == 0)
+    }
+
     @Test func theVerbsRunFromTheCommandLine() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
