@@ -130,36 +130,30 @@ struct PauseScope: ParsableArguments {
     }
 }
 
+/// Runs `change` (pause or resume) for the scope and prints {"action":…,"changed":…}.
+func changePause(_ action: String, _ scope: PauseScope, _ common: CommonOptions,
+                 _ change: (Operator, String?, String?) throws -> Bool) throws {
+    let (settings, _) = try common.start()
+    let db = try connect(settings)
+    defer { db.close() }
+    let changed = try databaseStep {
+        try change(Operator(db: db, actor: operatorName(), reason: scope.reason), scope.channel?.rawValue, scope.kind?.rawValue)
+    }
+    printJSON((["action": .string(action), "changed": .bool(changed)] as JSONValue).jsonText)
+}
+
 struct Pause: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Hold back due rows of a channel or kind in every pass on every host until resumed.",
         discussion: "Paused rows stay pending and are counted as `paused` in the summary, status and metrics.")
     @OptionGroup var scope: PauseScope
     @OptionGroup var common: CommonOptions
-    func run() throws {
-        let (settings, _) = try common.start()
-        let db = try connect(settings)
-        defer { db.close() }
-        let added = try databaseStep {
-            try Operator(db: db, actor: operatorName(), reason: scope.reason)
-                .pause(channel: scope.channel?.rawValue, kind: scope.kind?.rawValue)
-        }
-        printJSON((["action": "paused", "changed": .bool(added)] as JSONValue).jsonText)
-    }
+    func run() throws { try changePause("paused", scope, common) { try $0.pause(channel: $1, kind: $2) } }
 }
 
 struct Resume: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Lift a pause (the same --channel/--kind as given to pause).")
     @OptionGroup var scope: PauseScope
     @OptionGroup var common: CommonOptions
-    func run() throws {
-        let (settings, _) = try common.start()
-        let db = try connect(settings)
-        defer { db.close() }
-        let removed = try databaseStep {
-            try Operator(db: db, actor: operatorName(), reason: scope.reason)
-                .resume(channel: scope.channel?.rawValue, kind: scope.kind?.rawValue)
-        }
-        printJSON((["action": "resumed", "changed": .bool(removed)] as JSONValue).jsonText)
-    }
+    func run() throws { try changePause("resumed", scope, common) { try $0.resume(channel: $1, kind: $2) } }
 }

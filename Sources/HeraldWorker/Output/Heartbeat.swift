@@ -17,13 +17,7 @@ public struct Heartbeat: Sendable {
     /// Nil when `url` is nil; throws when it is not an http(s) URL.
     public init?(url: String?) throws {
         guard let url else { return nil }
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
-              scheme == "https" || scheme == "http", parsed.host != nil else {
-            throw ConfigError("HERALD_HEARTBEAT_URL must be an http(s) URL")
-        }
-        var base = url
-        while base.hasSuffix("/") { base.removeLast() }
-        self.url = base
+        self.url = try monitorBase(url, named: "HERALD_HEARTBEAT_URL")
     }
 
     /// GETs `<url>/<suffix>`; never throws.
@@ -52,13 +46,7 @@ public struct Pushgateway: Sendable {
 
     public init?(url: String?) throws {
         guard let url else { return nil }
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
-              scheme == "https" || scheme == "http", parsed.host != nil else {
-            throw ConfigError("the Pushgateway URL (--pushgateway or HERALD_PUSHGATEWAY_URL) must be an http(s) URL")
-        }
-        var base = url
-        while base.hasSuffix("/") { base.removeLast() }
-        self.url = base
+        self.url = try monitorBase(url, named: "the Pushgateway URL (--pushgateway or HERALD_PUSHGATEWAY_URL)")
     }
 
     /// The grouping key's path: job `herald`, instance = this host (path-escaped).
@@ -81,4 +69,15 @@ public struct Pushgateway: Sendable {
             logger.warning("could not push the metrics", metadata: ["error": .string("\(error)")])
         }
     }
+}
+
+/// A monitoring endpoint's base URL without trailing slashes; throws naming `setting` unless http(s).
+private func monitorBase(_ url: String, named setting: String) throws -> String {
+    guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(),
+          scheme == "https" || scheme == "http", parsed.host != nil else {
+        throw ConfigError("\(setting) must be an http(s) URL")
+    }
+    var base = url
+    while base.hasSuffix("/") { base.removeLast() }
+    return base
 }

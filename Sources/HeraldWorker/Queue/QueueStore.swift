@@ -235,6 +235,11 @@ public struct QueueStore {
                and not (channel = any(\(channels)::text[]))
              group by channel
             """)
+        return QueueStore.countsByChannel(result)
+    }
+
+    /// `channel, n` rows as a dictionary.
+    static func countsByChannel(_ result: PGResult) -> [String: Int] {
         var out: [String: Int] = [:]
         for row in result { out[row["channel"].string ?? "?"] = row["n"].int ?? 0 }
         return out
@@ -247,9 +252,7 @@ public struct QueueStore {
              where \(QueueStore.due(now)) and not \(QueueStore.notPaused)
              group by channel
             """)
-        var out: [String: Int] = [:]
-        for row in result { out[row["channel"].string ?? "?"] = row["n"].int ?? 0 }
-        return out
+        return QueueStore.countsByChannel(result)
     }
 
     static func item(_ row: PGRow) -> QueueItem? {
