@@ -11,6 +11,8 @@ import HeraldHTTP
 ///                                topic: "com.example.app", environment: .production)
 ///     let outcome = apns.classify(transport.perform(try apns.request(for: envelope)), now: now)
 public struct APNsAdapter: HTTPAdapter {
+    /// A dead token is deactivated.
+    public var deadDestination: FollowUp? { .deactivateDestination }
     public enum Environment: String, Sendable, CaseIterable {
         case production
         case sandbox

@@ -11,6 +11,8 @@ import HeraldHTTP
 ///     try fcm.prepare(now: now, transport: transport)
 ///     let outcome = fcm.classify(transport.perform(try fcm.request(for: envelope)), now: now)
 public struct FCMAdapter: HTTPAdapter {
+    /// A dead token is deactivated.
+    public var deadDestination: FollowUp? { .deactivateDestination }
     public let provider = "fcm"
     public let account: GoogleServiceAccount
     /// "https://fcm.googleapis.com", or the FCM_URL override.

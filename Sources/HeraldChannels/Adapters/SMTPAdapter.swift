@@ -15,6 +15,8 @@ import HeraldHTTP
 /// permanent; refused credentials or no STARTTLS where TLS is required → permanent (configuration);
 /// connection failures → retry.
 public struct SMTPAdapter: HTTPAdapter {
+    /// An address that refuses the channel turns it off for the recipient.
+    public var deadDestination: FollowUp? { .optOut }
     public let provider = "smtp"
     /// SMTP_URL, credentials included. Never logged.
     private let url: String

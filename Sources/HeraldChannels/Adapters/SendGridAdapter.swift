@@ -9,6 +9,8 @@ import HeraldHTTP
 ///     let mail = try SendGridAdapter(apiKey: env["SENDGRID_API_KEY"]!, from: env["EMAIL_FROM"]!,
 ///                                    baseURL: env["SENDGRID_URL"])
 public struct SendGridAdapter: HTTPAdapter {
+    /// An address that refuses the channel turns it off for the recipient.
+    public var deadDestination: FollowUp? { .optOut }
     public let provider = "sendgrid"
     private let apiKey: String
     public let fromEmail: String

@@ -12,6 +12,8 @@ import HeraldHTTP
 /// A 201 means Twilio queued the message; delivery (and async errors such as 30007) is learned later:
 /// the `statuses` phase polls the Message resource and the `events` phase applies status callbacks.
 public struct TwilioAdapter: HTTPAdapter {
+    /// An address that refuses the channel turns it off for the recipient.
+    public var deadDestination: FollowUp? { .optOut }
     public let provider = "twilio"
     public let accountSid: String
     private let authToken: String

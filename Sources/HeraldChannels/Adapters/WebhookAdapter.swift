@@ -11,6 +11,8 @@ import HeraldHTTP
 public struct WebhookAdapter: HTTPAdapter {
     public let provider = "webhook"
     public let url: String
+    /// Every webhook destination is the receiver's URL.
+    public var providerAddress: String? { url }
     /// The secrets' raw bytes (SymmetricKey is not Sendable; a key is made per signature).
     private let keys: [[UInt8]]
     public var timeout: Double

@@ -13,6 +13,8 @@ import HeraldHTTP
 ///     let wa = try WhatsAppAdapter(token: env["WHATSAPP_TOKEN"]!, phoneNumberId: env["WHATSAPP_PHONE_NUMBER_ID"]!,
 ///                                  templates: templates, baseURL: env["WHATSAPP_URL"])
 public struct WhatsAppAdapter: HTTPAdapter {
+    /// An address that refuses the channel turns it off for the recipient.
+    public var deadDestination: FollowUp? { .optOut }
     public typealias Template = (name: String, language: String)
 
     public let provider = "whatsapp"

@@ -60,11 +60,6 @@ public struct Runner {
             heartbeat = try Heartbeat(url: settings["HERALD_HEARTBEAT_URL"])
             pushgateway = try Pushgateway(url: options.pushgateway ?? settings["HERALD_PUSHGATEWAY_URL"])
             databaseURL = try settings.databaseURL() ?? ""
-            let missing = options.phases.filter { !Phase.available.contains($0) }
-            if !missing.isEmpty {
-                throw ConfigError("phase \(missing.map(\.rawValue).joined(separator: ", ")) is not available in this "
-                    + "version of herald; available: \(Phase.available.map(\.rawValue).joined(separator: ", "))")
-            }
             guard options.batchSize > 0 else { throw ConfigError("--batch-size must be at least 1") }
             guard options.deadline.isFinite, options.deadline > 0 else { throw ConfigError("--deadline must be a positive number of seconds") }
             routes = try ChannelRoutes.load(settings)
@@ -188,7 +183,7 @@ public struct Runner {
                 try pass.run()
             }
             if options.phases.contains(.receipts) && !options.dryRun && !summary.interrupted,
-               case .batch(let adapter as ExpoAdapter)? = routes[.push]?.adapter(for: "expo") {
+               let adapter = routes[.push]?.receiptCheckers.first {
                 isolated(Phase.receipts.rawValue, db: db, logger: logger, summary: &summary) { summary in
                     let r = try ReceiptsPhase(db: db, now: clock.now(), logger: logger, transport: transport, expo: adapter).run()
                     summary.generated["receipts_checked"] = r.checked
