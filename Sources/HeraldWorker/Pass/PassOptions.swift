@@ -6,9 +6,6 @@ public enum Phase: String, CaseIterable, Sendable {
     /// `events` and `statuses` learn what became of SMS, WhatsApp and email after the provider accepted
     /// them (issue 12, README "Delivery truth").
     case patterns, forecasts, prompts, reminders, deliver, receipts, events, statuses
-
-    /// The phases that fill the queue (they run before `deliver`).
-    public var isGenerator: Bool { [.patterns, .forecasts, .prompts, .reminders].contains(self) }
 }
 
 /// How one `herald run` behaves. Defaults are the seed's cron body (batch 50) and DESIGN §1.

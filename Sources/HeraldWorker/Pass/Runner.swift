@@ -277,50 +277,22 @@ public struct Runner {
         }
     }
 
-    /// The generator phases, in order: each fills the queue from the data the apps write. Each runs in
-    /// isolation: one that fails is reported and the others, and delivery, still run.
+    /// The generator phases, in the order they run: each fills the queue from the data the apps write.
+    static let generators: [any GeneratorPhase] = [
+        PatternsGenerator(), ForecastsGenerator(), PromptsGenerator(), RemindersGenerator(),
+    ]
+
+    /// Runs the selected generator phases, each in isolation: one that fails is reported and the
+    /// others, and delivery, still run.
     func generate(db: PGConnection, transport: HTTPTransport, options: PassOptions, clock: PassClock,
                   logger: Logger, summary: inout Summary) {
-        for phase in Phase.allCases where options.phases.contains(phase) && phase.isGenerator {
+        for generator in Self.generators where options.phases.contains(generator.phase) {
             if StopSignal.requested { summary.interrupted = true; return }
-            isolated(phase.rawValue, db: db, logger: logger, summary: &summary) { summary in
-                try generate(phase, db: db, transport: transport, options: options, now: clock.now(),
-                             logger: logger, summary: &summary)
+            isolated(generator.phase.rawValue, db: db, logger: logger, summary: &summary) { summary in
+                let context = GeneratorContext(db: db, passId: summary.passId, now: clock.now(), logger: logger,
+                                               transport: transport, options: options, settings: settings)
+                try generator.run(context, summary: &summary)
             }
-        }
-    }
-
-    func generate(_ phase: Phase, db: PGConnection, transport: HTTPTransport, options: PassOptions, now: Date,
-                  logger: Logger, summary: inout Summary) throws {
-        let passId = summary.passId
-        switch phase {
-        case .patterns:
-            var p = PatternPhase(db: db, passId: passId, now: now, logger: logger)
-            p.shadowMode = options.shadowMode
-            p.thresholdsVersion = options.thresholdsVersion
-            p.readerURL = try settings.databaseURL()
-            p.batchSize = max(1, options.patternChunk)
-            let r = try p.run()
-            summary.generated["patterns"] = r.enqueued
-            summary.generated["patterns_users"] = r.users
-            summary.generated["episodes_opened"] = r.episodesOpened
-            summary.generated["episodes_resolved"] = r.episodesResolved
-        if r.failedUsers > 0 { summary.generated["patterns_failed_users"] = r.failedUsers }
-        case .forecasts:
-            var f = ForecastPhase(db: db, passId: passId, now: now, logger: logger, transport: transport)
-            f.weatherURL = options.dryRun ? nil : options.weatherURL
-            let r = try f.run()
-            summary.generated["forecasts"] = r.enqueued
-            if r.fetched + r.fetchFailures > 0 {
-                summary.generated["weather_fetched"] = r.fetched
-                summary.generated["weather_failed"] = r.fetchFailures
-            }
-        case .prompts:
-            summary.generated["prompts"] = try PromptPhase(db: db, passId: passId, now: now).run()
-        case .reminders:
-            summary.generated["reminders"] = try ReminderPhase(db: db, passId: passId, now: now).run()
-        case .deliver, .receipts, .events, .statuses:
-            return
         }
     }
 }
