@@ -200,8 +200,22 @@ public enum ChannelRoute: Sendable {
     }
 }
 
-/// Raised while building a request from a row that cannot be sent as it is.
+/// Raised while building a request from a row that cannot be sent as it is, or while reading an
+/// adapter's configuration.
 public struct AdapterError: Error, CustomStringConvertible {
     public var description: String
+    /// The setting at fault, when the error is about one (`FCM_SERVICE_ACCOUNT_FILE`): the configuration
+    /// check names it, and its value, instead of the adapter's own words for it.
+    public var setting: String?
+    /// What is wrong with the setting's value, without a subject (`has no "client_email" field`).
+    public var detail: String?
+
     public init(_ description: String) { self.description = description }
+
+    /// An error about `setting`'s value, described as `subject` + `detail` ("… file" + " has no …").
+    public init(setting: String, subject: String, detail: String) {
+        self.description = subject + detail
+        self.setting = setting
+        self.detail = detail
+    }
 }

@@ -69,7 +69,7 @@ public struct APNsAdapter: HTTPAdapter {
 
     /// `10` (send now) for critical alerts and high-priority rows, else `5` (power-aware delivery).
     public static func priority(for item: QueueItem) -> Int {
-        item.severity == .critical || item.priority == .high ? 10 : 5
+        PushUrgency.of(item) == .immediate ? 10 : 5
     }
 
     /// `apns-push-type` and `apns-priority` for an envelope: a silent row is a background push, which

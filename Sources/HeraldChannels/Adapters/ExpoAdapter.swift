@@ -83,8 +83,11 @@ public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
     /// normal → "default" (the platform's default: high on iOS, normal on Android); low → "normal"
     /// (APNs 5: delivered when convenient, seed 003's "batched/silent").
     public static func priority(for item: QueueItem) -> String {
-        if item.priority == .high || item.severity == .critical { return "high" }
-        return item.priority == .low ? "normal" : "default"
+        switch PushUrgency.of(item) {
+        case .immediate: "high"
+        case .normal: "default"
+        case .low: "normal"
+        }
     }
 
     /// One message object, its texts shortened (body first) so its JSON is at most 4,096 bytes. When the

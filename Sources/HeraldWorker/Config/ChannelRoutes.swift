@@ -51,10 +51,10 @@ public struct ChannelRoutes: Sendable {
             if let json = try settings.fileText("FCM_SERVICE_ACCOUNT_FILE") {
                 do {
                     push["fcm"] = .single(try FCMAdapter(serviceAccountJSON: json, baseURL: settings["FCM_URL"]))
-                } catch let error as AdapterError where error.description.hasPrefix(Self.serviceAccountPrefix) {
+                } catch let error as AdapterError where error.setting != nil {
                     // The adapter names the field; the operator also needs the variable (and file) to fix.
-                    throw ConfigError("FCM_SERVICE_ACCOUNT_FILE (\(settings["FCM_SERVICE_ACCOUNT_FILE"] ?? ""))"
-                        + error.description.dropFirst(Self.serviceAccountPrefix.count))
+                    let setting = error.setting ?? ""
+                    throw ConfigError("\(setting) (\(settings[setting] ?? ""))" + (error.detail ?? ""))
                 }
             }
             let expoToken = try settings.secret("EXPO_ACCESS_TOKEN")
@@ -114,9 +114,6 @@ public struct ChannelRoutes: Sendable {
         }
         return ChannelRoutes(routes)
     }
-
-    /// How GoogleServiceAccount's errors begin ("FCM service account file has no "client_email" field").
-    static let serviceAccountPrefix = "FCM service account file"
 
     public var routable: [Channel] { Channel.allCases.filter { routes[$0] != nil } }
 
