@@ -112,7 +112,7 @@ public struct Decider: Sendable {
             if let until = alert.snoozeUntil, wall.date <= until {
                 return result(.skip(.alertSnoozed), SkipReason.alertSnoozed.rawValue)
             }
-            if alert.episodeStatus == "resolved" || alert.resolvedAt != nil {
+            if alert.episodeStatus == .resolved || alert.resolvedAt != nil {
                 return result(.skip(.alertResolved), SkipReason.alertResolved.rawValue)
             }
             if let level, level < alert.currentLevel {

@@ -37,11 +37,11 @@ struct PatternsGenerator: GeneratorPhase {
         p.readerURL = try c.settings.databaseURL()
         p.batchSize = max(1, c.options.patternChunk)
         let r = try p.run()
-        summary.generated["patterns"] = r.enqueued
-        summary.generated["patterns_users"] = r.users
-        summary.generated["episodes_opened"] = r.episodesOpened
-        summary.generated["episodes_resolved"] = r.episodesResolved
-        if r.failedUsers > 0 { summary.generated["patterns_failed_users"] = r.failedUsers }
+        summary.generated[.patterns] = r.enqueued
+        summary.generated[.patternsUsers] = r.users
+        summary.generated[.episodesOpened] = r.episodesOpened
+        summary.generated[.episodesResolved] = r.episodesResolved
+        if r.failedUsers > 0 { summary.generated[.patternsFailedUsers] = r.failedUsers }
     }
 }
 
@@ -53,10 +53,10 @@ struct ForecastsGenerator: GeneratorPhase {
         var f = ForecastPhase(db: c.db, passId: c.passId, now: c.now, logger: c.logger, transport: c.transport)
         f.weatherURL = c.options.dryRun ? nil : c.options.weatherURL
         let r = try f.run()
-        summary.generated["forecasts"] = r.enqueued
+        summary.generated[.forecasts] = r.enqueued
         if r.fetched + r.fetchFailures > 0 {
-            summary.generated["weather_fetched"] = r.fetched
-            summary.generated["weather_failed"] = r.fetchFailures
+            summary.generated[.weatherFetched] = r.fetched
+            summary.generated[.weatherFailed] = r.fetchFailures
         }
     }
 }
@@ -66,7 +66,7 @@ struct PromptsGenerator: GeneratorPhase {
     var phase: Phase { .prompts }
 
     func run(_ c: GeneratorContext, summary: inout Summary) throws {
-        summary.generated["prompts"] = try PromptPhase(db: c.db, passId: c.passId, now: c.now).run()
+        summary.generated[.prompts] = try PromptPhase(db: c.db, passId: c.passId, now: c.now).run()
     }
 }
 
@@ -75,6 +75,6 @@ struct RemindersGenerator: GeneratorPhase {
     var phase: Phase { .reminders }
 
     func run(_ c: GeneratorContext, summary: inout Summary) throws {
-        summary.generated["reminders"] = try ReminderPhase(db: c.db, passId: c.passId, now: c.now).run()
+        summary.generated[.reminders] = try ReminderPhase(db: c.db, passId: c.passId, now: c.now).run()
     }
 }

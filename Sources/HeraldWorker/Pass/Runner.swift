@@ -168,7 +168,7 @@ public struct Runner {
                 }
                 isolated("audit", db: db, logger: logger, summary: &summary) { summary in
                     let dropped = try store.maintainAuditTrail(retentionDays: options.auditRetentionDays)
-                    if dropped > 0 { summary.generated["audit_partitions_dropped"] = dropped }
+                    if dropped > 0 { summary.generated[.auditPartitionsDropped] = dropped }
                 }
             }
             if options.dryRun {
@@ -186,8 +186,8 @@ public struct Runner {
                let adapter = routes[.push]?.receiptCheckers.first {
                 isolated(Phase.receipts.rawValue, db: db, logger: logger, summary: &summary) { summary in
                     let r = try ReceiptsPhase(db: db, now: clock.now(), logger: logger, transport: transport, expo: adapter).run()
-                    summary.generated["receipts_checked"] = r.checked
-                    if r.deactivated > 0 { summary.generated["tokens_deactivated"] = r.deactivated }
+                    summary.generated[.receiptsChecked] = r.checked
+                    if r.deactivated > 0 { summary.generated[.tokensDeactivated] = r.deactivated }
                 }
             }
             // Delivery truth (issue 12): provider events first (they need no network), then Twilio polling.
@@ -197,21 +197,21 @@ public struct Runner {
                     phase.retentionDays = options.retentionDays
                     let r = try phase.run()
                     if r.processed > 0 {
-                        summary.generated["provider_events"] = r.processed
+                        summary.generated[.providerEvents] = r.processed
                         for (outcome, n) in r.outcomes { summary.generated["provider_events_\(outcome)"] = n }
                     }
-                    if r.updated > 0 { summary.generated["truth_from_events"] = r.updated }
-                    if r.optedOut > 0 { summary.generated["truth_channels_off"] = (summary.generated["truth_channels_off"] ?? 0) + r.optedOut }
+                    if r.updated > 0 { summary.generated[.truthFromEvents] = r.updated }
+                    if r.optedOut > 0 { summary.generated[.truthChannelsOff] = (summary.generated[.truthChannelsOff] ?? 0) + r.optedOut }
                 }
             }
             if options.phases.contains(.statuses) && !options.dryRun && !summary.interrupted,
                case .single(let adapter as TwilioAdapter)? = routes[.sms]?.adapter(for: "twilio") {
                 isolated(Phase.statuses.rawValue, db: db, logger: logger, summary: &summary) { summary in
                     let r = try StatusPollPhase(db: db, now: clock.now(), logger: logger, transport: transport, twilio: adapter).run()
-                    if r.checked > 0 { summary.generated["statuses_checked"] = r.checked }
-                    if r.final > 0 { summary.generated["statuses_final"] = r.final }
-                    if r.expired > 0 { summary.generated["statuses_expired"] = r.expired }
-                    if r.optedOut > 0 { summary.generated["truth_channels_off"] = (summary.generated["truth_channels_off"] ?? 0) + r.optedOut }
+                    if r.checked > 0 { summary.generated[.statusesChecked] = r.checked }
+                    if r.final > 0 { summary.generated[.statusesFinal] = r.final }
+                    if r.expired > 0 { summary.generated[.statusesExpired] = r.expired }
+                    if r.optedOut > 0 { summary.generated[.truthChannelsOff] = (summary.generated[.truthChannelsOff] ?? 0) + r.optedOut }
                 }
             }
             if summary.interrupted { code = .interrupted } else if !summary.phaseErrors.isEmpty { code = .degraded }
