@@ -90,26 +90,47 @@ public struct PlannedRow: Sendable {
 /// `DeliveryFold`.
 ///
 ///     let plan = DeliveryPlanner.plan(rows, context: ctx, routes: routes, options: options, escalation: policy)
-public enum DeliveryPlanner {
-    public static func plan(_ rows: [PlanInput], context ctx: DeliveryContext, routes: [Channel: RouteFacts],
+///     var planner = DeliveryPlanner(context: ctx, routes: routes, options: options, escalation: policy)
+///     let next = planner.plan(row)                      // a row at a time, as the worker does
+public struct DeliveryPlanner: Sendable {
+    let context: DeliveryContext
+    let routes: [Channel: RouteFacts]
+    let escalation: EscalationPolicy
+    /// One decider for the batch: a send decided for one row counts against the next.
+    var decider: Decider
+
+    public init(context: DeliveryContext, routes: [Channel: RouteFacts], options: DecisionOptions,
+                escalation: EscalationPolicy) {
+        self.context = context
+        self.routes = routes
+        self.escalation = escalation
+        self.decider = Decider(options: options, history: context.history)
+    }
+
+    /// The whole batch at once.
+    public static func plan(_ rows: [PlanInput], context: DeliveryContext, routes: [Channel: RouteFacts],
                             options: DecisionOptions, escalation: EscalationPolicy) -> [PlannedRow] {
-        // One decider for the batch: a send decided for one row counts against the next.
-        var decider = Decider(options: options, history: ctx.history)
-        return rows.map { row in
-            let item = row.item
-            let prefs = ctx.profiles[item.recipientUserId]
-            let route = item.channel.flatMap { routes[$0] }
-            let unread = ctx.unreadInApp[item.recipientUserId] ?? 0
-            let destinations = prefs.map { destinationsOf(item, prefs: $0, route: route, tokens: ctx.deviceTokens) } ?? []
-            let context = DecisionContext(
-                preferences: prefs, alert: item.alertStateId.flatMap { ctx.alerts[$0] },
-                destinations: destinations, unreadInApp: unread)
-            let result = decider.decide(item, context)
-            let action = self.action(item, result, prefs: prefs, route: route, destinations: destinations,
-                                     delivered: ctx.delivered[item.id] ?? [], escalation: escalation)
-            return PlannedRow(item: item, maxAttempts: row.maxAttempts, result: result, destinations: destinations,
-                              prefs: prefs, unreadInApp: unread, action: action)
-        }
+        var planner = DeliveryPlanner(context: context, routes: routes, options: options, escalation: escalation)
+        return rows.map { planner.plan($0) }
+    }
+
+    /// The next row of the batch, in claim order. The worker plans a row at a time, so a large batch
+    /// never holds every row's plan at once.
+    public mutating func plan(_ row: PlanInput) -> PlannedRow {
+        let ctx = context
+        let item = row.item
+        let prefs = ctx.profiles[item.recipientUserId]
+        let route = item.channel.flatMap { routes[$0] }
+        let unread = ctx.unreadInApp[item.recipientUserId] ?? 0
+        let destinations = prefs.map { Self.destinationsOf(item, prefs: $0, route: route, tokens: ctx.deviceTokens) } ?? []
+        let decisionContext = DecisionContext(
+            preferences: prefs, alert: item.alertStateId.flatMap { ctx.alerts[$0] },
+            destinations: destinations, unreadInApp: unread)
+        let result = decider.decide(item, decisionContext)
+        let action = Self.action(item, result, prefs: prefs, route: route, destinations: destinations,
+                                 delivered: ctx.delivered[item.id] ?? [], escalation: escalation)
+        return PlannedRow(item: item, maxAttempts: row.maxAttempts, result: result, destinations: destinations,
+                          prefs: prefs, unreadInApp: unread, action: action)
     }
 
     /// What becomes of a decided row.

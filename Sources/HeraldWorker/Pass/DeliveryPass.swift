@@ -123,12 +123,15 @@ final class DeliveryPass {
     func decide(_ batch: [Claimed], dryRun: Bool) throws {
         let now = clock.now()
         let ctx = try store.loadContext(for: batch.map(\.item), now: now)
-        let plan = DeliveryPlanner.plan(
-            batch.map { PlanInput(item: $0.item, maxAttempts: $0.maxAttempts) }, context: DeliveryContext(ctx),
-            routes: routes.facts, options: DecisionOptions(maxAge: options.maxAge, rateLimits: options.rateLimits, now: now),
+        var planner = DeliveryPlanner(
+            context: DeliveryContext(ctx), routes: routes.facts,
+            options: DecisionOptions(maxAge: options.maxAge, rateLimits: options.rateLimits, now: now),
             escalation: options.escalation)
         if dryRun {
-            for row in plan { printDryRun(row.item, row.result, destinations: row.destinations.count) }
+            for claimed in batch {
+                let row = planner.plan(PlanInput(item: claimed.item, maxAttempts: claimed.maxAttempts))
+                printDryRun(row.item, row.result, destinations: row.destinations.count)
+            }
             return
         }
 
@@ -137,7 +140,9 @@ final class DeliveryPass {
         var flights: [InFlight] = []
         var jobs: [Job] = []
 
-        for row in plan {
+        for claimed in batch {
+            // Planned a row at a time: a large batch never holds every row's plan at once.
+            let row = planner.plan(PlanInput(item: claimed.item, maxAttempts: claimed.maxAttempts))
             let item = row.item
             switch row.action {
             case .record(let record, let escalation):
