@@ -34,10 +34,17 @@ public protocol HTTPAdapter: Sendable {
     func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse
     /// The configuration to name when most of this provider's destinations are refused in a pass.
     var configuration: ConfigurationCheck { get }
+    /// What a destination-invalid answer asks for: deactivate the device token (push), turn the channel
+    /// off for the recipient (`.optOut`), or nothing (nil).
+    var deadDestination: FollowUp? { get }
+    /// The address every destination of this provider has (the webhook's URL); nil: the recipient's own.
+    var providerAddress: String? { get }
 }
 
 extension HTTPAdapter {
     public func prepare(now: Date, transport: HTTPTransport) throws {}
+    public var deadDestination: FollowUp? { nil }
+    public var providerAddress: String? { nil }
     /// No destination-invalid answer is suspected of being a configuration slip.
     public var configuration: ConfigurationCheck {
         ConfigurationCheck(hint: "check the \(provider) configuration", codes: [])
@@ -60,10 +67,13 @@ public protocol BatchHTTPAdapter: Sendable {
     func classify(_ result: Result<HTTPResponse, TransportError>, envelopes: [Envelope], now: Date) -> [ClassifiedResponse]
     /// The configuration to name when most of this provider's destinations are refused in a pass.
     var configuration: ConfigurationCheck { get }
+    /// What a destination-invalid answer asks for (see `HTTPAdapter.deadDestination`).
+    var deadDestination: FollowUp? { get }
 }
 
 extension BatchHTTPAdapter {
     public func prepare(now: Date, transport: HTTPTransport) throws {}
+    public var deadDestination: FollowUp? { nil }
     public func classify(_ result: Result<HTTPResponse, TransportError>, envelopes: [Envelope],
                          now: Date) -> [ClassifiedResponse] {
         classify(result, count: envelopes.count, now: now)
@@ -72,6 +82,16 @@ extension BatchHTTPAdapter {
     public var configuration: ConfigurationCheck {
         ConfigurationCheck(hint: "check the \(provider) configuration", codes: [])
     }
+}
+
+/// A provider whose acceptances are checked later by receipt (Expo's push tickets): the receipts phase
+/// asks it for the receipts of the tickets its answers declared (`FollowUp.checkReceipt`).
+public protocol ReceiptChecking: Sendable {
+    var provider: String { get }
+    /// The most ticket ids one receipts request may carry.
+    var receiptBatch: Int { get }
+    func receiptsRequest(ids: [String]) -> HTTPRequest
+    func classifyReceipts(_ result: Result<HTTPResponse, TransportError>) -> ReceiptsResult
 }
 
 /// An adapter of either shape.
@@ -106,6 +126,39 @@ public enum ProviderAdapter: Sendable {
         case .batch(let a): a.configuration
         }
     }
+
+    /// The provider's receipt checker, when its acceptances are checked later.
+    public var receipts: (any ReceiptChecking)? {
+        switch self {
+        case .single(let a): a as? any ReceiptChecking
+        case .batch(let a): a as? any ReceiptChecking
+        }
+    }
+
+    /// The address every destination of this provider has (the webhook's URL), if it has one.
+    public var providerAddress: String? {
+        if case .single(let a) = self { return a.providerAddress }
+        return nil
+    }
+
+    /// The provider's answers to one request, one per envelope, each carrying the follow-ups the adapter
+    /// declares: a destination-invalid answer gets the adapter's `deadDestination`.
+    public func classify(_ result: Result<HTTPResponse, TransportError>, envelopes: [Envelope],
+                         now: Date) -> [ClassifiedResponse] {
+        let answers: [ClassifiedResponse]
+        let dead: FollowUp?
+        switch self {
+        case .single(let a): (answers, dead) = ([a.classify(result, now: now)], a.deadDestination)
+        case .batch(let a): (answers, dead) = (a.classify(result, envelopes: envelopes, now: now), a.deadDestination)
+        }
+        guard let dead else { return answers }
+        return answers.map { answer in
+            guard case .destinationInvalid = answer.outcome, !answer.followUps.contains(dead) else { return answer }
+            var a = answer
+            a.followUps.append(dead)
+            return a
+        }
+    }
 }
 
 /// How a channel is delivered in this run.
@@ -134,6 +187,12 @@ public enum ChannelRoute: Sendable {
         return nil
     }
 
+    /// The receipt checkers among this route's providers.
+    public var receiptCheckers: [any ReceiptChecking] {
+        guard case .providers(let p, _) = self else { return [] }
+        return p.keys.sorted().compactMap { p[$0]?.receipts }
+    }
+
     /// The provider after `provider` in the channel's order (failover), or nil.
     public func provider(after provider: String) -> String? {
         guard case .providers(let p, let order) = self, let at = order.firstIndex(of: provider) else { return nil }
@@ -141,8 +200,22 @@ public enum ChannelRoute: Sendable {
     }
 }
 
-/// Raised while building a request from a row that cannot be sent as it is.
+/// Raised while building a request from a row that cannot be sent as it is, or while reading an
+/// adapter's configuration.
 public struct AdapterError: Error, CustomStringConvertible {
     public var description: String
+    /// The setting at fault, when the error is about one (`FCM_SERVICE_ACCOUNT_FILE`): the configuration
+    /// check names it, and its value, instead of the adapter's own words for it.
+    public var setting: String?
+    /// What is wrong with the setting's value, without a subject (`has no "client_email" field`).
+    public var detail: String?
+
     public init(_ description: String) { self.description = description }
+
+    /// An error about `setting`'s value, described as `subject` + `detail` ("… file" + " has no …").
+    public init(setting: String, subject: String, detail: String) {
+        self.description = subject + detail
+        self.setting = setting
+        self.detail = detail
+    }
 }

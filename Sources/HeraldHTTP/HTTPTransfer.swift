@@ -186,20 +186,20 @@ final class HTTPTransfer {
             let curlMessage = easy.errorMessage
             let error = TransportError(curlCode: code, message: curlMessage)
             guard case .other = error else { return .failure(error) }   // timeout, refused, TLS: as for HTTP
-            let command: String
+            let command: SMTPCommand
             switch code {
-            case CURLE_LOGIN_DENIED: command = "AUTH"
-            case CURLE_USE_SSL_FAILED: command = "STARTTLS"
+            case CURLE_LOGIN_DENIED: command = .auth
+            case CURLE_USE_SSL_FAILED: command = .starttls
             default:
-                if let verb = ["MAIL", "RCPT", "DATA"].first(where: { curlMessage.hasPrefix("\($0) failed") }) {
+                if let verb = [SMTPCommand.mail, .rcpt, .data].first(where: { curlMessage.hasPrefix("\($0.rawValue) failed") }) {
                     command = verb
                 } else if reply >= 400, !upload.isEmpty, uploadOffset == upload.count {
-                    command = "."   // refused after the whole message was sent
+                    command = .endOfData   // refused after the whole message was sent
                 } else {
-                    command = ""
+                    command = .other
                 }
             }
-            guard command != "" || reply >= 400 else { return .failure(error) }
+            guard command != .other || reply >= 400 else { return .failure(error) }
             // The server's own words where it gave a refusal (334 lines are AUTH prompts, not refusals).
             let words = reply >= 400 ? self.reply(reply) ?? "" : ""
             let message = [curlMessage.isEmpty ? String(cString: curl_easy_strerror(code)) : curlMessage, words]

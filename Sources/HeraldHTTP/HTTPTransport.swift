@@ -46,9 +46,6 @@ public final class HTTPTransport {
         idleHandles.removeAll()
     }
 
-    /// The libcurl version in use, e.g. "7.88.1" (for logs).
-    public static var libcurlVersion: String { CurlGlobal.version }
-
     /// Runs every request concurrently on the multi handle (HTTP/2 multiplexing where negotiated,
     /// connection reuse across calls — keep the multi handle and its connection cache alive between
     /// calls), blocking until all have finished. `onComplete(index, result)` is called on the calling

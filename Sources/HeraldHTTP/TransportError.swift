@@ -19,11 +19,9 @@ public enum TransportError: Error, Sendable, Equatable {
     /// Any other libcurl error: the CURLcode and its message.
     case other(code: Int, message: String)
     /// An SMTP server refused: `code` is its last reply code (e.g. 550, 451, 535; 0 if it gave none),
-    /// `command` what it refused — "STARTTLS" (TLS required but not offered or refused), "AUTH" (credentials
-    /// refused, CURLE_LOGIN_DENIED), "MAIL", "RCPT", "DATA", "." (the message itself, after its data), or
-    /// "" (the greeting or EHLO, or unknown) — and `message` the server's reply line or libcurl's text.
-    /// Never carries the credentials.
-    case smtp(code: Int, command: String, message: String)
+    /// `command` what it refused, and `message` the server's reply line or libcurl's text. Never carries
+    /// the credentials.
+    case smtp(code: Int, command: SMTPCommand, message: String)
 
     /// Classifies a libcurl result code; `message` is the error buffer's text, if any.
     public init(curlCode code: CURLcode, message: String) {
@@ -59,4 +57,19 @@ public enum TransportSetupError: Error, Sendable, Equatable, CustomStringConvert
         case .curl(let message): "libcurl: \(message)"
         }
     }
+}
+
+/// What an SMTP server refused.
+public enum SMTPCommand: String, Sendable, CaseIterable {
+    /// TLS required but not offered or refused.
+    case starttls = "STARTTLS"
+    /// The credentials (CURLE_LOGIN_DENIED).
+    case auth = "AUTH"
+    case mail = "MAIL"
+    case rcpt = "RCPT"
+    case data = "DATA"
+    /// The message itself, after its data.
+    case endOfData = "."
+    /// The greeting or EHLO, or unknown.
+    case other = ""
 }

@@ -102,11 +102,6 @@ public struct PGRow: Sendable {
         return PGValue(storage.withCell(row, index) { String(decoding: $0, as: UTF8.self) })
     }
 
-    /// Whether the result has a column called `column`.
-    public func has(_ column: String) -> Bool {
-        storage.indexByName[column] != nil
-    }
-
     // The same conversions as `PGValue`'s, read from libpq's bytes without making a String first.
 
     /// `self[index].double`, parsed in place.

@@ -327,7 +327,7 @@ struct Bench {
         let (summary, full) = try pass(Settings(["DATABASE_URL": url]), options)
         let episodes = try db.query("select count(*)::int as n from pattern_alert_state").first?["n"].int ?? 0
         Bench.line("herald --only patterns", String(format: "%.2f s", full), "read the rows bare", String(format: "%.2f s", bare),
-                   "(\(summary.generated["patterns_users"] ?? 0) users, \(episodes) episodes; aim: no more than the read)")
+                   "(\(summary.generated[.patternsUsers] ?? 0) users, \(episodes) episodes; aim: no more than the read)")
 
         // The next pass, as cron runs it: a hundred users have synced a new day since.
         try db.execute("""
@@ -351,7 +351,7 @@ struct Bench {
         let (next, nextWall) = try pass(Settings(["DATABASE_URL": url]), options)
         Bench.line("the next pass, 100 users synced", String(format: "%.0f ms", nextWall * 1000), "their rows bare",
                    String(format: "%.0f ms", changedBare * 1000),
-                   "(\(next.generated["patterns_users"] ?? 0) users evaluated of \(users): the scan reads what changed)")
+                   "(\(next.generated[.patternsUsers] ?? 0) users evaluated of \(users): the scan reads what changed)")
         db.close()
         print("")
     }

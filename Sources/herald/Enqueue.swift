@@ -11,11 +11,11 @@ struct Enqueue: ParsableCommand {
     @Option(help: "The recipient's user id.")
     var to: String
 
-    @Option(help: "push, sms, whatsapp, email, webhook or in_app.")
-    var channel: String
+    @Option(help: "The channel.")
+    var channel: Channel
 
-    @Option(help: "pattern_alert, daily_forecast, prompt, reminder or system.")
-    var kind: String = "system"
+    @Option(help: "What it is about.")
+    var kind: Kind = .system
 
     @Option(help: "The title.")
     var title: String?
@@ -26,11 +26,11 @@ struct Enqueue: ParsableCommand {
     @Option(help: "Not before this instant (ISO 8601 with a zone); default now.")
     var at: String?
 
-    @Option(help: "watch, attention or critical.")
-    var severity: String?
+    @Option(help: "How serious it is.")
+    var severity: Severity?
 
-    @Option(help: "high, normal or low.")
-    var priority: String = "normal"
+    @Option(help: "Delivery urgency.")
+    var priority: Priority = .normal
 
     @Option(help: "A key that makes the enqueue idempotent: a second enqueue with it adds nothing.")
     var dedupeKey: String?
@@ -39,16 +39,6 @@ struct Enqueue: ParsableCommand {
 
     func validate() throws {
         guard UUID(uuidString: to) != nil else { throw ValidationError("--to must be a user id (uuid); got '\(to)'") }
-        guard Channel(rawValue: channel) != nil else {
-            throw ValidationError("--channel must be one of \(Channel.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
-        guard Kind(rawValue: kind) != nil else {
-            throw ValidationError("--kind must be one of \(Kind.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
-        if let severity, Severity(rawValue: severity) == nil {
-            throw ValidationError("--severity must be watch, attention or critical")
-        }
-        guard Priority(rawValue: priority) != nil else { throw ValidationError("--priority must be high, normal or low") }
         if let at, ISO8601.parse(at) == nil {
             throw ValidationError("--at must be an ISO 8601 instant with a zone, e.g. 2026-01-25T08:00:00Z")
         }
@@ -56,13 +46,13 @@ struct Enqueue: ParsableCommand {
 
     func run() throws {
         let (settings, _) = try common.start()
-        var n = ManualNotification(recipient: UUID(uuidString: to)!, channel: Channel(rawValue: channel)!,
-                                   kind: Kind(rawValue: kind)!)
+        guard let recipient = UUID(uuidString: to) else { throw ValidationError("--to must be a user id (uuid); got '\(to)'") }
+        var n = ManualNotification(recipient: recipient, channel: channel, kind: kind)
         n.title = title
         n.body = body
         n.at = at.flatMap(ISO8601.parse)
-        n.severity = severity.flatMap(Severity.init(rawValue:))
-        n.priority = Priority(rawValue: priority)!
+        n.severity = severity
+        n.priority = priority
         n.dedupeKey = dedupeKey
         let db = try connect(settings)
         defer { db.close() }
@@ -73,3 +63,7 @@ struct Enqueue: ParsableCommand {
         }
     }
 }
+
+// With Channel and Kind (Operate.swift): argument-parser lists the values in the help and refuses others.
+extension Severity: ExpressibleByArgument {}
+extension Priority: ExpressibleByArgument {}

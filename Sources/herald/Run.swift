@@ -62,7 +62,7 @@ struct Run: ParsableCommand {
     }
 
     func phases() throws -> [Phase] {
-        guard let only else { return Phase.available }
+        guard let only else { return Phase.allCases }
         var out: [Phase] = []
         for name in only.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
             guard let p = Phase(rawValue: name) else {

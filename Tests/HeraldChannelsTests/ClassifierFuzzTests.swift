@@ -44,7 +44,7 @@ import Testing
                 .timeout, .connectionRefused, .couldNotResolve, .tls(message),
                 .other(code: fuzz.int(-1...100), message: message),
                 .smtp(code: fuzz.pick([0, 421, 450, 451, 535, 550, 551, 553, 554, fuzz.status()]),
-                      command: fuzz.pick(["", "STARTTLS", "AUTH", "MAIL", "RCPT", "DATA", ".", "X"]), message: message),
+                      command: fuzz.pick(SMTPCommand.allCases), message: message),
             ]))
         }
         var headers = fuzz.headers()

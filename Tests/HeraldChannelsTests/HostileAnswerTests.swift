@@ -70,7 +70,7 @@ import Testing
         #expect(f.outcome.message?.hasSuffix("…") == true)
         // SMTP servers' words and webhook receivers' answers too.
         let smtp = try SMTPAdapter(url: "smtp://u:p@127.0.0.1:9", from: "herald@example.com")
-        let s = smtp.classify(.failure(.smtp(code: 550, command: "RCPT", message: "no\u{0}such user")), now: Self.now)
+        let s = smtp.classify(.failure(.smtp(code: 550, command: .rcpt, message: "no\u{0}such user")), now: Self.now)
         #expect(s.outcome.message?.contains("no\u{FFFD}such user") == true)
         let hook = try WebhookAdapter(url: "https://127.0.0.1:9/h", secrets: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
         let h = hook.classify(.success(HTTPResponse(status: 400, body: body)), now: Self.now)

@@ -160,9 +160,9 @@ struct Scenario {
         #expect(s.decide().decision == .skip(.alertDismissed))
     }
     @Test func resolvedEpisodeSkips() {
-        var s = Scenario(); s.now = utc(2026, 1, 25, 12); s.alert?.episodeStatus = "resolved"
+        var s = Scenario(); s.now = utc(2026, 1, 25, 12); s.alert?.episodeStatus = .resolved
         #expect(s.decide().decision == .skip(.alertResolved))
-        s.alert?.episodeStatus = "active"; s.alert?.resolvedAt = utc(2026, 1, 25, 11)
+        s.alert?.episodeStatus = .active; s.alert?.resolvedAt = utc(2026, 1, 25, 11)
         #expect(s.decide().decision == .skip(.alertResolved))
     }
     @Test func lowerLevelThanTheEpisodeIsSuperseded() {

@@ -119,9 +119,9 @@ extension HTTPSuite {
             return
         }
         #expect(code == 550)
-        #expect(command == "RCPT")
+        #expect(command == .rcpt)
         #expect(message.contains("No such user"))
-        guard case .smtp(451, "RCPT", _) = results[1]?.first?.failure else {
+        guard case .smtp(451, .rcpt, _) = results[1]?.first?.failure else {
             Issue.record("expected .smtp(451, RCPT), got \(String(describing: results[1]))")
             return
         }
@@ -133,7 +133,7 @@ extension HTTPSuite {
         let server = try FakeSMTPServer(dataReply: "554 5.7.1 Message rejected as spam")
         defer { server.shutdown() }
         let result = try HTTPTransport().perform(Self.mail(server, requireTLS: false))
-        guard case .smtp(554, ".", let message) = result.failure else {
+        guard case .smtp(554, .endOfData, let message) = result.failure else {
             Issue.record("expected .smtp(554, \".\"), got \(result)")
             return
         }
@@ -147,7 +147,7 @@ extension HTTPSuite {
         defer { server.shutdown() }
         let transport = try HTTPTransport(options: .init(caFile: certificates.caFile))
         let result = transport.perform(Self.mail(server, password: "wrong-Pa55"))
-        guard case .smtp(535, "AUTH", let message) = result.failure else {
+        guard case .smtp(535, .auth, let message) = result.failure else {
             Issue.record("expected .smtp(535, AUTH), got \(result)")
             return
         }
@@ -160,7 +160,7 @@ extension HTTPSuite {
         let server = try FakeSMTPServer(user: Self.user, password: Self.password)   // no certificates: no STARTTLS
         defer { server.shutdown() }
         let result = try HTTPTransport().perform(Self.mail(server))
-        guard case .smtp(_, "STARTTLS", _) = result.failure else {
+        guard case .smtp(_, .starttls, _) = result.failure else {
             Issue.record("expected .smtp(STARTTLS), got \(result)")
             return
         }

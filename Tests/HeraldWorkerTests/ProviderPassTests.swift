@@ -59,7 +59,7 @@ import Testing
     /// One pass in-process, as `herald run` would do it, with the rate limits out of the way (these tests
     /// count sends, not pacing) and no weather fetches.
     static func pass(_ url: String, _ settings: [String: String], now: Date, batchSize: Int = 50,
-                     drain: Bool = false, phases: [Phase] = Phase.available,
+                     drain: Bool = false, phases: [Phase] = Phase.allCases,
                      logger: Logger? = nil) -> (Summary, ExitCode) {
         var options = PassOptions()
         options.now = now

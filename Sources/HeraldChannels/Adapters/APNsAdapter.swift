@@ -11,6 +11,8 @@ import HeraldHTTP
 ///                                topic: "com.example.app", environment: .production)
 ///     let outcome = apns.classify(transport.perform(try apns.request(for: envelope)), now: now)
 public struct APNsAdapter: HTTPAdapter {
+    /// A dead token is deactivated.
+    public var deadDestination: FollowUp? { .deactivateDestination }
     public enum Environment: String, Sendable, CaseIterable {
         case production
         case sandbox
@@ -67,7 +69,7 @@ public struct APNsAdapter: HTTPAdapter {
 
     /// `10` (send now) for critical alerts and high-priority rows, else `5` (power-aware delivery).
     public static func priority(for item: QueueItem) -> Int {
-        item.severity == .critical || item.priority == .high ? 10 : 5
+        PushUrgency.of(item) == .immediate ? 10 : 5
     }
 
     /// `apns-push-type` and `apns-priority` for an envelope: a silent row is a background push, which

@@ -80,21 +80,7 @@ enum AdapterSupport {
         fields.map { "\(percentEncode($0.0))=\(percentEncode($0.1))" }.joined(separator: "&")
     }
 
-    static func percentEncode(_ s: String) -> String {
-        var out = ""
-        for byte in s.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
-                 UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let hex = Array("0123456789ABCDEF")
-                out += "%" + String(hex[Int(byte >> 4)]) + String(hex[Int(byte & 15)])
-            }
-        }
-        return out
-    }
+    static func percentEncode(_ s: String) -> String { PercentEncoding.encode(s) }
 
     /// `message` with every occurrence of each non-empty secret replaced, so a provider that echoes a
     /// credential back cannot leak it into `last_error` or the logs.
@@ -136,14 +122,20 @@ enum AdapterSupport {
 
     /// The shared shell of a single adapter's `classify`: transport failures become retries, an answer
     /// goes through the provider's own `outcome`, and every message is scrubbed of the adapter's secrets.
-    /// `throttle` says whom a "slow down" is about (default: 429/503 with a wait is provider-wide).
+    /// `throttle` says whom a "slow down" is about (default: 429/503 with a wait is provider-wide);
+    /// `failure` classifies a transport failure that is the provider's own answer (an SMTP refusal), with
+    /// its status, or returns nil for the shared retry.
     static func classify(_ result: Result<HTTPResponse, TransportError>, provider: String, secrets: [String],
                          now: Date, outcome: (HTTPResponse, Date) -> DeliveryOutcome,
                          throttle: (HTTPResponse, DeliveryOutcome) -> ThrottleScope? = {
                              ThrottleScope.providerWide($1, httpStatus: $0.status)
-                         }) -> ClassifiedResponse {
+                         },
+                         failure: (TransportError) -> (DeliveryOutcome, status: Int?)? = { _ in nil }) -> ClassifiedResponse {
         switch result {
         case .failure(let error):
+            if let (o, status) = failure(error) {
+                return ClassifiedResponse(redact(o, secrets: secrets), httpStatus: status)
+            }
             return ClassifiedResponse(transportOutcome(error, provider: provider, secrets: secrets))
         case .success(let response):
             let o = outcome(response, now)

@@ -12,12 +12,15 @@ import HeraldHTTP
 /// A ticket "ok" means Expo took the message, not that the device got it: `delivered(ticketId)` stores
 /// the ticket id, and `receiptsRequest(ids:)` / `classifyReceipts(_:)` later tell whether Apple or Google
 /// accepted it (DeviceNotRegistered there deactivates the token).
-public struct ExpoAdapter: BatchHTTPAdapter {
+public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
+    /// A dead token is deactivated.
+    public var deadDestination: FollowUp? { .deactivateDestination }
     public let provider = "expo"
     /// Expo takes at most 100 messages per send request.
     public let maxBatch = 100
     /// Expo takes at most 1,000 ids per receipts request.
     public static let maxReceiptIds = 1000
+    public var receiptBatch: Int { Self.maxReceiptIds }
     /// e.g. "https://exp.host" (no trailing slash).
     public let baseURL: String
     /// Sent as `Authorization: Bearer` when "enhanced push security" is on; nil sends no header.
@@ -80,8 +83,11 @@ public struct ExpoAdapter: BatchHTTPAdapter {
     /// normal → "default" (the platform's default: high on iOS, normal on Android); low → "normal"
     /// (APNs 5: delivered when convenient, seed 003's "batched/silent").
     public static func priority(for item: QueueItem) -> String {
-        if item.priority == .high || item.severity == .critical { return "high" }
-        return item.priority == .low ? "normal" : "default"
+        switch PushUrgency.of(item) {
+        case .immediate: "high"
+        case .normal: "default"
+        case .low: "normal"
+        }
     }
 
     /// One message object, its texts shortened (body first) so its JSON is at most 4,096 bytes. When the
@@ -207,8 +213,12 @@ public struct ExpoAdapter: BatchHTTPAdapter {
             // MessageRateExceeded: too many messages to this one device (§3.5).
             var throttle: ThrottleScope?
             if case .retry(let after, "MessageRateExceeded", _) = outcome { throttle = .destination(wait: after) }
-            return ClassifiedResponse(AdapterSupport.redact(outcome, secrets: secrets),
-                                      httpStatus: status, latencyMs: latency, throttle: throttle)
+            let redacted = AdapterSupport.redact(outcome, secrets: secrets)
+            // A ticket is only an acceptance: its receipt is checked by a later pass.
+            var followUps: [FollowUp] = []
+            if case .delivered(let id?) = redacted { followUps.append(.checkReceipt(ticketId: id)) }
+            return ClassifiedResponse(redacted, httpStatus: status, latencyMs: latency, throttle: throttle,
+                                      followUps: followUps)
         }
     }
 

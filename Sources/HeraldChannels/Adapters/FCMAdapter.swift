@@ -11,6 +11,8 @@ import HeraldHTTP
 ///     try fcm.prepare(now: now, transport: transport)
 ///     let outcome = fcm.classify(transport.perform(try fcm.request(for: envelope)), now: now)
 public struct FCMAdapter: HTTPAdapter {
+    /// A dead token is deactivated.
+    public var deadDestination: FollowUp? { .deactivateDestination }
     public let provider = "fcm"
     public let account: GoogleServiceAccount
     /// "https://fcm.googleapis.com", or the FCM_URL override.
@@ -72,7 +74,7 @@ public struct FCMAdapter: HTTPAdapter {
     public static func body(title: String, body: String, for envelope: Envelope) -> JSONValue {
         let item = envelope.item
         let r = envelope.rendered
-        let high = item.severity == .critical || item.priority == .high
+        let high = PushUrgency.of(item) == .immediate
         var android: [String: JSONValue] = ["priority": high ? "HIGH" : "NORMAL"]
         if let collapse = APNsAdapter.collapseId(for: item) { android["collapse_key"] = .string(collapse) }
         var message: [String: JSONValue] = [

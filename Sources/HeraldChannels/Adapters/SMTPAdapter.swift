@@ -15,6 +15,8 @@ import HeraldHTTP
 /// permanent; refused credentials or no STARTTLS where TLS is required → permanent (configuration);
 /// connection failures → retry.
 public struct SMTPAdapter: HTTPAdapter {
+    /// An address that refuses the channel turns it off for the recipient.
+    public var deadDestination: FollowUp? { .optOut }
     public let provider = "smtp"
     /// SMTP_URL, credentials included. Never logged.
     private let url: String
@@ -41,7 +43,8 @@ public struct SMTPAdapter: HTTPAdapter {
         if parsed.password != nil, parsed.user == nil {
             throw AdapterError("SMTP_URL has a password but no user name")
         }
-        let (name, address) = try Self.parseFrom(from)
+        let sender = try EmailFrom(from)
+        let (name, address) = (sender.name, sender.address)
         self.url = url
         fromAddress = address
         fromHeader = name.map { "\(Self.phrase($0)) <\(address)>" } ?? address
@@ -87,41 +90,31 @@ public struct SMTPAdapter: HTTPAdapter {
     }
 
     /// Every outcome is made readable (the server's words may carry NULs or controls) and capped.
+    /// Through the shared classifier: a refusal by the server is classified by `outcome(code:command:message:)`
+    /// and keeps its reply code as the status; other transport failures are retries.
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        var classified = classifyRaw(result)
-        classified.outcome = AdapterSupport.redact(classified.outcome, secrets: [])
-        return classified
-    }
-
-    private func classifyRaw(_ result: Result<HTTPResponse, TransportError>) -> ClassifiedResponse {
-        switch result {
-        case .success(let response):
-            let latency = AdapterSupport.latencyMs(response)
+        AdapterSupport.classify(result, provider: "smtp", secrets: [], now: now, outcome: { response, _ in
             guard (200..<300).contains(response.status) else {
-                return ClassifiedResponse(.retry(after: nil, code: String(response.status),
-                                                 message: "SMTP server answered \(response.status) to the message"),
-                                          httpStatus: response.status, latencyMs: latency)
+                return .retry(after: nil, code: String(response.status),
+                              message: "SMTP server answered \(response.status) to the message")
             }
-            let id = response.header("message-id")?.trimmingCharacters(in: CharacterSet(charactersIn: "<> "))
-            return ClassifiedResponse(.delivered(messageId: id), httpStatus: response.status, latencyMs: latency)
-        case .failure(.smtp(let code, let command, let message)):
-            return ClassifiedResponse(Self.outcome(code: code, command: command, message: message),
-                                      httpStatus: code == 0 ? nil : code)
-        case .failure(let error):
-            return ClassifiedResponse(error.asOutcome)
-        }
+            return .delivered(messageId: response.header("message-id")?.trimmingCharacters(in: CharacterSet(charactersIn: "<> ")))
+        }, throttle: { _, _ in nil }, failure: { error in
+            guard case .smtp(let code, let command, let message) = error else { return nil }
+            return (Self.outcome(code: code, command: command, message: message), code == 0 ? nil : code)
+        })
     }
 
     /// What an SMTP refusal means for this message.
-    static func outcome(code: Int, command: String, message: String) -> DeliveryOutcome {
+    static func outcome(code: Int, command: SMTPCommand, message: String) -> DeliveryOutcome {
         let reply = code == 0 ? "" : " (\(code))"
         switch command {
-        case "STARTTLS":
+        case .starttls:
             return .permanent(code: "starttls", message: "the SMTP server does not offer STARTTLS\(reply) and TLS is "
                               + "required: use an SMTP server with STARTTLS, or smtps:// in SMTP_URL")
-        case "AUTH" where (400..<500).contains(code):
+        case .auth where (400..<500).contains(code):
             return .retry(after: nil, code: String(code), message: "SMTP authentication failed temporarily: \(message)")
-        case "AUTH":
+        case .auth:
             return .permanent(code: code == 0 ? "auth" : String(code),
                               message: "the SMTP server refused the credentials\(reply): "
                               + "check the user name and password in SMTP_URL")
@@ -129,7 +122,7 @@ public struct SMTPAdapter: HTTPAdapter {
             // The server will not relay for us: the configuration is wrong, not the recipient.
             return .retry(after: nil, code: String(code), message: "the SMTP server refused to relay\(reply): "
                           + "check SMTP_URL (a server that relays for EMAIL_FROM, with its credentials) and EMAIL_FROM: \(message)")
-        case "RCPT" where (500..<600).contains(code):
+        case .rcpt where (500..<600).contains(code):
             if let enhanced = Self.enhancedStatus(message) {
                 // RFC 3463: the enhanced code decides. 5.1.x is about the address (bad mailbox, user not
                 // local, bad syntax); 5.2.x (mailbox full/disabled), 5.7.x (policy, spam, auth) and the
@@ -203,30 +196,7 @@ public struct SMTPAdapter: HTTPAdapter {
 
     // MARK: Message formatting
 
-    /// `Name <address>` or `address` → (name, address).
-    static func parseFrom(_ from: String) throws -> (String?, String) {
-        let trimmed = from.trimmingCharacters(in: .whitespaces)
-        var name: String?
-        var address = trimmed
-        if let open = trimmed.lastIndex(of: "<"), trimmed.hasSuffix(">") {
-            address = String(trimmed[trimmed.index(after: open)..<trimmed.index(before: trimmed.endIndex)])
-            let display = trimmed[..<open].trimmingCharacters(in: .whitespaces)
-                .trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-            name = display.isEmpty ? nil : display
-        }
-        guard isAddress(address), name?.contains(where: \.isNewline) != true else {
-            throw AdapterError("EMAIL_FROM must be an address or Name <address>, got \(from.debugDescription)")
-        }
-        return (name, address)
-    }
-
-    /// A plausible single address: local@domain, no spaces, brackets or line breaks.
-    static func isAddress(_ text: String) -> Bool {
-        guard let at = text.lastIndex(of: "@"), at != text.startIndex, text.index(after: at) != text.endIndex
-        else { return false }
-        return !text.contains(where: { $0.isWhitespace || $0.isNewline || "<>(),;:\"\\[]".contains($0) })
-            && text.unicodeScalars.allSatisfy { $0.value >= 0x21 }
-    }
+    static func isAddress(_ text: String) -> Bool { EmailFrom.isAddress(text) }
 
     /// A display name: an RFC 2047 encoded word when not ASCII, else a quoted string.
     static func phrase(_ name: String) -> String {

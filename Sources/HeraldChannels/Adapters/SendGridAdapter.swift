@@ -9,6 +9,8 @@ import HeraldHTTP
 ///     let mail = try SendGridAdapter(apiKey: env["SENDGRID_API_KEY"]!, from: env["EMAIL_FROM"]!,
 ///                                    baseURL: env["SENDGRID_URL"])
 public struct SendGridAdapter: HTTPAdapter {
+    /// An address that refuses the channel turns it off for the recipient.
+    public var deadDestination: FollowUp? { .optOut }
     public let provider = "sendgrid"
     private let apiKey: String
     public let fromEmail: String
@@ -31,21 +33,8 @@ public struct SendGridAdapter: HTTPAdapter {
 
     /// "Name <addr>" or "addr" → (addr, Name?). Throws, naming EMAIL_FROM, when there is no address.
     public static func parseAddress(_ text: String) throws -> (email: String, name: String?) {
-        let s = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        var email = s
-        var name: String?
-        if let open = s.lastIndex(of: "<"), s.hasSuffix(">") {
-            email = String(s[s.index(after: open)..<s.index(before: s.endIndex)]).trimmingCharacters(in: .whitespaces)
-            var n = String(s[..<open]).trimmingCharacters(in: .whitespaces)
-            if n.count >= 2, n.hasPrefix("\""), n.hasSuffix("\"") { n = String(n.dropFirst().dropLast()) }
-            name = n.isEmpty ? nil : n
-        }
-        let at = email.split(separator: "@", omittingEmptySubsequences: false)
-        guard at.count == 2, !at[0].isEmpty, at[1].contains("."), !email.contains(where: { $0.isWhitespace }),
-              !email.contains("<"), !email.contains(">") else {
-            throw AdapterError("EMAIL_FROM must be addr@example.com or Name <addr@example.com>, got '\(text)'")
-        }
-        return (email, name)
+        let from = try EmailFrom(text)
+        return (from.address, from.name)
     }
 
     public var url: String { baseURL + "/v3/mail/send" }

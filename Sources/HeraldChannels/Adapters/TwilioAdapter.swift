@@ -12,6 +12,8 @@ import HeraldHTTP
 /// A 201 means Twilio queued the message; delivery (and async errors such as 30007) is learned later:
 /// the `statuses` phase polls the Message resource and the `events` phase applies status callbacks.
 public struct TwilioAdapter: HTTPAdapter {
+    /// An address that refuses the channel turns it off for the recipient.
+    public var deadDestination: FollowUp? { .optOut }
     public let provider = "twilio"
     public let accountSid: String
     private let authToken: String
@@ -59,13 +61,7 @@ public struct TwilioAdapter: HTTPAdapter {
     /// The SMS text: "Title: body" (or whichever is not empty; just the body when it already starts with
     /// the title), cut to 1,600 UTF-16 units on a character boundary (Twilio's limit, §4.2).
     public static func text(for rendered: RenderedNotification) -> String {
-        let title = rendered.title.trimmingCharacters(in: .whitespacesAndNewlines)
-        let body = rendered.body.trimmingCharacters(in: .whitespacesAndNewlines)
-        let whole: String
-        if title.isEmpty { whole = body }
-        else if body.isEmpty || body.hasPrefix(title) { whole = body.isEmpty ? title : body }
-        else { whole = "\(title): \(body)" }
-        return Truncation.sms(whole)
+        Truncation.sms(rendered.titleAndBody)
     }
 
     public func request(for envelope: Envelope) throws -> HTTPRequest {

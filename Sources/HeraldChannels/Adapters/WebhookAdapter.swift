@@ -11,6 +11,8 @@ import HeraldHTTP
 public struct WebhookAdapter: HTTPAdapter {
     public let provider = "webhook"
     public let url: String
+    /// Every webhook destination is the receiver's URL.
+    public var providerAddress: String? { url }
     /// The secrets' raw bytes (SymmetricKey is not Sendable; a key is made per signature).
     private let keys: [[UInt8]]
     public var timeout: Double
@@ -90,38 +92,27 @@ public struct WebhookAdapter: HTTPAdapter {
 
     /// 2xx delivered; 3xx, 410 and other 4xx permanent (with the receiver's reason); 408, 429 and 5xx
     /// retried, after `Retry-After` when given; transport failures retried.
+    /// Through the shared classifier: 2xx delivered; 408, 429 and 5xx retried (its Retry-After honoured);
+    /// a redirect, 410 and other answers permanent. One receiver: its 429 or 503 with a wait is provider-wide.
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        var classified = classifyRaw(result, now: now)
-        classified.outcome = AdapterSupport.redact(classified.outcome, secrets: [])
-        return classified
+        AdapterSupport.classify(result, provider: "webhook", secrets: [], now: now) { Self.outcome($0, now: $1) }
     }
 
-    private func classifyRaw(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        switch result {
-        case .failure(let error):
-            return ClassifiedResponse(error.asOutcome)
-        case .success(let response):
-            let status = response.status
-            let latency = AdapterSupport.latencyMs(response)
-            let reason = Self.reason(response)
-            let outcome: DeliveryOutcome
-            switch status {
-            case 200..<300:
-                outcome = .delivered(messageId: nil)
-            case 408, 429, 500..<600:
-                let after = response.header("retry-after").flatMap { Backoff.parseRetryAfter($0, now: now) }
-                outcome = .retry(after: after, code: "http_\(status)", message: "webhook answered \(status)\(reason)")
-            case 300..<400:
-                outcome = .permanent(code: "http_\(status)",
-                                     message: "webhook answered a redirect (\(status)); update WEBHOOK_URL")
-            case 410:
-                outcome = .permanent(code: "http_410", message: "webhook endpoint is gone (410)\(reason)")
-            default:
-                outcome = .permanent(code: "http_\(status)", message: "webhook answered \(status)\(reason)")
-            }
-            // One receiver: its 429 or 503 with a wait is provider-wide.
-            return ClassifiedResponse(outcome, httpStatus: status, latencyMs: latency,
-                                      throttle: ThrottleScope.providerWide(outcome, httpStatus: status))
+    static func outcome(_ response: HTTPResponse, now: Date) -> DeliveryOutcome {
+        let status = response.status
+        let reason = Self.reason(response)
+        switch status {
+        case 200..<300:
+            return .delivered(messageId: nil)
+        case 408, 429, 500..<600:
+            let after = response.header("retry-after").flatMap { Backoff.parseRetryAfter($0, now: now) }
+            return .retry(after: after, code: "http_\(status)", message: "webhook answered \(status)\(reason)")
+        case 300..<400:
+            return .permanent(code: "http_\(status)", message: "webhook answered a redirect (\(status)); update WEBHOOK_URL")
+        case 410:
+            return .permanent(code: "http_410", message: "webhook endpoint is gone (410)\(reason)")
+        default:
+            return .permanent(code: "http_\(status)", message: "webhook answered \(status)\(reason)")
         }
     }
 

@@ -13,6 +13,8 @@ import HeraldHTTP
 ///     let wa = try WhatsAppAdapter(token: env["WHATSAPP_TOKEN"]!, phoneNumberId: env["WHATSAPP_PHONE_NUMBER_ID"]!,
 ///                                  templates: templates, baseURL: env["WHATSAPP_URL"])
 public struct WhatsAppAdapter: HTTPAdapter {
+    /// An address that refuses the channel turns it off for the recipient.
+    public var deadDestination: FollowUp? { .optOut }
     public typealias Template = (name: String, language: String)
 
     public let provider = "whatsapp"
@@ -95,10 +97,7 @@ public struct WhatsAppAdapter: HTTPAdapter {
     /// or more than four spaces in a row, and are cut to 1,024 characters (both per third-party
     /// documentation of error 132018 / parameter limits — unconfirmed in providers.md).
     public static func parameterText(for rendered: RenderedNotification) -> String {
-        let title = rendered.title.trimmingCharacters(in: .whitespacesAndNewlines)
-        let body = rendered.body.trimmingCharacters(in: .whitespacesAndNewlines)
-        var text = title.isEmpty ? body : (body.isEmpty || body.hasPrefix(title) ? (body.isEmpty ? title : body) : "\(title): \(body)")
-        text = text.split(whereSeparator: { $0 == "\n" || $0 == "\r" || $0 == "\t" || $0 == " " })
+        var text = rendered.titleAndBody.split(whereSeparator: { $0 == "\n" || $0 == "\r" || $0 == "\t" || $0 == " " })
             .joined(separator: " ")
         if text.isEmpty { text = "-" }
         return Truncation.prefix(text, maxUTF16Units: 1024)

@@ -28,17 +28,17 @@ public final class GoogleServiceAccount: @unchecked Sendable {
     /// - Throws: `AdapterError` naming the missing or malformed field (never quoting the key).
     public init(json: String, scope: String = "https://www.googleapis.com/auth/firebase.messaging") throws {
         guard let parsed = try? JSONValue.parse(json), case .object(let o) = parsed else {
-            throw AdapterError("FCM service account file is not a JSON object")
+            throw Self.fileError(" is not a JSON object")
         }
         func field(_ name: String) throws -> String {
-            guard let v = o[name] else { throw AdapterError("FCM service account file has no \"\(name)\" field") }
+            guard let v = o[name] else { throw Self.fileError(" has no \"\(name)\" field") }
             guard case .string(let s) = v, !s.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
-                throw AdapterError("FCM service account file: \"\(name)\" must be a non-empty string")
+                throw Self.fileError(": \"\(name)\" must be a non-empty string")
             }
             return s.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         if let type = o["type"]?.stringValue, type != "service_account" {
-            throw AdapterError("FCM service account file: \"type\" is \"\(type)\", expected \"service_account\"")
+            throw Self.fileError(": \"type\" is \"\(type)\", expected \"service_account\"")
         }
         projectId = try field("project_id")
         clientEmail = try field("client_email")
@@ -46,15 +46,15 @@ public final class GoogleServiceAccount: @unchecked Sendable {
         tokenURI = try field("token_uri")
         guard let url = URL(string: tokenURI), let scheme = url.scheme?.lowercased(),
               scheme == "https" || scheme == "http", url.host != nil else {
-            throw AdapterError("FCM service account file: \"token_uri\" is not an http(s) URL")
+            throw Self.fileError(": \"token_uri\" is not an http(s) URL")
         }
         guard pem.contains("-----BEGIN") else {
-            throw AdapterError("FCM service account file: \"private_key\" is not a PEM key")
+            throw Self.fileError(": \"private_key\" is not a PEM key")
         }
         do {
             key = try _RSA.Signing.PrivateKey(pemRepresentation: pem)
         } catch {
-            throw AdapterError("FCM service account file: \"private_key\" is not a valid RSA private key (PEM PKCS#8, 2048 bits or more)")
+            throw Self.fileError(": \"private_key\" is not a valid RSA private key (PEM PKCS#8, 2048 bits or more)")
         }
         self.scope = scope
     }
@@ -132,9 +132,10 @@ public final class GoogleServiceAccount: @unchecked Sendable {
     }
 
     /// application/x-www-form-urlencoded value encoding: unreserved characters kept, the rest %XX.
-    static func formEncode(_ s: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return s.addingPercentEncoding(withAllowedCharacters: allowed) ?? s
+    static func formEncode(_ s: String) -> String { PercentEncoding.encode(s) }
+
+    /// An error about the service account file's contents, naming FCM_SERVICE_ACCOUNT_FILE.
+    static func fileError(_ detail: String) -> AdapterError {
+        AdapterError(setting: "FCM_SERVICE_ACCOUNT_FILE", subject: "FCM service account file", detail: detail)
     }
 }

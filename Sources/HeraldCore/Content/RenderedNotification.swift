@@ -1,3 +1,5 @@
+import Foundation
+
 /// A notification ready for an adapter: texts in the recipient's language, deep link, badge, data.
 public struct RenderedNotification: Sendable, Equatable {
     public var title: String
@@ -87,5 +89,17 @@ public struct RenderOptions: Sendable, Equatable {
         self.detailedLockScreen = detailedLockScreen
         self.deepLinkScheme = deepLinkScheme
         self.silentKinds = silentKinds
+    }
+}
+
+extension RenderedNotification {
+    /// Title and body as one line of text, for channels without a title (SMS, WhatsApp parameters):
+    /// "Title: body", or whichever is not empty, or just the body when it already starts with the title.
+    public var titleAndBody: String {
+        let title = self.title.trimmingCharacters(in: .whitespacesAndNewlines)
+        let body = self.body.trimmingCharacters(in: .whitespacesAndNewlines)
+        if title.isEmpty { return body }
+        if body.isEmpty { return title }
+        return body.hasPrefix(title) ? body : "\(title): \(body)"
     }
 }

@@ -112,7 +112,7 @@ public struct Decider: Sendable {
             if let until = alert.snoozeUntil, wall.date <= until {
                 return result(.skip(.alertSnoozed), SkipReason.alertSnoozed.rawValue)
             }
-            if alert.episodeStatus == "resolved" || alert.resolvedAt != nil {
+            if alert.episodeStatus == .resolved || alert.resolvedAt != nil {
                 return result(.skip(.alertResolved), SkipReason.alertResolved.rawValue)
             }
             if let level, level < alert.currentLevel {
@@ -179,16 +179,9 @@ public struct Decider: Sendable {
         return "(\(Redaction.describe(raw)))"
     }
 
-    /// Rule 4: the recipient's toggle for this channel. Webhook is the operator's channel: always on.
+    /// Rule 4: the recipient's toggle for this channel (`Channel.isEnabled`).
     public static func channelEnabled(_ channel: Channel, _ p: Preferences, aboutAnotherMember: Bool) -> Bool {
-        switch channel {
-        case .push: p.notifyPush
-        case .email: aboutAnotherMember ? p.championNotifyEmail : p.notifyEmail
-        case .sms: aboutAnotherMember ? p.championNotifySMS : p.notifySMS
-        case .whatsapp: p.notifyWhatsApp
-        case .inApp: p.notifyInApp
-        case .webhook: true
-        }
+        channel.isEnabled(p, aboutAnotherMember: aboutAnotherMember)
     }
 
     /// Rule 3: the recipient's toggle for this type. Pattern alerts and system notifications have none.

@@ -64,3 +64,25 @@ public enum InterruptionLevel: String, Sendable {
         return priority == .low ? .passive : .active
     }
 }
+
+/// A critical row enqueued again on the next channel: what the worker inserts, linked to the original.
+public struct EscalationStep: Sendable, Equatable {
+    /// The next channel of the chain that the recipient has enabled.
+    public var channel: Channel
+    /// One per original and channel (`EscalationPolicy.dedupeKey`).
+    public var dedupeKey: String
+    /// Why, for the trail: `escalated_` and the original's reason (`escalated_no_destination`).
+    public var reason: String
+}
+
+extension EscalationPolicy {
+    /// The step that takes `item` to the next channel of its chain, when it is critical and the
+    /// recipient has a next channel enabled; nil otherwise. `why` is the original row's reason.
+    public func escalation(of item: QueueItem, prefs: Preferences, because why: String) -> EscalationStep? {
+        guard applies(to: item.severity, channel: item.channel, kind: item.kindRaw),
+              let channel = item.channel, item.kind != nil,
+              let next = next(after: channel, kind: item.kindRaw, prefs: prefs,
+                              aboutAnotherMember: item.isAboutAnotherMember) else { return nil }
+        return EscalationStep(channel: next, dedupeKey: Self.dedupeKey(from: item.id, to: next), reason: "escalated_\(why)")
+    }
+}

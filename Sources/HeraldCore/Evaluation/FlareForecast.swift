@@ -57,19 +57,5 @@ public enum FlareForecast {
     }
 
     /// Percent-encodes everything but RFC 3986's unreserved characters ("/" too: it is a query value).
-    static func percentEncoded(_ s: String) -> String {
-        var out = ""
-        for byte in s.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                 UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let hex = String(byte, radix: 16, uppercase: true)
-                out += "%" + (hex.count == 1 ? "0" : "") + hex
-            }
-        }
-        return out
-    }
+    static func percentEncoded(_ s: String) -> String { PercentEncoding.encode(s) }
 }

@@ -60,8 +60,7 @@ public struct Preferences: Sendable, Equatable {
 /// The episode a pattern-alert row links to: one row of `pattern_alert_state`.
 public struct AlertState: Sendable, Equatable {
     public var id: UUID
-    /// "active" or "resolved".
-    public var episodeStatus: String
+    public var episodeStatus: EpisodeStatus
     public var currentLevel: Int
     public var lastNotifiedLevel: Int
     public var severity: Severity
@@ -70,7 +69,7 @@ public struct AlertState: Sendable, Equatable {
     public var dismissedAt: Date?
     public var resolvedAt: Date?
 
-    public init(id: UUID, episodeStatus: String = "active", currentLevel: Int = 3, lastNotifiedLevel: Int = 0,
+    public init(id: UUID, episodeStatus: EpisodeStatus = .active, currentLevel: Int = 3, lastNotifiedLevel: Int = 0,
                 severity: Severity = .watch, snoozeUntil: LocalDate? = nil, dismissedAt: Date? = nil,
                 resolvedAt: Date? = nil) {
         self.id = id
@@ -81,6 +80,18 @@ public struct AlertState: Sendable, Equatable {
         self.snoozeUntil = snoozeUntil
         self.dismissedAt = dismissedAt
         self.resolvedAt = resolvedAt
+    }
+}
+
+extension AlertState {
+    /// The same, with the status as the database stores it (`pattern_alert_state.episode_status`); a
+    /// value the schema's check would refuse reads as active.
+    public init(id: UUID, episodeStatus raw: String, currentLevel: Int = 3, lastNotifiedLevel: Int = 0,
+                severity: Severity = .watch, snoozeUntil: LocalDate? = nil, dismissedAt: Date? = nil,
+                resolvedAt: Date? = nil) {
+        self.init(id: id, episodeStatus: EpisodeStatus(rawValue: raw) ?? .active, currentLevel: currentLevel,
+                  lastNotifiedLevel: lastNotifiedLevel, severity: severity, snoozeUntil: snoozeUntil,
+                  dismissedAt: dismissedAt, resolvedAt: resolvedAt)
     }
 }
 

@@ -119,3 +119,8 @@ public enum QueueEvent: String, CaseIterable, Sendable {
     /// A critical notification that could not reach its recipient was enqueued on another channel.
     case escalated
 }
+
+/// Where a pattern-alert episode stands (`pattern_alert_state.episode_status`).
+public enum EpisodeStatus: String, CaseIterable, Sendable, Codable {
+    case active, resolved
+}

@@ -100,25 +100,12 @@ final class DeliveryPass {
 
     // MARK: - One batch
 
-    /// A row being sent: what the decision said, and the outcome of each destination so far.
+    /// A row being sent: what the fold will need, gathered as its destinations answer.
     struct InFlight {
-        var claimed: Claimed
-        var trail: JSONValue
-        var rendered: RenderedNotification
-        var provider: String
+        var sent: SentRow
         var expected: Int
-        /// Per destination: the provider that handled it and what it said.
-        var results: [(destination: Destination, provider: String, response: ClassifiedResponse)] = []
-        /// Destinations whose request never left this process (stop signal, a failed record flush, a
-        /// provider throttled for the pass): no attempt is charged for them.
-        var unsent: [(destination: Destination, until: Date?, reason: String)] = []
-        /// Attempts that failed transiently before the destination moved to another provider.
-        var failedOver: [(destination: Destination, provider: String, response: ClassifiedResponse)] = []
         var inbox: InboxRecord?
-        var previouslyDelivered: Bool
-        /// The recipient's preferences, for escalation.
-        var prefs: Preferences?
-        var done: Bool { results.count + unsent.count >= expected }
+        var done: Bool { sent.answers.count + sent.unsent.count >= expected }
     }
 
     /// What became of one job: the provider's answer, or no request at all.
@@ -131,12 +118,22 @@ final class DeliveryPass {
         case failedOver(provider: String, ClassifiedResponse)
     }
 
+    /// One batch: the plan (pure, `DeliveryPlanner`), the records known before any request, the sends,
+    /// and each row's fold (pure, `DeliveryFold`) as its last answer arrives.
     func decide(_ batch: [Claimed], dryRun: Bool) throws {
         let now = clock.now()
         let ctx = try store.loadContext(for: batch.map(\.item), now: now)
-        var decider = Decider(
+        var planner = DeliveryPlanner(
+            context: DeliveryContext(ctx), routes: routes.facts,
             options: DecisionOptions(maxAge: options.maxAge, rateLimits: options.rateLimits, now: now),
-            history: ctx.history)
+            escalation: options.escalation)
+        if dryRun {
+            for claimed in batch {
+                let row = planner.plan(PlanInput(item: claimed.item, maxAttempts: claimed.maxAttempts))
+                printDryRun(row.item, row.result, destinations: row.destinations.count)
+            }
+            return
+        }
 
         let channelOf = Dictionary(batch.map { ($0.item.id, $0.item.channelRaw) }, uniquingKeysWith: { a, _ in a })
         var immediate = RecordBatch()
@@ -144,86 +141,55 @@ final class DeliveryPass {
         var jobs: [Job] = []
 
         for claimed in batch {
-            let item = claimed.item
-            let prefs = ctx.profiles[item.recipientUserId]
-            let route = item.channel.flatMap { routes[$0] }
-            let destinations = prefs.map { self.destinations(for: item, prefs: $0, route: route, ctx: ctx) } ?? []
-            let context = DecisionContext(
-                preferences: prefs, alert: item.alertStateId.flatMap { ctx.alerts[$0] },
-                destinations: destinations, unreadInApp: ctx.unreadInApp[item.recipientUserId] ?? 0)
-
-            let result = decider.decide(item, context)
-            if dryRun {
-                printDryRun(item, result, destinations: destinations.count)
-                continue
-            }
-
-            switch result.decision {
-            case .fail(let message):
-                var r = RowRecord(id: item.id, status: .failed, event: "failed")
-                r.permanent = true
-                r.lastError = message
-                r.reason = "invalid_row"
-                r.details = result.trail
-                immediate.rows.append(r)
-                logger.warning("row failed permanently", metadata: [
-                    "queue_id": .string(item.id.lowercased), "error": .string(message)])
-            case .skip(let reason):
-                var r = RowRecord(id: item.id, status: .skipped, event: reason == .superseded ? "superseded" : "skipped")
-                r.skipReason = reason.rawValue
-                r.reason = reason.rawValue
-                r.details = result.trail
-                immediate.rows.append(r)
-                // A critical notification with nowhere to go on its channel tries the next one.
-                if reason == .noDestination, let prefs, let next = escalation(of: item, prefs: prefs, because: reason.rawValue) {
-                    immediate.escalations.append(next)
+            // Planned a row at a time: a large batch never holds every row's plan at once.
+            let row = planner.plan(PlanInput(item: claimed.item, maxAttempts: claimed.maxAttempts))
+            let item = row.item
+            switch row.action {
+            case .record(let record, let escalation):
+                immediate.rows.append(record)
+                if let escalation, let next = newNotification(escalating: item, escalation) { immediate.escalations.append(next) }
+                if case .fail(let message) = row.result.decision {
+                    logger.warning("row failed permanently", metadata: [
+                        "queue_id": .string(item.id.lowercased), "error": .string(message)])
                 }
-            case .deferUntil(let until, let reason):
-                var r = RowRecord(id: item.id, status: .pending, event: "deferred")
-                r.runAfter = until
-                r.attemptsDelta = -1
-                r.reason = reason.rawValue
-                r.details = result.trail
-                immediate.rows.append(r)
-            case .send:
-                guard let prefs, let route else {
-                    // decide() fails rows without a profile or a known channel; never leave one leased.
+            case .send(let todo, let previouslyDelivered):
+                guard let prefs = row.prefs, let route = item.channel.flatMap({ routes[$0] }) else {
+                    // The plan records rows without a profile or a route; never leave one leased.
                     var r = RowRecord(id: item.id, status: .failed, event: "failed")
                     r.permanent = true
                     r.lastError = "no route for channel '\(item.channelRaw)'"
                     immediate.rows.append(r)
                     continue
                 }
-                let rendered = renderer.render(item, preferences: prefs,
-                                               unreadInApp: ctx.unreadInApp[item.recipientUserId] ?? 0)
-                let already = ctx.delivered[item.id] ?? []
-                let todo = destinations.filter { !already.contains(storedAddress($0)) }
-                var flight = InFlight(claimed: claimed, trail: result.trail, rendered: rendered,
-                                      provider: route.provider, expected: todo.count,
-                                      previouslyDelivered: !already.isEmpty)
-                flight.prefs = prefs
+                let rendered = renderer.render(item, preferences: prefs, unreadInApp: row.unreadInApp)
+                var flight = InFlight(
+                    sent: SentRow(item: item, maxAttempts: row.maxAttempts, trail: row.result.trail, title: rendered.title,
+                                  body: rendered.body, provider: route.provider, previouslyDelivered: previouslyDelivered,
+                                  prefs: prefs),
+                    expected: todo.count)
                 let index = flights.count  // its place in `flights` if it has anything to send
                 for destination in todo {
                     // Wire timestamps (JWT iat, webhook-timestamp) follow the real clock, not --now.
                     // A push token's own locale wins over the profile's (rendered again only when it differs).
                     let own = Renderer.locale(profile: prefs.locale, destination: destination)
                     let text = own == prefs.locale ? rendered
-                        : renderer.render(item, preferences: prefs, unreadInApp: ctx.unreadInApp[item.recipientUserId] ?? 0,
-                                          destination: destination)
+                        : renderer.render(item, preferences: prefs, unreadInApp: row.unreadInApp, destination: destination)
                     let envelope = Envelope(item: item, rendered: text, destination: destination, now: Date())
                     switch route {
                     case .log:
                         outbox.deliver(envelope)
-                        flight.results.append((destination, "log", ClassifiedResponse(.delivered(messageId: nil))))
+                        flight.sent.answers.append(DestinationAnswer(
+                            destination: destination, provider: "log", response: ClassifiedResponse(.delivered(messageId: nil))))
                     case .inbox:
                         flight.inbox = InboxRecord(
-                            item: item, rendered: rendered, renderer: renderer, preferences: prefs,
-                            unreadInApp: ctx.unreadInApp[item.recipientUserId] ?? 0)
-                        flight.results.append((destination, "inbox", ClassifiedResponse(.delivered(messageId: nil))))
+                            item: item, rendered: rendered, renderer: renderer, preferences: prefs, unreadInApp: row.unreadInApp)
+                        flight.sent.answers.append(DestinationAnswer(
+                            destination: destination, provider: "inbox", response: ClassifiedResponse(.delivered(messageId: nil))))
                     case .providers:
                         guard let adapter = route.adapter(for: destination.provider) else {
-                            flight.results.append((destination, destination.provider, ClassifiedResponse(
-                                .permanent(code: "no_adapter", message: "no adapter for provider '\(destination.provider)'"))))
+                            flight.sent.answers.append(DestinationAnswer(
+                                destination: destination, provider: destination.provider, response: ClassifiedResponse(
+                                    .permanent(code: "no_adapter", message: "no adapter for provider '\(destination.provider)'"))))
                             continue
                         }
                         jobs.append(Job(flight: index, envelope: envelope, adapter: adapter))
@@ -239,7 +205,6 @@ final class DeliveryPass {
             // time, so a large batch never holds all its records in memory at once.
             if immediate.rows.count >= options.recordChunk * 5 { try flush(&immediate, channelOf: channelOf) }
         }
-        if dryRun { return }
         try flush(&immediate, channelOf: channelOf)
 
         guard !jobs.isEmpty else { return }
@@ -251,12 +216,15 @@ final class DeliveryPass {
         send(jobs, writer: writer) { job, result in
             switch result {
             case .answered(let provider, let classified):
-                flights[job.flight].results.append((job.envelope.destination, provider, classified))
+                flights[job.flight].sent.answers.append(DestinationAnswer(
+                    destination: job.envelope.destination, provider: provider, response: classified))
                 if noteAnswer(job, classified) { held.insert(job.flight) }
             case .notSent(let until, let reason):
-                flights[job.flight].unsent.append((job.envelope.destination, until, reason))
+                flights[job.flight].sent.unsent.append(UnsentDestination(
+                    destination: job.envelope.destination, until: until, reason: reason))
             case .failedOver(let provider, let classified):
-                flights[job.flight].failedOver.append((job.envelope.destination, provider, classified))
+                flights[job.flight].sent.failedOver.append(DestinationAnswer(
+                    destination: job.envelope.destination, provider: provider, response: classified))
                 return  // the destination is still on its way
             }
             if flights[job.flight].done && !held.contains(job.flight) {
@@ -424,11 +392,7 @@ final class DeliveryPass {
             let owner = owners[index]
             let now = clock.now()
             // Providers' dates (Retry-After as an HTTP date) are in real time.
-            let answers: [ClassifiedResponse]
-            switch owner.adapter {
-            case .single(let a): answers = [a.classify(response, now: Date())]
-            case .batch(let a): answers = a.classify(response, envelopes: owner.jobs.map(\.envelope), now: Date())
-            }
+            let answers = owner.adapter.classify(response, envelopes: owner.jobs.map(\.envelope), now: Date())
             for (i, job) in owner.jobs.enumerated() {
                 let answer = i < answers.count ? answers[i]
                     : ClassifiedResponse(.retry(after: nil, code: "missing_answer", message: "the provider's answer did not cover this message"))
@@ -488,161 +452,41 @@ final class DeliveryPass {
 
     // MARK: - Outcomes
 
-    /// Folds a row's per-destination outcomes into its record: sent when any destination got it (now or
-    /// on an earlier attempt), retried while any transient failure remains and attempts are left, failed
-    /// for good otherwise.
+    /// A row's records once every destination has answered: the health verdict applied to the answers,
+    /// then `DeliveryFold`; the escalation it names becomes a new row.
     func finish(_ flight: InFlight) -> RecordBatch {
-        let item = flight.claimed.item
-        let now = clock.now()
+        var sent = flight.sent
+        sent.answers = sent.answers.map { answer in
+            var a = answer
+            a.response = applyVerdict(provider: a.provider, destination: a.destination, a.response)
+            return a
+        }
+        let folded = DeliveryFold.fold(sent, escalation: options.escalation, now: clock.now(),
+                                       random: Double.random(in: 0..<1, using: &rng))
         var out = RecordBatch()
-        var flight = flight
-        flight.results = flight.results.map { ($0.destination, $0.provider,
-                                               applyVerdict(provider: $0.provider, destination: $0.destination, $0.response)) }
-
-        for (destination, provider, response) in flight.failedOver + flight.results {
-            var d = DeliveryRecord(
-                queueId: item.id, attempt: item.attempts, channel: item.channelRaw, provider: provider,
-                destination: storedAddress(destination), deviceTokenId: destination.deviceTokenId,
-                outcome: response.outcome.label, httpStatus: response.httpStatus, errorCode: response.outcome.code,
-                messageId: nil, error: response.outcome.message, latencyMs: response.latencyMs)
-            if case .delivered(let id) = response.outcome {
-                d.messageId = id
-                // Expo's ticket is only an acceptance: its receipt is checked by a later pass.
-                if provider == "expo", let id {
-                    out.tickets.append(ReceiptTicket(queueId: item.id, provider: provider, ticketId: id,
-                                                     deviceTokenId: destination.deviceTokenId, createdAt: now))
-                }
-            }
-            out.deliveries.append(d)
-            if case .destinationInvalid(let code, let message) = response.outcome {
-                let reason = "\(provider) \(code ?? ""): \(message)"
-                if let token = destination.deviceTokenId {
-                    out.deactivations.append(TokenDeactivation(deviceTokenId: token, reason: reason))
-                } else if let channel = item.channel, [.sms, .whatsapp, .email].contains(channel) {
-                    out.optOuts.append(ChannelOptOut(userId: item.recipientUserId, channel: channel, reason: reason))
-                }
-            }
-        }
+        out.rows = [folded.row]
+        out.deliveries = folded.deliveries
+        out.tickets = folded.tickets
+        out.deactivations = folded.deactivations
+        out.optOuts = folded.optOuts
+        out.forecastsSent = folded.forecastSent.map { [$0] } ?? []
         if let inbox = flight.inbox { out.inbox.append(inbox) }
-
-        let outcomes = flight.results.map(\.response.outcome)
-        let delivered = outcomes.compactMap { o -> String?? in
-            if case .delivered(let id) = o { return .some(id) } else { return nil }
-        }
-        let retries = outcomes.filter { if case .retry = $0 { return true } else { return false } }
-        let failures = outcomes.filter {
-            switch $0 { case .permanent, .destinationInvalid: return true; default: return false }
-        }
-        let messages = (retries + failures).compactMap(\.message)
-
-        var r: RowRecord
-        let reached = !delivered.isEmpty || flight.previouslyDelivered
-        let attemptsLeft = item.attempts < flight.claimed.maxAttempts
-        if !flight.unsent.isEmpty && retries.isEmpty {
-            // Some destinations were never sent to (and nothing failed transiently): back to the
-            // queue, the attempt given back; the destinations already delivered are not sent again.
-            r = RowRecord(id: item.id, status: .pending, event: "released")
-            r.attemptsDelta = -1
-            r.runAfter = flight.unsent.compactMap(\.until).max() ?? now
-            r.reason = flight.unsent[0].reason
-            r.details = ["not_sent": .number(Double(flight.unsent.count)),
-                         "delivered": .number(Double(delivered.count))]
-        } else if let firstRetry = retries.first, attemptsLeft {
-            // Transient failures remain: try again later (only the destinations not yet delivered).
-            r = RowRecord(id: item.id, status: .failed, event: "failed")
-            let retryAfter = retries.compactMap { o -> Double? in
-                if case .retry(let after, _, _) = o { return after } else { return nil }
-            }.max()
-            let delay = Backoff.delay(attempt: item.attempts, retryAfter: retryAfter,
-                                      random: Double.random(in: 0..<1, using: &rng))
-            r.runAfter = max(now.addingTimeInterval(delay), flight.unsent.compactMap(\.until).max() ?? now)
-            r.reason = firstRetry.code ?? "retry"
-            r.lastError = messages.first
-            r.details = ["retry_in_s": .number(delay.rounded()), "attempt": .number(Double(item.attempts))]
-        } else if reached {
-            // Some destination got it, now or on an earlier attempt: sent, with what failed noted.
-            r = RowRecord(id: item.id, status: .sent, event: "sent")
-            r.sentAt = now
-            (r.title, r.body) = (flight.rendered.title, flight.rendered.body)  // notification_history
-            r.providerMessageId = delivered.compactMap { $0 }.first
-            r.lastError = messages.isEmpty ? nil : "some destinations failed: " + messages.joined(separator: "; ")
-            r.details = flight.trail
-            // The provider that actually delivered (push: the token's; email: after any failover).
-            r.reason = flight.results.first(where: { if case .delivered = $0.response.outcome { true } else { false } })?.provider
-                ?? flight.provider
-            if item.kind == .dailyForecast, let date = item.payload?["date"]?.stringValue.flatMap(LocalDate.init) {
-                out.forecastsSent.append(ForecastSent(queueId: item.id, userId: item.recipientUserId, date: date))
-            }
-        } else if !retries.isEmpty {
-            r = RowRecord(id: item.id, status: .failed, event: "failed")
-            r.permanent = true
-            r.reason = "attempts_exhausted"
-            r.lastError = "gave up after \(item.attempts) attempts: \(messages.first ?? "transient failure")"
-        } else {
-            r = RowRecord(id: item.id, status: .failed, event: "failed")
-            r.permanent = true
-            let allInvalid = !outcomes.isEmpty && outcomes.allSatisfy {
-                if case .destinationInvalid = $0 { return true } else { return false }
-            }
-            r.reason = allInvalid ? "destinations_invalid" : (failures.first?.code ?? "permanent")
-            r.lastError = messages.isEmpty ? "nothing was delivered" : messages.joined(separator: "; ")
-        }
-        // Failed for good without reaching anyone: a critical notification tries the next channel.
-        if r.status == .failed && r.permanent && !reached, let prefs = flight.prefs,
-           let next = escalation(of: item, prefs: prefs, because: r.reason ?? "failed") {
-            out.escalations.append(next)
-        }
-        out.rows.append(r)
+        if let step = folded.escalation, let next = newNotification(escalating: sent.item, step) { out.escalations.append(next) }
         return out
     }
 
-    /// The same notification on the next channel of the escalation chain that the recipient has
-    /// enabled, when `item` is critical and its chain has one; nil otherwise. Its preferences, quiet
-    /// hours and limits apply to it as to any row; its dedupe key makes it once per channel.
-    func escalation(of item: QueueItem, prefs: Preferences, because why: String) -> NewNotification? {
-        let policy = options.escalation
-        guard policy.applies(to: item.severity, channel: item.channel, kind: item.kindRaw),
-              let channel = item.channel, let kind = item.kind,
-              let next = policy.next(after: channel, kind: item.kindRaw, prefs: prefs,
-                                     aboutAnotherMember: item.isAboutAnotherMember) else { return nil }
+    /// The row an escalation enqueues: the same notification on the next channel, linked to the original.
+    /// Its preferences, quiet hours and limits apply to it as to any row; its dedupe key makes it once
+    /// per channel.
+    func newNotification(escalating item: QueueItem, _ step: EscalationStep) -> NewNotification? {
+        guard let kind = item.kind else { return nil }
         var n = NewNotification(
             recipient: item.recipientUserId, member: item.memberUserId, alertStateId: item.alertStateId,
-            channel: next.rawValue, kind: kind, severity: item.severity, priority: item.priority,
-            payload: .object(item.payload ?? [:]), scheduledAt: clock.now(),
-            dedupeKey: EscalationPolicy.dedupeKey(from: item.id, to: next), reason: "escalated_\(why)")
+            channel: step.channel.rawValue, kind: kind, severity: item.severity, priority: item.priority,
+            payload: .object(item.payload ?? [:]), scheduledAt: clock.now(), dedupeKey: step.dedupeKey, reason: step.reason)
         n.escalatedFrom = item.id
         return n
     }
-
-    // MARK: - Destinations
-
-    /// Where a row's channel reaches its recipient. Decided before sending, so a recipient without any
-    /// is skipped as `no_destination`.
-    func destinations(for item: QueueItem, prefs: Preferences, route: ChannelRoute?, ctx: BatchContext) -> [Destination] {
-        guard let channel = item.channel, let route else { return [] }
-        switch channel {
-        case .push:
-            // Every active token whose provider this run can reach (all of them on the log adapter).
-            let tokens = ctx.deviceTokens[item.recipientUserId] ?? []
-            if case .providers = route { return tokens.filter { route.adapter(for: $0.provider) != nil } }
-            return tokens
-        case .sms, .whatsapp:
-            return prefs.phoneE164.map { [Destination(provider: route.provider, address: $0)] } ?? []
-        case .email:
-            return prefs.email.map { [Destination(provider: route.provider, address: $0)] } ?? []
-        case .webhook:
-            if case .single(let adapter as WebhookAdapter)? = route.adapter(for: "webhook") {
-                return [Destination(provider: "webhook", address: adapter.url)]
-            }
-            return [Destination(provider: route.provider, address: "webhook")]
-        case .inApp:
-            return [Destination(provider: "inbox", address: item.recipientUserId.uuidString.lowercased())]
-        }
-    }
-
-    /// A destination as stored in `notification_deliveries`: URLs lose their userinfo, query string and
-    /// fragment (which may carry a receiver's secret).
-    func storedAddress(_ d: Destination) -> String { d.storableAddress }
 
     // MARK: - Output
 

@@ -6,12 +6,6 @@ public enum Phase: String, CaseIterable, Sendable {
     /// `events` and `statuses` learn what became of SMS, WhatsApp and email after the provider accepted
     /// them (issue 12, README "Delivery truth").
     case patterns, forecasts, prompts, reminders, deliver, receipts, events, statuses
-
-    /// The phases this version of herald implements; the others are refused with a clear message.
-    public static let available: [Phase] = Phase.allCases
-
-    /// The phases that fill the queue (they run before `deliver`).
-    public var isGenerator: Bool { [.patterns, .forecasts, .prompts, .reminders].contains(self) }
 }
 
 /// How one `herald run` behaves. Defaults are the seed's cron body (batch 50) and DESIGN §1.
@@ -24,7 +18,7 @@ public struct PassOptions: Sendable {
     public var deadline: Double = 240
     /// Overrides the clock for every decision (tests, backfills, replays).
     public var now: Date?
-    public var phases: [Phase] = Phase.available
+    public var phases: [Phase] = Phase.allCases
     public var dryRun = false
     /// Pending rows older than this are skipped as `expired`.
     public var maxAge: TimeInterval = 24 * 3600

@@ -15,7 +15,8 @@ struct ReceiptsPhase {
     let now: Date
     let logger: Logger
     let transport: HTTPTransport
-    let expo: ExpoAdapter
+    /// The provider whose tickets are checked (Expo).
+    let expo: any ReceiptChecking
     /// Receipts are asked for once a ticket is this old.
     var minimumAge: TimeInterval = 15 * 60
     /// After this long without a receipt, a ticket is closed.
@@ -34,7 +35,7 @@ struct ReceiptsPhase {
         var pending: [(id: Int, ticket: String, token: UUID?, created: Date)] = []
         for row in try db.query("""
             select id, ticket_id, device_token_id, created_at from push_receipts
-             where status = 'pending' and provider = 'expo' and created_at <= \(now.addingTimeInterval(-minimumAge))
+             where status = 'pending' and provider = \(expo.provider) and created_at <= \(now.addingTimeInterval(-minimumAge))
              order by created_at limit \(limit)
             """) {
             guard let id = row["id"].int, let ticket = row["ticket_id"].string else { continue }
@@ -42,8 +43,8 @@ struct ReceiptsPhase {
         }
         guard !pending.isEmpty else { return result }
 
-        let chunks = stride(from: 0, to: pending.count, by: ExpoAdapter.maxReceiptIds).map {
-            Array(pending[$0..<min($0 + ExpoAdapter.maxReceiptIds, pending.count)])
+        let chunks = stride(from: 0, to: pending.count, by: expo.receiptBatch).map {
+            Array(pending[$0..<min($0 + expo.receiptBatch, pending.count)])
         }
         var updates: [JSONValue] = []
         var dead: [JSONValue] = []

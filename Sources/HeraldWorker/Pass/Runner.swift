@@ -60,11 +60,6 @@ public struct Runner {
             heartbeat = try Heartbeat(url: settings["HERALD_HEARTBEAT_URL"])
             pushgateway = try Pushgateway(url: options.pushgateway ?? settings["HERALD_PUSHGATEWAY_URL"])
             databaseURL = try settings.databaseURL() ?? ""
-            let missing = options.phases.filter { !Phase.available.contains($0) }
-            if !missing.isEmpty {
-                throw ConfigError("phase \(missing.map(\.rawValue).joined(separator: ", ")) is not available in this "
-                    + "version of herald; available: \(Phase.available.map(\.rawValue).joined(separator: ", "))")
-            }
             guard options.batchSize > 0 else { throw ConfigError("--batch-size must be at least 1") }
             guard options.deadline.isFinite, options.deadline > 0 else { throw ConfigError("--deadline must be a positive number of seconds") }
             routes = try ChannelRoutes.load(settings)
@@ -173,7 +168,7 @@ public struct Runner {
                 }
                 isolated("audit", db: db, logger: logger, summary: &summary) { summary in
                     let dropped = try store.maintainAuditTrail(retentionDays: options.auditRetentionDays)
-                    if dropped > 0 { summary.generated["audit_partitions_dropped"] = dropped }
+                    if dropped > 0 { summary.generated[.auditPartitionsDropped] = dropped }
                 }
             }
             if options.dryRun {
@@ -188,11 +183,11 @@ public struct Runner {
                 try pass.run()
             }
             if options.phases.contains(.receipts) && !options.dryRun && !summary.interrupted,
-               case .batch(let adapter as ExpoAdapter)? = routes[.push]?.adapter(for: "expo") {
+               let adapter = routes[.push]?.receiptCheckers.first {
                 isolated(Phase.receipts.rawValue, db: db, logger: logger, summary: &summary) { summary in
                     let r = try ReceiptsPhase(db: db, now: clock.now(), logger: logger, transport: transport, expo: adapter).run()
-                    summary.generated["receipts_checked"] = r.checked
-                    if r.deactivated > 0 { summary.generated["tokens_deactivated"] = r.deactivated }
+                    summary.generated[.receiptsChecked] = r.checked
+                    if r.deactivated > 0 { summary.generated[.tokensDeactivated] = r.deactivated }
                 }
             }
             // Delivery truth (issue 12): provider events first (they need no network), then Twilio polling.
@@ -202,21 +197,21 @@ public struct Runner {
                     phase.retentionDays = options.retentionDays
                     let r = try phase.run()
                     if r.processed > 0 {
-                        summary.generated["provider_events"] = r.processed
+                        summary.generated[.providerEvents] = r.processed
                         for (outcome, n) in r.outcomes { summary.generated["provider_events_\(outcome)"] = n }
                     }
-                    if r.updated > 0 { summary.generated["truth_from_events"] = r.updated }
-                    if r.optedOut > 0 { summary.generated["truth_channels_off"] = (summary.generated["truth_channels_off"] ?? 0) + r.optedOut }
+                    if r.updated > 0 { summary.generated[.truthFromEvents] = r.updated }
+                    if r.optedOut > 0 { summary.generated[.truthChannelsOff] = (summary.generated[.truthChannelsOff] ?? 0) + r.optedOut }
                 }
             }
             if options.phases.contains(.statuses) && !options.dryRun && !summary.interrupted,
                case .single(let adapter as TwilioAdapter)? = routes[.sms]?.adapter(for: "twilio") {
                 isolated(Phase.statuses.rawValue, db: db, logger: logger, summary: &summary) { summary in
                     let r = try StatusPollPhase(db: db, now: clock.now(), logger: logger, transport: transport, twilio: adapter).run()
-                    if r.checked > 0 { summary.generated["statuses_checked"] = r.checked }
-                    if r.final > 0 { summary.generated["statuses_final"] = r.final }
-                    if r.expired > 0 { summary.generated["statuses_expired"] = r.expired }
-                    if r.optedOut > 0 { summary.generated["truth_channels_off"] = (summary.generated["truth_channels_off"] ?? 0) + r.optedOut }
+                    if r.checked > 0 { summary.generated[.statusesChecked] = r.checked }
+                    if r.final > 0 { summary.generated[.statusesFinal] = r.final }
+                    if r.expired > 0 { summary.generated[.statusesExpired] = r.expired }
+                    if r.optedOut > 0 { summary.generated[.truthChannelsOff] = (summary.generated[.truthChannelsOff] ?? 0) + r.optedOut }
                 }
             }
             if summary.interrupted { code = .interrupted } else if !summary.phaseErrors.isEmpty { code = .degraded }
@@ -282,50 +277,22 @@ public struct Runner {
         }
     }
 
-    /// The generator phases, in order: each fills the queue from the data the apps write. Each runs in
-    /// isolation: one that fails is reported and the others, and delivery, still run.
+    /// The generator phases, in the order they run: each fills the queue from the data the apps write.
+    static let generators: [any GeneratorPhase] = [
+        PatternsGenerator(), ForecastsGenerator(), PromptsGenerator(), RemindersGenerator(),
+    ]
+
+    /// Runs the selected generator phases, each in isolation: one that fails is reported and the
+    /// others, and delivery, still run.
     func generate(db: PGConnection, transport: HTTPTransport, options: PassOptions, clock: PassClock,
                   logger: Logger, summary: inout Summary) {
-        for phase in Phase.allCases where options.phases.contains(phase) && phase.isGenerator {
+        for generator in Self.generators where options.phases.contains(generator.phase) {
             if StopSignal.requested { summary.interrupted = true; return }
-            isolated(phase.rawValue, db: db, logger: logger, summary: &summary) { summary in
-                try generate(phase, db: db, transport: transport, options: options, now: clock.now(),
-                             logger: logger, summary: &summary)
+            isolated(generator.phase.rawValue, db: db, logger: logger, summary: &summary) { summary in
+                let context = GeneratorContext(db: db, passId: summary.passId, now: clock.now(), logger: logger,
+                                               transport: transport, options: options, settings: settings)
+                try generator.run(context, summary: &summary)
             }
-        }
-    }
-
-    func generate(_ phase: Phase, db: PGConnection, transport: HTTPTransport, options: PassOptions, now: Date,
-                  logger: Logger, summary: inout Summary) throws {
-        let passId = summary.passId
-        switch phase {
-        case .patterns:
-            var p = PatternPhase(db: db, passId: passId, now: now, logger: logger)
-            p.shadowMode = options.shadowMode
-            p.thresholdsVersion = options.thresholdsVersion
-            p.readerURL = try settings.databaseURL()
-            p.batchSize = max(1, options.patternChunk)
-            let r = try p.run()
-            summary.generated["patterns"] = r.enqueued
-            summary.generated["patterns_users"] = r.users
-            summary.generated["episodes_opened"] = r.episodesOpened
-            summary.generated["episodes_resolved"] = r.episodesResolved
-        if r.failedUsers > 0 { summary.generated["patterns_failed_users"] = r.failedUsers }
-        case .forecasts:
-            var f = ForecastPhase(db: db, passId: passId, now: now, logger: logger, transport: transport)
-            f.weatherURL = options.dryRun ? nil : options.weatherURL
-            let r = try f.run()
-            summary.generated["forecasts"] = r.enqueued
-            if r.fetched + r.fetchFailures > 0 {
-                summary.generated["weather_fetched"] = r.fetched
-                summary.generated["weather_failed"] = r.fetchFailures
-            }
-        case .prompts:
-            summary.generated["prompts"] = try PromptPhase(db: db, passId: passId, now: now).run()
-        case .reminders:
-            summary.generated["reminders"] = try ReminderPhase(db: db, passId: passId, now: now).run()
-        case .deliver, .receipts, .events, .statuses:
-            return
         }
     }
 }

@@ -133,3 +133,34 @@ public struct LatencyHistogram: Sendable, Equatable {
         count += 1
     }
 }
+
+/// What a phase counts in the summary's `generated` (and the metrics file): the keys the JSON carries.
+public enum GeneratedCount: String, CaseIterable, Sendable {
+    case auditPartitionsDropped = "audit_partitions_dropped"
+    case episodesOpened = "episodes_opened"
+    case episodesResolved = "episodes_resolved"
+    case forecasts
+    case patterns
+    case patternsFailedUsers = "patterns_failed_users"
+    case patternsUsers = "patterns_users"
+    case prompts
+    case providerEvents = "provider_events"
+    case receiptsChecked = "receipts_checked"
+    case reminders
+    case statusesChecked = "statuses_checked"
+    case statusesExpired = "statuses_expired"
+    case statusesFinal = "statuses_final"
+    case tokensDeactivated = "tokens_deactivated"
+    case truthChannelsOff = "truth_channels_off"
+    case truthFromEvents = "truth_from_events"
+    case weatherFailed = "weather_failed"
+    case weatherFetched = "weather_fetched"
+}
+
+extension Dictionary where Key == String, Value == Int {
+    /// A phase's count in `Summary.generated`, by its name.
+    public subscript(_ key: GeneratedCount) -> Int? {
+        get { self[key.rawValue] }
+        set { self[key.rawValue] = newValue }
+    }
+}

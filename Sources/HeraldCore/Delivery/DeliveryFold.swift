@@ -1,0 +1,202 @@
+import Foundation
+
+/// One destination's answer as the fold reads it: the provider that handled it and what it said.
+public struct DestinationAnswer: Sendable {
+    public var destination: Destination
+    public var provider: String
+    public var response: ClassifiedResponse
+
+    public init(destination: Destination, provider: String, response: ClassifiedResponse) {
+        self.destination = destination
+        self.provider = provider
+        self.response = response
+    }
+}
+
+/// A destination whose request never left the process (stop signal, a failed record flush, a provider
+/// throttled or broken for the pass): no attempt is charged for it.
+public struct UnsentDestination: Sendable {
+    public var destination: Destination
+    /// When it may be tried again; nil: at once.
+    public var until: Date?
+    public var reason: String
+
+    public init(destination: Destination, until: Date?, reason: String) {
+        self.destination = destination
+        self.until = until
+        self.reason = reason
+    }
+}
+
+/// One row after its sends: everything `DeliveryFold` needs to record it.
+public struct SentRow: Sendable {
+    public var item: QueueItem
+    public var maxAttempts: Int
+    /// The decision's trail, kept on a sent row.
+    public var trail: JSONValue
+    /// The text the recipient saw (notification_history).
+    public var title: String
+    public var body: String
+    /// The channel's first provider: named when no answer says which provider delivered.
+    public var provider: String
+    /// An earlier attempt already reached some destination.
+    public var previouslyDelivered: Bool
+    /// The recipient's preferences, for escalation.
+    public var prefs: Preferences?
+    /// Per destination: the provider that handled it last and what it said.
+    public var answers: [DestinationAnswer] = []
+    public var unsent: [UnsentDestination] = []
+    /// Transient failures after which the destination moved to another provider: recorded as delivery
+    /// attempts, not as the destination's outcome.
+    public var failedOver: [DestinationAnswer] = []
+
+    public init(item: QueueItem, maxAttempts: Int, trail: JSONValue, title: String, body: String, provider: String,
+                previouslyDelivered: Bool, prefs: Preferences?) {
+        self.item = item
+        self.maxAttempts = maxAttempts
+        self.trail = trail
+        self.title = title
+        self.body = body
+        self.provider = provider
+        self.previouslyDelivered = previouslyDelivered
+        self.prefs = prefs
+    }
+}
+
+/// What the fold writes for one row.
+public struct FoldedRow: Sendable {
+    public var row: RowRecord
+    public var deliveries: [DeliveryRecord] = []
+    public var tickets: [ReceiptTicket] = []
+    public var deactivations: [TokenDeactivation] = []
+    public var optOuts: [ChannelOptOut] = []
+    public var forecastSent: ForecastSent?
+    /// A critical row that reached no one: its next channel.
+    public var escalation: EscalationStep?
+
+    public init(row: RowRecord) { self.row = row }
+}
+
+/// Folds a row's per-destination answers into its records: sent when any destination got it (now or on
+/// an earlier attempt), retried with backoff while a transient failure remains and attempts are left,
+/// returned to the queue when requests were never sent, failed for good otherwise. The answers'
+/// follow-ups become tickets, deactivations and opt-outs; a critical row failed for good without
+/// reaching anyone escalates.
+///
+///     let folded = DeliveryFold.fold(row, escalation: policy, now: now, random: 0.5)
+///     folded.row.status       // .sent / .failed / .pending
+public enum DeliveryFold {
+    /// `random` (0..<1) is the backoff's jitter, injected so the result is reproducible.
+    public static func fold(_ sent: SentRow, escalation policy: EscalationPolicy, now: Date, random: Double) -> FoldedRow {
+        let item = sent.item
+        var out = FoldedRow(row: RowRecord(id: item.id, status: .failed, event: "failed"))
+
+        for answer in sent.failedOver + sent.answers {
+            out.deliveries.append(delivery(item, answer))
+            followUps(of: answer, item: item, now: now, into: &out)
+        }
+
+        let outcomes = sent.answers.map(\.response.outcome)
+        let delivered = outcomes.compactMap { o -> String?? in
+            if case .delivered(let id) = o { return .some(id) } else { return nil }
+        }
+        let retries = outcomes.filter { if case .retry = $0 { return true } else { return false } }
+        let failures = outcomes.filter {
+            switch $0 { case .permanent, .destinationInvalid: return true; default: return false }
+        }
+        let messages = (retries + failures).compactMap(\.message)
+        let reached = !delivered.isEmpty || sent.previouslyDelivered
+        let attemptsLeft = item.attempts < sent.maxAttempts
+        let unsentUntil = sent.unsent.compactMap(\.until).max()
+
+        var r: RowRecord
+        if !sent.unsent.isEmpty && retries.isEmpty {
+            // Some destinations were never sent to (and nothing failed transiently): back to the
+            // queue, the attempt given back; the destinations already delivered are not sent again.
+            r = RowRecord(id: item.id, status: .pending, event: "released")
+            r.attemptsDelta = -1
+            r.runAfter = unsentUntil ?? now
+            r.reason = sent.unsent[0].reason
+            r.details = ["not_sent": .number(Double(sent.unsent.count)),
+                         "delivered": .number(Double(delivered.count))]
+        } else if let firstRetry = retries.first, attemptsLeft {
+            // Transient failures remain: try again later (only the destinations not yet delivered).
+            r = RowRecord(id: item.id, status: .failed, event: "failed")
+            let retryAfter = retries.compactMap { o -> Double? in
+                if case .retry(let after, _, _) = o { return after } else { return nil }
+            }.max()
+            let delay = Backoff.delay(attempt: item.attempts, retryAfter: retryAfter, random: random)
+            r.runAfter = max(now.addingTimeInterval(delay), unsentUntil ?? now)
+            r.reason = firstRetry.code ?? "retry"
+            r.lastError = messages.first
+            r.details = ["retry_in_s": .number(delay.rounded()), "attempt": .number(Double(item.attempts))]
+        } else if reached {
+            // Some destination got it, now or on an earlier attempt: sent, with what failed noted.
+            r = RowRecord(id: item.id, status: .sent, event: "sent")
+            r.sentAt = now
+            (r.title, r.body) = (sent.title, sent.body)  // notification_history
+            r.providerMessageId = delivered.compactMap { $0 }.first
+            r.lastError = messages.isEmpty ? nil : "some destinations failed: " + messages.joined(separator: "; ")
+            r.details = sent.trail
+            // The provider that actually delivered (push: the token's; email: after any failover).
+            r.reason = sent.answers.first(where: { if case .delivered = $0.response.outcome { true } else { false } })?.provider
+                ?? sent.provider
+            if item.kind == .dailyForecast, let date = item.payload?["date"]?.stringValue.flatMap(LocalDate.init) {
+                out.forecastSent = ForecastSent(queueId: item.id, userId: item.recipientUserId, date: date)
+            }
+        } else if !retries.isEmpty {
+            r = RowRecord(id: item.id, status: .failed, event: "failed")
+            r.permanent = true
+            r.reason = "attempts_exhausted"
+            r.lastError = "gave up after \(item.attempts) attempts: \(messages.first ?? "transient failure")"
+        } else {
+            r = RowRecord(id: item.id, status: .failed, event: "failed")
+            r.permanent = true
+            let allInvalid = !outcomes.isEmpty && outcomes.allSatisfy {
+                if case .destinationInvalid = $0 { return true } else { return false }
+            }
+            r.reason = allInvalid ? "destinations_invalid" : (failures.first?.code ?? "permanent")
+            r.lastError = messages.isEmpty ? "nothing was delivered" : messages.joined(separator: "; ")
+        }
+        // Failed for good without reaching anyone: a critical notification tries the next channel.
+        if r.status == .failed && r.permanent && !reached, let prefs = sent.prefs {
+            out.escalation = policy.escalation(of: item, prefs: prefs, because: r.reason ?? "failed")
+        }
+        out.row = r
+        return out
+    }
+
+    /// One attempt's row of `notification_deliveries`.
+    static func delivery(_ item: QueueItem, _ answer: DestinationAnswer) -> DeliveryRecord {
+        let (destination, response) = (answer.destination, answer.response)
+        var d = DeliveryRecord(
+            queueId: item.id, attempt: item.attempts, channel: item.channelRaw, provider: answer.provider,
+            destination: destination.storableAddress, deviceTokenId: destination.deviceTokenId,
+            outcome: response.outcome.label, httpStatus: response.httpStatus, errorCode: response.outcome.code,
+            messageId: nil, error: response.outcome.message, latencyMs: response.latencyMs)
+        if case .delivered(let id) = response.outcome { d.messageId = id }
+        return d
+    }
+
+    /// What the adapter declared beyond the outcome: a receipt to check later, a dead device token,
+    /// a channel the recipient's address refuses.
+    static func followUps(of answer: DestinationAnswer, item: QueueItem, now: Date, into out: inout FoldedRow) {
+        let (destination, response, provider) = (answer.destination, answer.response, answer.provider)
+        let reason = "\(provider) \(response.outcome.code ?? ""): \(response.outcome.message ?? "")"
+        for followUp in response.followUps {
+            switch followUp {
+            case .checkReceipt(let ticket):
+                guard case .delivered = response.outcome else { continue }
+                out.tickets.append(ReceiptTicket(queueId: item.id, provider: provider, ticketId: ticket,
+                                                 deviceTokenId: destination.deviceTokenId, createdAt: now))
+            case .deactivateDestination:
+                guard case .destinationInvalid = response.outcome, let token = destination.deviceTokenId else { continue }
+                out.deactivations.append(TokenDeactivation(deviceTokenId: token, reason: reason))
+            case .optOut:
+                guard case .destinationInvalid = response.outcome, destination.deviceTokenId == nil,
+                      let channel = item.channel, channel.optOutSwitch != nil else { continue }
+                out.optOuts.append(ChannelOptOut(userId: item.recipientUserId, channel: channel, reason: reason))
+            }
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+
+/// What a pass writes back for one claimed row. Built by `DeliveryPlanner` and `DeliveryFold`, written
+/// in batches by the worker's `QueueStore`.
+public struct RowRecord: Sendable {
+    public var id: UUID
+    /// `sent`, `failed`, `skipped`, or `pending` (deferred: back in the queue, the attempt not counted).
+    public var status: QueueStatus
+    public var permanent: Bool = false
+    public var lastError: String?
+    public var skipReason: String?
+    public var runAfter: Date?
+    public var sentAt: Date?
+    public var providerMessageId: String?
+    /// Added to `attempts`: −1 gives back the attempt the claim counted (a deferral is not an attempt).
+    public var attemptsDelta: Int = 0
+    /// The trail: `sent`, `skipped`, `deferred`, `failed`, `superseded`.
+    public var event: String
+    public var reason: String?
+    public var details: JSONValue = .null
+    /// A sent row's text as the recipient saw it: kept in `notification_history` (seed 001).
+    public var title: String?
+    public var body: String?
+
+    public init(id: UUID, status: QueueStatus, event: String) {
+        self.id = id
+        self.status = status
+        self.event = event
+    }
+}
+
+/// One attempt to one destination: a row of `notification_deliveries`.
+public struct DeliveryRecord: Sendable {
+    public var queueId: UUID
+    public var attempt: Int
+    public var channel: String
+    public var provider: String
+    public var destination: String
+    public var deviceTokenId: UUID?
+    public var outcome: String
+    public var httpStatus: Int?
+    public var errorCode: String?
+    public var messageId: String?
+    public var error: String?
+    public var latencyMs: Int?
+
+    public init(queueId: UUID, attempt: Int, channel: String, provider: String, destination: String,
+                deviceTokenId: UUID?, outcome: String, httpStatus: Int?, errorCode: String?, messageId: String?,
+                error: String?, latencyMs: Int?) {
+        self.queueId = queueId
+        self.attempt = attempt
+        self.channel = channel
+        self.provider = provider
+        self.destination = destination
+        self.deviceTokenId = deviceTokenId
+        self.outcome = outcome
+        self.httpStatus = httpStatus
+        self.errorCode = errorCode
+        self.messageId = messageId
+        self.error = error
+        self.latencyMs = latencyMs
+    }
+}
+
+/// A destination that turned out to be dead: deactivate the device token, with the provider's reason.
+public struct TokenDeactivation: Sendable {
+    public var deviceTokenId: UUID
+    public var reason: String
+
+    public init(deviceTokenId: UUID, reason: String) {
+        self.deviceTokenId = deviceTokenId
+        self.reason = reason
+    }
+}
+
+/// A phone or address that is dead for a channel (Twilio 21610: the person replied STOP): the channel is
+/// turned off for the recipient, with the provider's reason.
+public struct ChannelOptOut: Sendable {
+    public var userId: UUID
+    public var channel: Channel
+    public var reason: String
+
+    public init(userId: UUID, channel: Channel, reason: String) {
+        self.userId = userId
+        self.channel = channel
+        self.reason = reason
+    }
+}
+
+/// A daily forecast whose notification went out.
+public struct ForecastSent: Sendable {
+    public var queueId: UUID
+    public var userId: UUID
+    public var date: LocalDate
+
+    public init(queueId: UUID, userId: UUID, date: LocalDate) {
+        self.queueId = queueId
+        self.userId = userId
+        self.date = date
+    }
+}
+
+/// A provider's ticket to check later (Expo): a row of `push_receipts`.
+public struct ReceiptTicket: Sendable {
+    public var queueId: UUID
+    public var provider: String
+    public var ticketId: String
+    public var deviceTokenId: UUID?
+    /// When the ticket was issued, on the pass's clock (`--now`): the receipts phase ages tickets on
+    /// that clock too. Nil: the database's clock.
+    public var createdAt: Date?
+
+    public init(queueId: UUID, provider: String, ticketId: String, deviceTokenId: UUID?, createdAt: Date? = nil) {
+        self.queueId = queueId
+        self.provider = provider
+        self.ticketId = ticketId
+        self.deviceTokenId = deviceTokenId
+        self.createdAt = createdAt
+    }
+}

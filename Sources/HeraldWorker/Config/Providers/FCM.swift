@@ -1,0 +1,16 @@
+import HeraldChannels
+import HeraldCore
+
+extension ProviderRegistration {
+    /// FCM_SERVICE_ACCOUNT_FILE [FCM_URL]
+    static let fcm = ProviderRegistration(name: "fcm", channel: .push) { settings in
+        guard let json = try settings.fileText("FCM_SERVICE_ACCOUNT_FILE") else { return nil }
+        do {
+            return .single(try FCMAdapter(serviceAccountJSON: json, baseURL: settings["FCM_URL"]))
+        } catch let error as AdapterError where error.setting != nil {
+            // The adapter names the field; the operator also needs the variable (and file) to fix.
+            let setting = error.setting ?? ""
+            throw ConfigError("\(setting) (\(settings[setting] ?? ""))" + (error.detail ?? ""))
+        }
+    }
+}
