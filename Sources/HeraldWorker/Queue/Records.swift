@@ -147,7 +147,9 @@ public struct ForecastSent: Sendable {
     public var userId: UUID
     public var date: LocalDate
 
-    var json: JSONValue { ["user_id": .string(userId.lowercased), "date": .string(date.description)] }
+    var json: JSONValue {
+        ["queue_id": .string(queueId.lowercased), "user_id": .string(userId.lowercased), "date": .string(date.description)]
+    }
 }
 
 /// A provider's ticket to check later (Expo): a row of `push_receipts`.
