@@ -61,7 +61,7 @@ extension Bench {
                     """)
             }
         }
-        return Drain(rows: done, seconds: seconds, writes: try meter.per(done))
+        return Drain(rows: done, seconds: seconds, writes: try meter.per(done, flushing: db))
     }
 
     /// PgQueuer draining `rows` no-op jobs at `batch` per dequeue, from a throw-away virtualenv under

@@ -7,8 +7,9 @@ import HeraldWorker
 /// Section 1's growth lines: the claim and record with many terminal rows in the queue, and several
 /// passes draining one queue at once.
 extension Bench {
-    /// `n` rows sent ten days ago to recipients of their own (no profile: they are only bulk), as a
-    /// queue looks after weeks of traffic inside the retention.
+    /// `n` rows sent ten days before `now` to recipients of their own (no profile: they are only
+    /// bulk), as a queue looks after weeks of traffic. Touched a day ago on the database's clock, so
+    /// pruning (which runs on that clock) leaves them alone: they stay in the queue for the pass.
     func addTerminalRows(_ db: PGConnection, _ n: Int, now: Date) throws {
         let sent = now.addingTimeInterval(-10 * 86_400)
         try db.execute("""
@@ -16,7 +17,7 @@ extension Bench {
                                             scheduled_at, run_after, sent_at, created_at, updated_at)
             select md5('old' || g)::uuid, md5('old' || g)::uuid, 'in_app', 'system',
                    jsonb_build_object('title', 'Hello', 'body', 'Old row ' || g), 'sent', 1,
-                   \(sent), \(sent), \(sent), \(sent), \(sent)
+                   \(sent), \(sent), \(sent), \(sent), now() - interval '1 day'
               from generate_series(1, \(n)) g
             """)
         try db.execute("vacuum analyze notification_queue")

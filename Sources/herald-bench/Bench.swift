@@ -136,7 +136,7 @@ struct Bench {
                 bareCount += try store.record(records).count
             }
         }
-        let sameSQL = Drain(rows: bareCount, seconds: bare, writes: try meter.per(bareCount))
+        let sameSQL = Drain(rows: bareCount, seconds: bare, writes: try meter.per(bareCount, flushing: db))
 
         try fill(db, rows: rows, channel: "in_app", at: now)
         meter = try WriteMeter(url)

@@ -16,7 +16,10 @@ struct WriteMeter {
     }
 
     /// Rows and WAL bytes written since this reading, per `units` (delivered notifications).
-    func per(_ units: Int) throws -> (rows: Double, wal: Double) {
+    /// `flushing`: a connection that did the work and stays open, whose statistics must be flushed
+    /// (an idle backend may otherwise hold them for up to 10 s).
+    func per(_ units: Int, flushing work: PGConnection? = nil) throws -> (rows: Double, wal: Double) {
+        if let work { _ = try work.query("select pg_stat_force_next_flush()") }
         let (now, lsnNow) = try WriteMeter.read(url, settled: true)
         let db = try PGConnection(url)
         defer { db.close() }

@@ -171,7 +171,9 @@ public struct QueueStore {
     /// concurrent passes: the first statement takes a transaction-level advisory lock on each
     /// candidate's recipient (bucket), skipping those another claim holds right now; the second — whose
     /// snapshot is taken after those locks, so it sees every claim committed before them — leaves out
-    /// recipients with rows another pass holds under a live lease. `contended` is true when due rows
+    /// recipients with rows another pass holds under a live lease. The first statement already locks
+    /// its candidates (SKIP LOCKED), so claims running at once take different rows instead of the same
+    /// first `limit` rows, most of which the other would then leave. `contended` is true when due rows
     /// were left for that reason: the caller may try again shortly rather than take the queue for empty.
     public func claim(limit: Int, now: Date, channels: [String], leaseSeconds: Int) throws
         -> (rows: [Claimed], contended: Bool) {
@@ -183,7 +185,8 @@ public struct QueueStore {
                          where \(QueueStore.due(now)) and \(QueueStore.notPaused)
                            and (q.channel = any(\(channels)::text[]) or not q.channel = any(\(QueueStore.knownChannels)::text[]))
                          order by q.priority_rank, q.run_after, q.id
-                         limit \(limit)) c
+                         limit \(limit)
+                         for update skip locked) c
                 """)
             let ids = candidates.compactMap { $0["mine"].bool == true ? $0["id"].uuid : nil }
             guard !ids.isEmpty else { return ([], candidates.count > 0) }
@@ -281,8 +284,8 @@ public struct QueueStore {
     @discardableResult
     public func record(_ batch: RecordBatch) throws -> Set<UUID> {
         guard !batch.isEmpty else { return [] }
-        // pgJSONText: delivery errors quote providers, whose answers may hold NULs (jsonb refuses \u0000).
-        func json<T>(_ xs: [T], _ f: (T) -> JSONValue) -> String { JSONValue.array(xs.map(f)).pgJSONText }
+        // pgJSONText…: delivery errors quote providers, whose answers may hold NULs (jsonb refuses \u0000).
+        func json<T>(_ xs: [T], _ f: (T) -> JSONValue) -> String { JSONValue.array(xs.map(f)).pgJSONTextAnyOrder }
         return try db.transaction { db in
             let recorded = Set(try db.query("""
                 with r as materialized (
