@@ -39,7 +39,7 @@ extension Bench {
               from generate_series(1, \(rows)) g
             """)
         try db.execute("vacuum analyze bench_plain_queue")
-        let meter = try WriteMeter(url)
+        let meter = try WriteMeter(url, flushing: db)
         var done = 0
         let seconds = try Bench.seconds {
             while true {

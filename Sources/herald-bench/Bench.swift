@@ -122,7 +122,7 @@ struct Bench {
         try fill(db, rows: rows, channel: "in_app", at: now)
         let store = QueueStore(db: db, passId: "bench-bare")
         var bareCount = 0
-        var meter = try WriteMeter(url)
+        var meter = try WriteMeter(url, flushing: db)
         let bare = try Bench.seconds {
             while true {
                 let claimed = try store.claimRows(limit: batch, now: now, channels: ["in_app"], leaseSeconds: 600)
@@ -139,7 +139,7 @@ struct Bench {
         let sameSQL = Drain(rows: bareCount, seconds: bare, writes: try meter.per(bareCount, flushing: db))
 
         try fill(db, rows: rows, channel: "in_app", at: now)
-        meter = try WriteMeter(url)
+        meter = try WriteMeter(url, flushing: db)
         let (summary, full) = try pass(Settings(["DATABASE_URL": url, "HERALD_CHANNEL_IN_APP": "log"]),
                                        drainOptions(batch: batch, now: now))
         let herald = Drain(rows: summary.sent, seconds: full, writes: try meter.per(summary.sent))

@@ -9,9 +9,14 @@ struct WriteMeter {
     let rows: Int
     let lsn: String
 
-    /// Reads the counters now.
-    init(_ url: String) throws {
+    /// Reads the counters now. `flushing`: a connection that wrote before (a fill) and stays open, whose
+    /// statistics would otherwise land inside the measurement.
+    init(_ url: String, flushing earlier: PGConnection? = nil) throws {
         self.url = url
+        if let earlier {
+            _ = try earlier.query("select pg_stat_force_next_flush()")
+            usleep(200_000)
+        }
         (rows, lsn) = try WriteMeter.read(url, settled: false)
     }
 
