@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what herald needs to build and test, if it is missing: libpq, libcurl (with HTTP/2), PostgreSQL,
-# for the quiet-hours oracle test (Tests/Oracles) python3 with the system tzdata, and for the edge
-# functions' routing test (Tests/EdgeFunctions) Node.js.
+# for the quiet-hours oracle test (Tests/Oracles) python3 with the system tzdata, for the edge functions'
+# routing test (Tests/EdgeFunctions) Node.js, and for `make bench`'s PgQueuer line python3-venv.
 set -euo pipefail
 
 missing=()
@@ -11,6 +11,8 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
+# `make bench` runs PgQueuer from a throw-away virtualenv (python3 -m venv needs ensurepip).
+command -v python3 >/dev/null 2>&1 && python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 [ -e /usr/share/zoneinfo/America/Chicago ] || missing+=(tzdata)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 

@@ -10,7 +10,10 @@ import Logging
 /// `make bench`: herald's figures, each beside a floor measured in the same run on the same machine.
 ///
 ///   1. claim → decide → record, log adapter, batch 1,000 over 20,000 rows — beside the same claim and
-///      record SQL run bare (no context, no decisions, no rendering);
+///      record SQL run bare (no context, no decisions, no rendering), a bare claim + record on a plain
+///      table (the physical floor) and PgQueuer draining as many no-op jobs; the rows and WAL each
+///      writes per notification; the pass with 1,000,000 terminal rows beside 10,000; 1, 2 and 4
+///      passes at once;
 ///   2. 2,000 webhook sends to a loopback receiver that waits 20 ms each — beside the sequential time;
 ///   3. a pass with nothing to do, process start to exit — beside `herald --help` (starting the binary);
 ///   4. peak memory of a pass at batch 10,000 — beside a pass with nothing to do;
@@ -113,12 +116,13 @@ struct Bench {
         let url = try freshDatabase("herald_bench_pass")
         let db = try PGConnection(url)
         let now = ISO8601.parse("2026-01-25T12:00:00Z")!
-        print("1. claim → decide → record, log adapter, batch \(batch), \(rows) rows")
+        print("1. claim → decide → record, log adapter, batch \(batch), \(rows) rows (one recipient each)")
 
-        // The floor: the same claim and record statements, bare.
+        // The same claim and record statements, bare: tells the Swift side from the SQL side.
         try fill(db, rows: rows, channel: "in_app", at: now)
         let store = QueueStore(db: db, passId: "bench-bare")
         var bareCount = 0
+        var meter = try WriteMeter(url, flushing: db)
         let bare = try Bench.seconds {
             while true {
                 let claimed = try store.claimRows(limit: batch, now: now, channels: ["in_app"], leaseSeconds: 600)
@@ -132,19 +136,54 @@ struct Bench {
                 bareCount += try store.record(records).count
             }
         }
+        let sameSQL = Drain(rows: bareCount, seconds: bare, writes: try meter.per(bareCount, flushing: db))
 
         try fill(db, rows: rows, channel: "in_app", at: now)
-        var options = PassOptions()
-        options.now = now
-        options.batchSize = batch
-        options.drain = true
-        options.maxBatches = nil
-        let (summary, full) = try pass(Settings(["DATABASE_URL": url, "HERALD_CHANNEL_IN_APP": "log"]), options)
-        let bareRate = Double(bareCount) / bare
-        let rate = Double(summary.processed) / full
-        Bench.line("herald pass", "\(Int(rate)) rows/s", "bare SQL", "\(Int(bareRate)) rows/s",
-                   "(\(Int(rate / bareRate * 100))% of bare; aim ≥ 50%; \(summary.sent) sent)")
+        meter = try WriteMeter(url, flushing: db)
+        let (summary, full) = try pass(Settings(["DATABASE_URL": url, "HERALD_CHANNEL_IN_APP": "log"]),
+                                       drainOptions(batch: batch, now: now))
+        let herald = Drain(rows: summary.sent, seconds: full, writes: try meter.per(summary.sent))
         db.close()
+
+        let plain = try bareClaimRecord(url, rows: rows, batch: batch, now: now)
+        let (queuer, queuerVersion, skipped) = pgQueuer(rows: rows, batch: 500)
+
+        func rate(_ d: Drain) -> String { "\(Int(d.rate)) rows/s" }
+        func pct(_ a: Drain, _ b: Drain) -> String { "\(Int(a.rate / b.rate * 100))%" }
+        Bench.line("herald pass", rate(herald), "same SQL bare", rate(sameSQL),
+                   "(\(pct(herald, sameSQL)) of it: the Swift side; \(summary.sent) sent)")
+        Bench.line("bare claim + record", rate(plain), "plain table", "1 UPDATE … SKIP LOCKED to claim, 1 UPDATE to record",
+                   "(herald: \(pct(herald, plain)) of it; aim ≥ 50%)")
+        if let queuer {
+            Bench.line("PgQueuer \(queuerVersion), batch 500", rate(queuer), "no-op jobs", "\(queuer.rows) drained",
+                       String(format: "(herald: %.2f× it; aim ≥ 2×)", herald.rate / queuer.rate))
+        } else {
+            print("  PgQueuer: skipped — \(skipped ?? "unknown reason")")
+        }
+        print("  per delivered notification: herald \(WriteMeter.describe(herald.writes)); "
+              + "same SQL bare \(WriteMeter.describe(sameSQL.writes)); bare claim + record \(WriteMeter.describe(plain.writes))"
+              + (queuer.map { "; PgQueuer \(WriteMeter.describe($0.writes))" } ?? ""))
+        print(String(format: "    herald's WAL is %.1f× the bare claim + record's (aim ≤ 2×)", herald.writes.wal / max(plain.writes.wal, 1)))
+
+        // Growth: the same pass with a million terminal rows in the queue, beside ten thousand.
+        let growthRows = 10_000
+        let small = try passWithTerminalRows(url, terminal: 10_000, rows: growthRows, batch: batch, now: now)
+        let large = try passWithTerminalRows(url, terminal: 1_000_000, rows: growthRows, batch: batch, now: now)
+        Bench.line("with 1,000,000 terminal rows", "\(Int(large)) rows/s", "with 10,000", "\(Int(small)) rows/s",
+                   String(format: "(%.2f× slower; aim ≤ 1.2×; %d due rows)", small / large, growthRows))
+        let cleanup = try PGConnection(url)
+        try cleanup.execute("truncate notification_queue, user_profiles cascade")
+        cleanup.close()
+
+        // Concurrent passes (processes) on one queue.
+        var single = 0.0
+        for n in [1, 2, 4] {
+            let (total, each) = try concurrentPasses(url, passes: n, rows: rows, batch: batch, now: now)
+            if n == 1 { single = total }
+            Bench.line("\(n) concurrent pass\(n == 1 ? "" : "es")", "\(Int(total)) rows/s", "each",
+                       each.map { "\(Int($0))" }.joined(separator: ", "),
+                       String(format: "(%.2f× one pass)", total / max(single, 1)))
+        }
         print("")
     }
 

@@ -125,6 +125,7 @@ import Testing
         #expect(try JSONValue.parse(v.pgJSONText) == ["a\u{FFFD}": .string("x\u{FFFD}y"), "list": [.string("\u{FFFD}")]])
         let plain: JSONValue = ["k": .string("no nul \u{1}"), "n": 1.5]
         #expect(plain.pgJSONText == plain.jsonText)
+        #expect(try JSONValue.parse(v.pgJSONTextAnyOrder) == JSONValue.parse(v.pgJSONText))
     }
 
     @Test func unusableMetricValuesAreCountedAndIgnored() {

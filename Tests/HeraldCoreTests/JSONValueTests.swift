@@ -29,4 +29,18 @@ import Testing
         #expect(JSONValue.number(-0.5).jsonText == "-0.5")
         #expect(JSONValue.number(.infinity).jsonText == "null")
     }
+
+    @Test func parsesStrictJSONAndRefusesHostileText() throws {
+        #expect(try JSONValue.parse(#" {"a": [1, -2.5e2, true, false, null], "b": "x\u00e9\ud83d\ude00\n\/"} "#)
+            == ["a": [1, -250, true, false, nil], "b": .string("xé😀\n/")])
+        #expect(try JSONValue.parse(#"{"k": 1, "k": 2}"#) == ["k": 2])
+        #expect(try JSONValue.parse("0") == 0)
+        let bad = ["", "{", "[1,]", "{\"a\" 1}", "01", "1.", "-", "1e", "1e400", "\"\\ud800\"", "\"\\udc00x\"",
+                   "\"a\u{01}b\"", "\"\\x\"", "tru", "nul", "{} x", "[1] [2]", "\"unterminated",
+                   String(repeating: "[", count: 600) + String(repeating: "]", count: 600)]
+        for text in bad {
+            #expect(throws: (any Error).self, "\(text.prefix(20).debugDescription)") { try JSONValue.parse(text) }
+        }
+        #expect(throws: (any Error).self) { try JSONValue.parse(Data([0x22, 0xFF, 0x22])) }  // invalid UTF-8
+    }
 }

@@ -23,7 +23,10 @@ import Testing
         #expect(try f.count("select count(*)::int from notification_queue where id = \(id)") == 0)
         #expect(try f.count("select count(*)::int from notification_deliveries where queue_id = \(id)") == 1)
         let events = try db.query("select event from notification_events where queue_id = \(id) order by id").map { $0[0].string ?? "" }
-        #expect(events == ["claimed", "sent", "pruned"])
+        // The claim writes no event of its own: the record's event carries the attempt.
+        #expect(events == ["sent", "pruned"])
+        #expect(try db.query("select details->>'attempt' from notification_events where queue_id = \(id) and event = 'sent'")
+            .first?[0].string == "1")
 
         let report = try Explain.report(db, id: id)
         #expect(report["row"]?["pruned"]?.boolValue == true)

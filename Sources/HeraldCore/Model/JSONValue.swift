@@ -60,7 +60,7 @@ public enum JSONValue: Hashable, Sendable {
     }
 
     public static func parse(_ data: Data) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: data)
+        try JSONParser.parse(data)
     }
 
     /// Compact JSON text with sorted keys, so equal values serialise identically (signatures, tests).
@@ -83,12 +83,21 @@ public enum JSONValue: Hashable, Sendable {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// `pgJSONText` with each object's keys in no particular order: for batch records bound as `jsonb`
+    /// (which keeps no key order), where sorting every row's keys is pure cost.
+    public var pgJSONTextAnyOrder: String {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        write(to: &out, nul: JSONValue.replacementEscape, sorted: false)
+        return String(decoding: out, as: UTF8.self)
+    }
+
     private static let nulEscape: [UInt8] = Array("\\u0000".utf8)
     private static let replacementEscape: [UInt8] = Array("\\ufffd".utf8)
 
     /// Written as UTF-8 bytes: the hot path of every batch record, so no per-character String work.
     /// `nul` is what a NUL character in a string becomes.
-    private func write(to out: inout [UInt8], nul: [UInt8] = JSONValue.nulEscape) {
+    private func write(to out: inout [UInt8], nul: [UInt8] = JSONValue.nulEscape, sorted: Bool = true) {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
@@ -101,16 +110,25 @@ public enum JSONValue: Hashable, Sendable {
             out.append(UInt8(ascii: "["))
             for (i, v) in a.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                v.write(to: &out, nul: nul)
+                v.write(to: &out, nul: nul, sorted: sorted)
             }
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
-            for (i, k) in o.keys.sorted().enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                JSONValue.writeString(k, to: &out, nul: nul)
-                out.append(UInt8(ascii: ":"))
-                o[k]!.write(to: &out, nul: nul)
+            if sorted {
+                for (i, k) in o.keys.sorted().enumerated() {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    JSONValue.writeString(k, to: &out, nul: nul)
+                    out.append(UInt8(ascii: ":"))
+                    o[k]!.write(to: &out, nul: nul)
+                }
+            } else {
+                for (i, (k, v)) in o.enumerated() {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    JSONValue.writeString(k, to: &out, nul: nul)
+                    out.append(UInt8(ascii: ":"))
+                    v.write(to: &out, nul: nul, sorted: false)
+                }
             }
             out.append(UInt8(ascii: "}"))
         }

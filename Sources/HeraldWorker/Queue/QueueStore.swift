@@ -163,13 +163,17 @@ public struct QueueStore {
 
     /// Claims up to `limit` due rows for this pass in one short transaction: SKIP LOCKED so concurrent
     /// passes split the queue, a materialised CTE so no more than `limit` rows are locked, and a lease
-    /// so a dead pass's rows come back. Appends a `claimed` event per row in the same statement.
+    /// so a dead pass's rows come back. The claim writes no trail row of its own: the record's event
+    /// carries the attempt and the pass, and a pass that dies leaves its lease, which the `recovered`
+    /// event names (one row written per claim instead of two).
     ///
     /// A recipient's rows are held by one pass at a time, so the per-recipient rate limits hold across
     /// concurrent passes: the first statement takes a transaction-level advisory lock on each
     /// candidate's recipient (bucket), skipping those another claim holds right now; the second — whose
     /// snapshot is taken after those locks, so it sees every claim committed before them — leaves out
-    /// recipients with rows another pass holds under a live lease. `contended` is true when due rows
+    /// recipients with rows another pass holds under a live lease. The first statement already locks
+    /// its candidates (SKIP LOCKED), so claims running at once take different rows instead of the same
+    /// first `limit` rows, most of which the other would then leave. `contended` is true when due rows
     /// were left for that reason: the caller may try again shortly rather than take the queue for empty.
     public func claim(limit: Int, now: Date, channels: [String], leaseSeconds: Int) throws
         -> (rows: [Claimed], contended: Bool) {
@@ -181,7 +185,8 @@ public struct QueueStore {
                          where \(QueueStore.due(now)) and \(QueueStore.notPaused)
                            and (q.channel = any(\(channels)::text[]) or not q.channel = any(\(QueueStore.knownChannels)::text[]))
                          order by q.priority_rank, q.run_after, q.id
-                         limit \(limit)) c
+                         limit \(limit)
+                         for update skip locked) c
                 """)
             let ids = candidates.compactMap { $0["mine"].bool == true ? $0["id"].uuid : nil }
             guard !ids.isEmpty else { return ([], candidates.count > 0) }
@@ -200,9 +205,6 @@ public struct QueueStore {
                          locked_by = \(passId), updated_at = now()
                     from c where q.id = c.id
                   returning q.*
-                ), e as (
-                  insert into notification_events (queue_id, pass_id, event, details)
-                  select id, \(passId), 'claimed', jsonb_build_object('attempt', attempts) from u
                 )
                 select \(unescaped: QueueStore.itemColumns) from u
                 order by priority_rank, run_after, id
@@ -271,49 +273,55 @@ public struct QueueStore {
 
     // MARK: - Record
 
-    /// Writes one flush in one transaction: first the rows' outcomes, fenced — only rows still
-    /// `processing` under this pass's lease are touched, so a pass that overran its lease cannot
-    /// overwrite the work of the pass that took the row over — then, for the rows actually recorded,
-    /// their trail, deliveries, inbox entries, history entries (rows sent), dead tokens, opted-out
-    /// channels, receipts to check and forecast flags. Two statements, neither joining one batch-sized set to another, so the cost
-    /// stays linear in the batch. Returns the ids recorded.
+    /// Writes one flush in one statement, in one transaction: first the rows' outcomes, fenced — only
+    /// rows still `processing` under this pass's lease are touched, so a pass that overran its lease
+    /// cannot overwrite the work of the pass that took the row over — then, for the rows actually
+    /// recorded, their trail (the event carries the attempt: the claim writes none of its own),
+    /// deliveries, inbox entries, history entries (rows sent, from the updated rows themselves), dead
+    /// tokens, opted-out channels, receipts to check and forecast flags. No part joins one batch-sized
+    /// set to another but through the recorded ids, so the cost stays linear in the batch. Returns the
+    /// ids recorded.
     @discardableResult
     public func record(_ batch: RecordBatch) throws -> Set<UUID> {
         guard !batch.isEmpty else { return [] }
+        // pgJSONText…: delivery errors quote providers, whose answers may hold NULs (jsonb refuses \u0000).
+        func json<T>(_ xs: [T], _ f: (T) -> JSONValue) -> String { JSONValue.array(xs.map(f)).pgJSONTextAnyOrder }
         return try db.transaction { db in
-            // pgJSONText: delivery errors quote providers, whose answers may hold NULs (jsonb refuses \u0000).
-            let rows = JSONValue.array(batch.rows.map(\.json)).pgJSONText
             let recorded = Set(try db.query("""
-                update notification_queue q
-                   set status = r.status, permanent = r.permanent, last_error = r.last_error,
-                       skip_reason = r.skip_reason, run_after = coalesce(r.run_after, q.run_after),
-                       sent_at = coalesce(r.sent_at, q.sent_at),
-                       provider_message_id = coalesce(r.provider_message_id, q.provider_message_id),
-                       attempts = greatest(q.attempts + r.attempts_delta, 0),
-                       locked_until = null, locked_by = null, updated_at = now()
-                  from jsonb_to_recordset(\(rows)::jsonb) as r(
+                with r as materialized (
+                  select * from jsonb_to_recordset(\(json(batch.rows) { $0.json })::jsonb) as r(
                     id uuid, status text, permanent boolean, last_error text, skip_reason text,
-                    run_after timestamptz, sent_at timestamptz, provider_message_id text, attempts_delta int)
-                 where q.id = r.id and q.status = 'processing' and q.locked_by = \(passId)
-                returning q.id
-                """).compactMap { $0["id"].uuid })
-            guard !recorded.isEmpty else { return [] }
-            let kept = batch.keeping(recorded)
-            func json<T>(_ xs: [T], _ f: (T) -> JSONValue) -> String { JSONValue.array(xs.map(f)).pgJSONText }
-            try db.execute("""
-                with ev as (
+                    run_after timestamptz, sent_at timestamptz, provider_message_id text, attempts_delta int,
+                    event text, reason text, details jsonb, title text, body text)
+                ), u as (
+                  update notification_queue q
+                     set status = r.status, permanent = r.permanent, last_error = r.last_error,
+                         skip_reason = r.skip_reason, run_after = coalesce(r.run_after, q.run_after),
+                         sent_at = coalesce(r.sent_at, q.sent_at),
+                         provider_message_id = coalesce(r.provider_message_id, q.provider_message_id),
+                         attempts = greatest(q.attempts + r.attempts_delta, 0),
+                         locked_until = null, locked_by = null, updated_at = now()
+                    from r
+                   where q.id = r.id and q.status = 'processing' and q.locked_by = \(passId)
+                  returning q.id, q.recipient_user_id, q.channel, q.kind, q.scheduled_at, q.sent_at, q.created_at,
+                            q.related_entity_id, q.related_entity_type, q.attempts - r.attempts_delta as attempt,
+                            r.status, r.event, r.reason, r.details, r.title, r.body
+                ), ev as (
                   insert into notification_events (queue_id, pass_id, event, reason, details)
-                  select r.id, \(passId), r.event, r.reason, r.details
-                    from jsonb_to_recordset(\(json(kept.rows) { $0.json })::jsonb) as r(id uuid, event text, reason text, details jsonb)
+                  select u.id, \(passId), u.event, u.reason,
+                         case when jsonb_typeof(u.details) = 'object' then jsonb_build_object('attempt', u.attempt) || u.details
+                              else jsonb_build_object('attempt', u.attempt) end
+                    from u
                 ), d as (
                   insert into notification_deliveries (queue_id, pass_id, attempt, channel, provider, destination,
                     device_token_id, outcome, http_status, provider_error_code, provider_message_id, error, latency_ms)
                   select x.queue_id, \(passId), x.attempt, x.channel, x.provider, x.destination, x.device_token_id,
                          x.outcome, x.http_status, x.provider_error_code, x.provider_message_id, x.error, x.latency_ms
-                    from jsonb_to_recordset(\(json(kept.deliveries) { $0.json })::jsonb) as x(
+                    from jsonb_to_recordset(\(json(batch.deliveries) { $0.json })::jsonb) as x(
                       queue_id uuid, attempt int, channel text, provider text, destination text,
                       device_token_id uuid, outcome text, http_status int, provider_error_code text,
                       provider_message_id text, error text, latency_ms int)
+                   where x.queue_id in (select id from u)
                 ), i as (
                   -- The in-app copy's id is its queue row's: one id for the push payload's queue_id,
                   -- the inbox and notification_history.
@@ -321,27 +329,27 @@ public struct QueueStore {
                                      title_en, title_ar, body_en, body_ar, image_url)
                   select x.queue_id, x.user_id, x.queue_id, x.type, x.priority, x.title, x.body, x.deep_link, x.data,
                          x.title_en, x.title_ar, x.body_en, x.body_ar, x.image_url
-                    from jsonb_to_recordset(\(json(kept.inbox) { $0.json })::jsonb) as x(
+                    from jsonb_to_recordset(\(json(batch.inbox) { $0.json })::jsonb) as x(
                       queue_id uuid, user_id uuid, type text, priority text, title text, body text,
                       deep_link text, data jsonb, title_en text, title_ar text, body_en text, body_ar text,
                       image_url text)
+                   where x.queue_id in (select id from u)
                   on conflict do nothing
                 ), h as (
                   -- Seed 001's history: every row sent, on any channel, kept 30 days (pruneTerminal).
                   insert into notification_history (id, user_id, channel, notification_type, title, body,
                     scheduled_time, delivered_time, related_entity_id, related_entity_type, created_at)
-                  select q.id, q.recipient_user_id, q.channel, q.kind, r.title, r.body, q.scheduled_at,
-                         coalesce(r.sent_at, q.sent_at, now()), q.related_entity_id, q.related_entity_type, q.created_at
-                    from jsonb_to_recordset(\(json(kept.rows) { $0.json })::jsonb) as r(
-                      id uuid, status text, title text, body text, sent_at timestamptz)
-                    join notification_queue q on q.id = r.id
-                   where r.status = 'sent'
+                  select u.id, u.recipient_user_id, u.channel, u.kind, u.title, u.body, u.scheduled_at,
+                         coalesce(u.sent_at, now()), u.related_entity_id, u.related_entity_type, u.created_at
+                    from u where u.status = 'sent'
                   on conflict (id) do nothing
                 ), t as (
+                  -- Dead destinations are facts about the destination, whoever recorded the row (but
+                  -- only written by a flush that recorded something, as before).
                   update device_tokens dt
                      set is_active = false, deactivated_at = now(), deactivated_reason = x.reason, updated_at = now()
-                    from jsonb_to_recordset(\(json(kept.deactivations) { $0.json })::jsonb) as x(id uuid, reason text)
-                   where dt.id = x.id and dt.is_active
+                    from jsonb_to_recordset(\(json(batch.deactivations) { $0.json })::jsonb) as x(id uuid, reason text)
+                   where dt.id = x.id and dt.is_active and exists (select 1 from u)
                 ), o as (
                   update user_profiles p
                      set notify_sms = case when x.channel = 'sms' then false else p.notify_sms end,
@@ -352,22 +360,28 @@ public struct QueueStore {
                          champion_notify_email = case when x.channel = 'email' then false else p.champion_notify_email end,
                          notify_email_disabled_reason = case when x.channel = 'email' then x.reason else p.notify_email_disabled_reason end,
                          updated_at = now()
-                    from jsonb_to_recordset(\(json(kept.optOuts) { $0.json })::jsonb) as x(user_id uuid, channel text, reason text)
-                   where p.user_id = x.user_id
+                    from jsonb_to_recordset(\(json(batch.optOuts) { $0.json })::jsonb) as x(user_id uuid, channel text, reason text)
+                   where p.user_id = x.user_id and exists (select 1 from u)
                 ), k as (
                   insert into push_receipts (queue_id, provider, ticket_id, device_token_id, created_at)
                   select x.queue_id, x.provider, x.ticket_id, x.device_token_id, coalesce(x.created_at, now())
-                    from jsonb_to_recordset(\(json(kept.tickets) { $0.json })::jsonb) as x(
+                    from jsonb_to_recordset(\(json(batch.tickets) { $0.json })::jsonb) as x(
                       queue_id uuid, provider text, ticket_id text, device_token_id uuid, created_at timestamptz)
+                   where x.queue_id in (select id from u)
                   on conflict (ticket_id) do nothing
+                ), f as (
+                  update daily_forecasts df
+                     set notification_sent = true, notification_sent_at = now(), updated_at = now()
+                    from jsonb_to_recordset(\(json(batch.forecastsSent) { $0.json })::jsonb) as x(
+                      queue_id uuid, user_id uuid, date date)
+                   where df.user_id = x.user_id and df.forecast_date = x.date and not df.notification_sent
+                     and x.queue_id in (select id from u)
                 )
-                update daily_forecasts df
-                   set notification_sent = true, notification_sent_at = now(), updated_at = now()
-                  from jsonb_to_recordset(\(json(kept.forecastsSent) { $0.json })::jsonb) as x(user_id uuid, date date)
-                 where df.user_id = x.user_id and df.forecast_date = x.date and not df.notification_sent
-                """)
+                select id from u
+                """).compactMap { $0["id"].uuid })
+            guard !recorded.isEmpty else { return [] }
             // Escalations of the rows recorded here: their dedupe keys make a repeat a no-op.
-            try Enqueuer.insert(kept.escalations, db: db, passId: passId)
+            try Enqueuer.insert(batch.keeping(recorded).escalations, db: db, passId: passId)
             return recorded
         }
     }

@@ -138,7 +138,9 @@ extension ChannelOptOut {
 }
 
 extension ForecastSent {
-    var json: JSONValue { ["user_id": .string(userId.lowercased), "date": .string(date.description)] }
+    var json: JSONValue {
+        ["queue_id": .string(queueId.lowercased), "user_id": .string(userId.lowercased), "date": .string(date.description)]
+    }
 }
 
 extension ReceiptTicket {

@@ -1,0 +1,84 @@
+import Foundation
+import HeraldCore
+import HeraldPostgres
+import HeraldTestSupport
+import HeraldWorker
+
+/// Section 1's growth lines: the claim and record with many terminal rows in the queue, and several
+/// passes draining one queue at once.
+extension Bench {
+    /// `n` rows sent ten days before `now` to recipients of their own (no profile: they are only
+    /// bulk), as a queue looks after weeks of traffic. Touched a day ago on the database's clock, so
+    /// pruning (which runs on that clock) leaves them alone: they stay in the queue for the pass.
+    func addTerminalRows(_ db: PGConnection, _ n: Int, now: Date) throws {
+        let sent = now.addingTimeInterval(-10 * 86_400)
+        try db.execute("""
+            insert into notification_queue (recipient_user_id, member_user_id, channel, kind, payload, status, attempts,
+                                            scheduled_at, run_after, sent_at, created_at, updated_at)
+            select md5('old' || g)::uuid, md5('old' || g)::uuid, 'in_app', 'system',
+                   jsonb_build_object('title', 'Hello', 'body', 'Old row ' || g), 'sent', 1,
+                   \(sent), \(sent), \(sent), \(sent), now() - interval '1 day'
+              from generate_series(1, \(n)) g
+            """)
+        try db.execute("vacuum analyze notification_queue")
+    }
+
+    /// herald's pass over `rows` due rows with `terminal` terminal rows beside them.
+    func passWithTerminalRows(_ url: String, terminal: Int, rows: Int, batch: Int, now: Date) throws -> Double {
+        let db = try PGConnection(url)
+        defer { db.close() }
+        try fill(db, rows: rows, channel: "in_app", at: now)
+        try addTerminalRows(db, terminal, now: now)
+        let (summary, seconds) = try pass(Settings(["DATABASE_URL": url, "HERALD_CHANNEL_IN_APP": "log"]),
+                                          drainOptions(batch: batch, now: now))
+        return Double(summary.processed) / seconds
+    }
+
+    /// `n` herald processes (`run --drain`) started at once on one queue of `rows` due rows: the
+    /// whole drain's rate and each pass's own.
+    func concurrentPasses(_ url: String, passes n: Int, rows: Int, batch: Int, now: Date) throws
+        -> (total: Double, each: [Double]) {
+        let db = try PGConnection(url)
+        try fill(db, rows: rows, channel: "in_app", at: now)
+        db.close()
+        var env = ProcessInfo.processInfo.environment
+        env["DATABASE_URL"] = url
+        env["HERALD_CHANNEL_IN_APP"] = "log"
+        let args = ["run", "--quiet", "--drain", "--batch-size", "\(batch)", "--now", ISO8601.string(now)]
+        var outputs: [(Process, Pipe)] = []
+        let wall = try Bench.seconds {
+            for _ in 0..<n {
+                let p = Process()
+                p.executableURL = herald
+                p.arguments = args
+                p.environment = env
+                let out = Pipe()
+                p.standardOutput = out
+                p.standardError = FileHandle.nullDevice
+                try p.run()
+                outputs.append((p, out))
+            }
+            for (p, _) in outputs { p.waitUntilExit() }
+        }
+        var each: [Double] = []
+        var processed = 0
+        for (p, out) in outputs {
+            let summary = (try? JSONValue.parse(out.fileHandleForReading.readDataToEndOfFile())) ?? .null
+            guard p.terminationStatus == 0 else { throw BenchError("herald run --drain exited \(p.terminationStatus)") }
+            let done = summary["processed"]?.intValue ?? 0
+            let ms = summary["duration_ms"]?.doubleValue ?? wall * 1000
+            processed += done
+            each.append(Double(done) / max(ms / 1000, 0.001))
+        }
+        return (Double(processed) / wall, each)
+    }
+
+    func drainOptions(batch: Int, now: Date) -> PassOptions {
+        var options = PassOptions()
+        options.now = now
+        options.batchSize = batch
+        options.drain = true
+        options.maxBatches = nil
+        return options
+    }
+}
