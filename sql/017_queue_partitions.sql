@@ -150,3 +150,12 @@ $$;
 revoke all on function herald_queue_partitions() from public;
 revoke all on function herald_queue_deleted() from public;
 revoke all on function herald_partition_queue(int) from public;
+do $$
+declare app_role name;
+begin
+  for app_role in select rolname from pg_roles where rolname in ('anon', 'authenticated') loop
+    execute format('revoke all on function herald_queue_partitions() from %I', app_role);
+    execute format('revoke all on function herald_queue_deleted() from %I', app_role);
+    execute format('revoke all on function herald_partition_queue(int) from %I', app_role);
+  end loop;
+end $$;
