@@ -51,7 +51,7 @@ struct Run: ParsableCommand {
 
     func validate() throws {
         if let shard, Shard(shard) == nil {
-            throw ValidationError("--shard must be K/N with 0 <= K < N <= \(Shard.maxCount), e.g. 0/4; got '\(shard)'")
+            throw ValidationError("--shard must be K/N with 0 <= K < N, 2 <= N <= \(Shard.maxCount), e.g. 0/4; got '\(shard)'")
         }
         guard batchSize >= 1 && batchSize <= 100_000 else { throw ValidationError("--batch-size must be between 1 and 100000") }
         if let m = maxBatches, m < 1 { throw ValidationError("--max-batches must be at least 1") }

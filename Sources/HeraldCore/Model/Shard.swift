@@ -7,13 +7,14 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
     /// The most partitions `herald migrate --queue-partitions` makes.
     public static let maxCount = 1024
 
+    /// N is at least 2: a queue of one partition is the plain table, which every pass works in.
     public init?(index: Int, count: Int) {
-        guard count >= 1, count <= Shard.maxCount, index >= 0, index < count else { return nil }
+        guard count >= 2, count <= Shard.maxCount, index >= 0, index < count else { return nil }
         self.index = index
         self.count = count
     }
 
-    /// Parses `K/N` (`0/4`): nil unless 0 ≤ K < N ≤ `maxCount`.
+    /// Parses `K/N` (`0/4`): nil unless 0 ≤ K < N, 2 ≤ N ≤ `maxCount`.
     public init?(_ text: String) {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),

@@ -34,7 +34,7 @@ public struct QueueStore {
     /// Whether the database's queue has `shard.count` partitions; throws a readable error if not.
     public static func checkShard(_ shard: Shard, db: PGConnection) throws {
         let partitions = try db.query("select herald_queue_partitions() as n").first?["n"].int ?? 1
-        guard partitions == shard.count, partitions > 1 else {
+        guard partitions == shard.count else {
             throw ShardMismatch(shard: shard, partitions: partitions)
         }
     }
