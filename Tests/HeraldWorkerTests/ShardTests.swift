@@ -16,8 +16,9 @@ import Testing
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
         let f = Fixtures(db: try tdb.connect())
+        // 64 recipients: every partition gets some but once in 10^7 runs.
         var users: [UUID] = []
-        for _ in 0..<20 { users.append(try f.profile()) }
+        for _ in 0..<64 { users.append(try f.profile()) }
         try f.enqueueMany(200, to: users, channel: "in_app", at: seedInstant)
         let first = try #require(try f.db.query("select id, recipient_user_id from notification_queue limit 1").first)
         let id = try #require(first["id"].uuid), owner = try #require(first["recipient_user_id"].uuid)
@@ -85,6 +86,9 @@ import Testing
         migrate.waitUntilExit()
         #expect(migrate.terminationStatus == 0)
         #expect(try f.count("select herald_queue_partitions()") == 4)
+        let status = try Status.report(f.db, now: seedInstant)
+        #expect(status["queue_partitions"]?.intValue == 4)
+        #expect(Status.text(status).contains("queue partitions: 4"))
 
         for bad in ["0/3", "4/4"] {
             let p = try HeraldBinary.start(["run", "--shard", bad, "--quiet"], env: env)
