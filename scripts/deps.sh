@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what herald needs to build and test, if it is missing: libpq, libcurl (with HTTP/2), PostgreSQL,
-# PgBouncer, and for the quiet-hours oracle test (Tests/Oracles) python3 with the system tzdata.
+# PgBouncer, for the quiet-hours oracle test (Tests/Oracles) python3 with the system tzdata, and for the
+# edge functions' routing test (Tests/EdgeFunctions) Node.js.
 set -euo pipefail
 
 missing=()
@@ -13,6 +14,7 @@ command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 [ -e /usr/share/zoneinfo/America/Chicago ] || missing+=(tzdata)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

@@ -152,7 +152,7 @@ import Testing
         #expect(reports.count == 1)
         #expect(reports.first?.messageId == "LRzXl_NHStOGhQ4kofSm_A")
         #expect(reports.first?.status == .dropped)
-        #expect(reports.first?.optOut == false)
+        #expect(reports.first?.optOut == true, "a suppressed address: every later email would be dropped too")
     }
 
     @Test func sendGridEventsMapToFinalOutcomes() throws {
@@ -179,6 +179,17 @@ import Testing
         #expect(SendGridTruth.messageId("LRzXl_NHStOGhQ4kofSm_A.filterdrecv-p3mdw1.0") == "LRzXl_NHStOGhQ4kofSm_A")
         #expect(SendGridTruth.messageId("plain") == "plain")
         #expect(SendGridTruth.messageId(".x") == nil)
+        let later = try SendGridTruth.reports(body: Array("""
+            [{"event":"unsubscribe","sg_message_id":"GGG.f","email":"g@x.org"},
+             {"event":"group_unsubscribe","sg_message_id":"HHH.f","email":"h@x.org","asm_group_id":1},
+             {"event":"group_resubscribe","sg_message_id":"III.f","email":"i@x.org"},
+             {"event":"dropped","sg_message_id":"JJJ.f","email":"j@x.org","reason":"Spam Reporting Address"},
+             {"event":"dropped","sg_message_id":"KKK.f","email":"k@x.org","reason":"Invalid SMTPAPI header"},
+             {"event":"dropped","sg_message_id":"LLL.f","email":"l@x.org"}]
+            """.utf8))
+        #expect(later.map(\.status) == [.unsubscribed, .unsubscribed, nil, .dropped, .dropped, .dropped])
+        #expect(later.map(\.optOut) == [true, true, false, true, false, false])
+        #expect(later[0].rank == 3)
         for bad in ["", "{}", "[1]", "[[]]", "null", #"{"event":"delivered"}"#] {
             #expect(throws: TruthError.self, "\(bad)") { try SendGridTruth.reports(body: Array(bad.utf8)) }
         }

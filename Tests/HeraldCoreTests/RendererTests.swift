@@ -109,6 +109,29 @@ import Testing
         #expect(r.title == "تذكير")
     }
 
+    /// Seed 001's reminder types each have their own text in every language when the payload has none;
+    /// the payload's text still wins.
+    @Test(arguments: ["en", "ar", "pt-BR"])
+    func eachReminderTypeHasItsOwnText(locale: String) {
+        let prefs = Preferences(userId: alice, locale: locale)
+        func render(_ payload: String) -> RenderedNotification {
+            Renderer().render(item(kind: "reminder", payload: payload, scheduledAt: utc(2026, 1, 25)), preferences: prefs, unreadInApp: 0)
+        }
+        let generic = render("{}")
+        let typed = [
+            render(#"{"reminder_type":"daily"}"#), render(#"{"reminder_type":"dose","dose_at":"2026-01-25T10:00:00Z"}"#),
+            render(#"{"reminder_type":"washout","washout_event":"start"}"#),
+            render(#"{"reminder_type":"washout","washout_event":"end"}"#), render(#"{"reminder_type":"test_start"}"#),
+        ]
+        #expect(Set(typed.map(\.title)).count == typed.count, "five texts, one per type and washout event")
+        #expect(typed.allSatisfy { $0.title != generic.title && !$0.body.isEmpty })
+        #expect(render(#"{"reminder_type":"dose","title":"Step 2","body":"now"}"#).title == "Step 2")
+        #expect(render(#"{"reminder_type":"no such type"}"#).title == generic.title)
+        if locale == "en" { #expect(typed[1].title == "Dose reminder") }
+        if locale == "ar" { #expect(typed[1].title == "تذكير بالجرعة") }
+        if locale == "pt-BR" { #expect(typed[1].title == "Lembrete de dose") }
+    }
+
     @Test func deepLinksFromThePayloadMustUseTheAppScheme() {
         let own = item(kind: "system", payload: #"{"deep_link":"herald://settings"}"#, scheduledAt: utc(2026, 1, 25))
         #expect(Renderer().render(own, preferences: en, unreadInApp: 0).deepLink == "herald://settings")

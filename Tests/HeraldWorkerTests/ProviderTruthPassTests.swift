@@ -158,6 +158,52 @@ import Testing
         return .object(o)
     }
 
+    /// An unsubscribe (or a group unsubscribe) turns the person's email off; so does an email SendGrid
+    /// dropped because it suppresses the address, but not one dropped for its content.
+    @Test func sendGridUnsubscribesAndSuppressedDropsTurnEmailOff() throws {
+        let lab = try Lab()
+        defer { lab.cleanup() }
+        let apiKey = "SG.test-" + UUID().uuidString
+        let sendgrid = try FakeSendGrid(tls: lab.certificates, apiKey: apiKey)
+        defer { sendgrid.shutdown() }
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let now = ProviderPassTests.now()
+        let emails = ["unsub@example.com", "group@example.com", "suppressed@example.com", "content@example.com"]
+        let users = try emails.map { try f.profile(email: $0, emailOn: true) }
+        let rows = try users.map { try f.enqueue(to: $0, channel: "email", at: now.addingTimeInterval(-10)) }
+        let key = P256.Signing.PrivateKey()
+        var settings = lab.base
+        settings["SENDGRID_API_KEY"] = apiKey
+        settings["SENDGRID_URL"] = sendgrid.baseURL
+        settings["EMAIL_FROM"] = "Herald <noreply@example.com>"
+        settings["SENDGRID_WEBHOOK_PUBLIC_KEY"] = key.publicKey.derRepresentation.base64EncodedString()
+        #expect(Self.pass(tdb.url, settings, now: now, phases: [.deliver]).0.sent == 4)
+        let ids = try rows.map { try #require(Self.delivery(db, $0)["provider_message_id"].string) }
+
+        let body = JSONValue.array([
+            Self.sendGridEvent("delivered", messageId: ids[0], email: emails[0]),
+            Self.sendGridEvent("unsubscribe", messageId: ids[0], email: emails[0]),
+            Self.sendGridEvent("group_unsubscribe", messageId: ids[1], email: emails[1], extra: ["asm_group_id": 10]),
+            Self.sendGridEvent("dropped", messageId: ids[2], email: emails[2], extra: ["reason": "Unsubscribed Address"]),
+            Self.sendGridEvent("dropped", messageId: ids[3], email: emails[3], extra: ["reason": "Message too large"]),
+        ]).jsonText + "\r\n"
+        let e = try Self.event(db, "sendgrid", headers: try Self.sendGridHeaders(key, body), body: body)
+        let (s2, c2) = Self.pass(tdb.url, settings, now: now.addingTimeInterval(60), phases: [.events])
+        #expect(c2 == .ok, "\(s2.phaseErrors)")
+        #expect(try Self.outcome(db, e).0 == "applied")
+
+        let d = try rows.map { try Self.delivery(db, $0) }
+        #expect(d.map { $0["final_status"].string } == ["unsubscribed", "unsubscribed", "dropped", "dropped"])
+        #expect(d.map { $0["final_opt_out"].bool } == [true, true, true, false])
+        let p = try users.map { try Self.profile(db, $0) }
+        #expect(p.map { $0["notify_email"].bool } == [false, false, false, true])
+        #expect((p[0]["notify_email_disabled_reason"].string ?? "").contains("unsubscribed"))
+        #expect((p[2]["notify_email_disabled_reason"].string ?? "").contains("Unsubscribed Address"))
+    }
+
     @Test func sendGridEventsRecordTruthAndTurnEmailOffOnlyForHardBouncesAndSpamReports() throws {
         let lab = try Lab()
         defer { lab.cleanup() }

@@ -72,6 +72,13 @@ public enum SendGridTruth {
         return out
     }
 
+    /// A `dropped` reason that says SendGrid will drop every email to the address.
+    static func isSuppression(_ reason: String) -> Bool {
+        // "Invalid" alone is an invalid address; "Invalid SMTPAPI header" is about the message.
+        let r = reason.lowercased().trimmingCharacters(in: .whitespaces)
+        return ["bounced address", "spam reporting address", "unsubscribed address", "invalid", "invalid address"].contains(r)
+    }
+
     /// One event. nil when it names no message (neither `sg_message_id` nor `notification_id` + `email`).
     static func report(_ e: JSONValue) -> TruthReport? {
         let kind = TruthText.string(e["event"], max: 40)?.lowercased() ?? ""
@@ -100,19 +107,28 @@ public enum SendGridTruth {
             if let reason { text += ": \(reason)" }
             error = text
         case "dropped":
-            // Not sent: SendGrid suppressed the address ("Bounced Address", "Spam Reporting Address",
-            // "Unsubscribed Address", "Invalid"). Recorded; the channel stays as it is (the suppression
-            // is SendGrid's, and the bounce or report that caused it was applied when it happened).
+            // Not sent. When SendGrid suppressed the address ("Bounced Address", "Spam Reporting
+            // Address", "Unsubscribed Address", "Invalid"), every later email to it would be dropped
+            // too — perhaps for a suppression older than herald: email is turned off, naming why.
+            // Other reasons (a content or size problem) leave the channel as it is.
             status = .dropped
+            optOut = reason.map(Self.isSuppression) ?? false
             error = reason.map { "dropped: \($0)" } ?? "dropped"
         case "spamreport":
             status = .complained
             optOut = true
             code = nil
             error = "the recipient reported it as spam"
+        case "unsubscribe", "group_unsubscribe":
+            // The person's own wish: no more email (herald sends one kind of email per recipient, so an
+            // unsubscribe from the message's group is one from herald's email).
+            status = .unsubscribed
+            optOut = true
+            code = nil
+            error = "the recipient unsubscribed"
         default:
-            // processed, deferred, open, click, unsubscribe, group_unsubscribe, group_resubscribe, and
-            // anything new: not a final word on delivery.
+            // processed, deferred, open, click, group_resubscribe, and anything new: not a final word on
+            // delivery. (A resubscribe does not turn email back on: that is the person's setting.)
             status = nil
             code = nil
         }

@@ -20,6 +20,8 @@ public enum FinalStatus: String, Sendable, CaseIterable {
     case dropped
     /// SendGrid: the recipient marked it as spam.
     case complained
+    /// SendGrid: the recipient unsubscribed from it (`unsubscribe`, `group_unsubscribe`).
+    case unsubscribed
     /// Polling gave up without a final word (overridable by a later event).
     case expired
     /// The provider no longer knows the message (overridable by a later event).

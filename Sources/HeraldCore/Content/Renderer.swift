@@ -105,9 +105,10 @@ public struct Renderer: Sendable {
 
         case .reminder, .system, nil:
             let time = payload["time"]?.stringValue.flatMap(LocalTime.init)
-            let fallback = item.kind == .reminder
-                ? (time.map { Templates.timedReminder(lang, at: $0) } ?? Templates.genericReminder(lang))
-                : Templates.genericSystem(lang)
+            let type = payload["reminder_type"]?.stringValue.flatMap(ReminderType.init(rawValue:))
+            let fallback = item.kind != .reminder ? Templates.genericSystem(lang)
+                : type.map { Templates.typedReminder(lang, type: $0, washoutEnds: payload["washout_event"]?.stringValue == "end") }
+                    ?? time.map { Templates.timedReminder(lang, at: $0) } ?? Templates.genericReminder(lang)
             title = text(payload, "title", lang) ?? fallback.title
             body = text(payload, "body", lang) ?? fallback.body
             if let time {

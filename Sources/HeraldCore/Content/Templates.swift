@@ -9,7 +9,8 @@ import Foundation
 /// - daily_forecast: `date`, `risk_level`, `summary` (or `forecast_summary`; `summary_ar` for Arabic,
 ///   `summary_pt` for Portuguese); without a summary, seed 004's text for the risk level in the language
 /// - reminder, system: `title`, `body` (`title_ar`/`body_ar`, `title_pt`/`body_pt` per language),
-///   `deep_link`; `time` ("HH:MM", the reminder's local time) fills `{time}` in the texts, in the locale's
+///   `deep_link`; without text, a reminder's `reminder_type` (and `washout_event`) picks seed 001's text
+///   for its type; `time` ("HH:MM", the reminder's local time) fills `{time}` in the texts, in the locale's
 ///   clock (12 h for English, 24 h for Arabic and Portuguese)
 enum Templates {
     enum Language: String, CaseIterable { case en, ar, ptBR = "pt-BR" }
@@ -173,6 +174,28 @@ enum Templates {
         case .en: return ("Reminder", "You have a reminder at \(when). Open the app to see it.")
         case .ar: return ("تذكير", "لديك تذكير في الساعة \(when). افتح التطبيق للاطلاع عليه.")
         case .ptBR: return ("Lembrete", "Você tem um lembrete às \(when). Abra o app para ver.")
+        }
+    }
+
+    /// Seed 001's reminder types, when the payload carries no text: the reminders phase writes
+    /// `reminder_type` (and `washout_event`, start or end) into every row it makes.
+    static func typedReminder(_ l: Language, type: ReminderType, washoutEnds: Bool) -> (title: String, body: String) {
+        switch (type, l) {
+        case (.daily, .en): ("Daily check-in", "Time to log how you are feeling today.")
+        case (.daily, .ar): ("التسجيل اليومي", "حان وقت تسجيل شعورك اليوم.")
+        case (.daily, .ptBR): ("Registro diário", "Hora de registrar como você está hoje.")
+        case (.dose, .en): ("Dose reminder", "Your next dose is coming up. Mark it as taken in the app.")
+        case (.dose, .ar): ("تذكير بالجرعة", "موعد جرعتك التالية يقترب. سجّلها في التطبيق عند تناولها.")
+        case (.dose, .ptBR): ("Lembrete de dose", "Sua próxima dose está chegando. Marque como tomada no app.")
+        case (.washout, .en) where washoutEnds: ("Washout period complete", "Your washout period is over. Open the app for the next step.")
+        case (.washout, .ar) where washoutEnds: ("انتهت فترة التوقف", "انتهت فترة التوقف. افتح التطبيق لمعرفة الخطوة التالية.")
+        case (.washout, .ptBR) where washoutEnds: ("Fim do período de washout", "Seu período de washout terminou. Abra o app para o próximo passo.")
+        case (.washout, .en): ("Washout period begins", "Your washout period starts now. Follow the plan in the app.")
+        case (.washout, .ar): ("بدء فترة التوقف", "تبدأ فترة التوقف الآن. اتبع الخطة في التطبيق.")
+        case (.washout, .ptBR): ("Início do período de washout", "Seu período de washout começa agora. Siga o plano no app.")
+        case (.testStart, .en): ("Your test is starting", "A new test step begins. Open the app to get started.")
+        case (.testStart, .ar): ("اختبارك يبدأ", "تبدأ خطوة اختبار جديدة. افتح التطبيق للبدء.")
+        case (.testStart, .ptBR): ("Seu teste está começando", "Uma nova etapa do teste começa. Abra o app para começar.")
         }
     }
 
