@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what herald needs to build and test, if it is missing: libpq, libcurl (with HTTP/2), PostgreSQL,
-# for the quiet-hours oracle test (Tests/Oracles) python3 with the system tzdata, for the edge functions'
-# routing test (Tests/EdgeFunctions) Node.js, and for `make bench`'s PgQueuer line python3-venv.
+# PgBouncer, for the quiet-hours oracle test (Tests/Oracles) python3 with the system tzdata, for the edge
+# functions' routing test (Tests/EdgeFunctions) Node.js, and for `make bench`'s PgQueuer line python3-venv.
 set -euo pipefail
 
 missing=()
 pkg-config --exists libpq 2>/dev/null || missing+=(libpq-dev)
 pkg-config --exists libcurl 2>/dev/null && [ -e /usr/include/x86_64-linux-gnu/curl/curl.h -o -e /usr/include/curl/curl.h ] || missing+=(libcurl4-openssl-dev)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+# The transaction-pooling test (Tests/HeraldWorkerTests/PoolerTests) runs passes through it.
+[ -x /usr/sbin/pgbouncer ] || command -v pgbouncer >/dev/null 2>&1 || missing+=(pgbouncer)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)

@@ -74,7 +74,13 @@ public final class PGConnection {
         PQsetNoticeProcessor(connection, { _, _ in }, nil)  // NOTICEs would go to stderr otherwise
         handle = connection
         do {
-            try executeScript("SET TimeZone = 'UTC'; SET DateStyle = 'ISO'; SET extra_float_digits = 3")
+            // TimeZone and DateStyle are parameters PgBouncer tracks: it replays the client's values on
+            // whichever server connection it lends, so these SETs survive transaction pooling. Servers
+            // from 12 on print floats exactly by default; older ones need extra_float_digits, which
+            // PgBouncer does not track (a pooled old server is not supported).
+            var settings = "SET TimeZone = 'UTC'; SET DateStyle = 'ISO'"
+            if PQserverVersion(connection) < 120_000 { settings += "; SET extra_float_digits = 3" }
+            try executeScript(settings)
         } catch {
             close()
             throw error
@@ -165,6 +171,16 @@ public final class PGConnection {
     @discardableResult
     public func query(_ sql: SQL) throws -> PGResult {
         let connection = try liveHandle()
+        // Timeouts live in transactions (see `setTimeouts`): a lone statement gets one of its own.
+        if !timeoutSettings.isEmpty, PQtransactionStatus(connection) == PQTRANS_IDLE {
+            if Self.opensTransaction(sql.text), sql.bindings.isEmpty {
+                // A BEGIN the caller sends itself (a dry run's): the timeouts follow it.
+                let result = try consume(PQexecParams(connection, sql.text, 0, nil, nil, nil, nil, 0), connection)
+                try executeScript(String(timeoutSettings.dropFirst(2)))
+                return result
+            }
+            return try transaction { try $0.query(sql) }
+        }
         let text = sql.text
         let bindings = sql.bindings
         let result: OpaquePointer?
@@ -207,7 +223,7 @@ public final class PGConnection {
         if PQtransactionStatus(connection) != PQTRANS_IDLE {
             return try savepoint(body)
         }
-        try executeScript("BEGIN")
+        try executeScript("BEGIN" + timeoutSettings)
         let value: T
         do {
             value = try body(self)
@@ -268,22 +284,37 @@ public final class PGConnection {
         try? executeScript("ROLLBACK")
     }
 
-    /// Sets the session's `statement_timeout`, `lock_timeout` and `idle_in_transaction_session_timeout`,
-    /// in milliseconds (0 disables); `nil` leaves a setting as it is.
+    /// Whether a statement is BEGIN or START TRANSACTION (which must not run inside a transaction of
+    /// its own).
+    static func opensTransaction(_ text: String) -> Bool {
+        let word = text.drop { $0.isWhitespace }.prefix { $0.isLetter }.lowercased()
+        return word == "begin" || word == "start"
+    }
+
+    /// `; SET LOCAL …` for the timeouts `setTimeouts` asked for, sent with every BEGIN.
+    private var timeoutSettings = ""
+    private var timeouts: [String: Int] = [:]
+
+    /// Sets `statement_timeout`, `lock_timeout` and `idle_in_transaction_session_timeout`, in
+    /// milliseconds (0 disables); `nil` leaves a setting as it is. They are never session state, which a
+    /// pooler in transaction mode would leak to other clients: every transaction starts with
+    /// `SET LOCAL` of each (in the BEGIN's round trip), and a statement outside a transaction runs in a
+    /// transaction of its own.
     ///
     ///     try conn.setTimeouts(statement: 30_000, lock: 5_000, idleInTransaction: 60_000)
     public func setTimeouts(statement: Int?, lock: Int?, idleInTransaction: Int?) throws {
-        var statements: [String] = []
-        // Integers formatted here are safe as literals; SET takes no parameters.
+        var next = timeouts
         for (name, value) in [("statement_timeout", statement), ("lock_timeout", lock),
                               ("idle_in_transaction_session_timeout", idleInTransaction)] {
             guard let value else { continue }
             guard value >= 0, value <= Int(Int32.max) else {
                 throw PGError(message: "\(name) must be between 0 and \(Int32.max) ms, not \(value)")
             }
-            statements.append("SET \(name) = \(value)")
+            next[name] = value
         }
-        if !statements.isEmpty { try executeScript(statements.joined(separator: "; ")) }
+        timeouts = next
+        // Integers formatted here are safe as literals; SET takes no parameters.
+        timeoutSettings = timeouts.sorted { $0.key < $1.key }.map { "; SET LOCAL \($0.key) = \($0.value)" }.joined()
     }
 
     // MARK: Results and errors

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldCore
 import HeraldPostgres
 import HeraldWorker
 
@@ -18,7 +19,19 @@ struct Migrate: ParsableCommand {
     @Option(help: "The folder of numbered .sql files.")
     var sqlDir: String?
 
+    @Option(help: """
+        Rebuild notification_queue as this many hash partitions by recipient (1: one plain table), keeping \
+        its rows; `herald run --shard K/N` then works in one. Takes the queue's lock for the copy.
+        """)
+    var queuePartitions: Int?
+
     @OptionGroup var common: CommonOptions
+
+    func validate() throws {
+        if let n = queuePartitions, !(1...Shard.maxCount).contains(n) {
+            throw ValidationError("--queue-partitions must be between 1 and \(Shard.maxCount)")
+        }
+    }
 
     func run() throws {
         let (settings, _) = try common.start()
@@ -37,6 +50,14 @@ struct Migrate: ParsableCommand {
             print("herald migrate: nothing to apply; \(migrator.migrations.count) migrations already applied")
         } else {
             print("herald migrate: \(dryRun ? "would apply" : "applied") \(names.joined(separator: ", "))")
+        }
+        if let n = queuePartitions, !dryRun {
+            let previous = try databaseStep {
+                try db.transaction { try $0.query("select herald_partition_queue(\(n)) as n").first?["n"].int ?? 1 }
+            }
+            print(previous == n
+                  ? "herald migrate: the queue already has \(n) partition\(n == 1 ? "" : "s")"
+                  : "herald migrate: the queue went from \(previous) to \(n) partition\(n == 1 ? "" : "s")")
         }
     }
 

@@ -44,9 +44,15 @@ struct Run: ParsableCommand {
     @Option(help: "Push the pass's metrics to this Prometheus Pushgateway (or HERALD_PUSHGATEWAY_URL).")
     var pushgateway: String?
 
+    @Option(help: "Work in hash partition K of N only (`herald migrate --queue-partitions N`), e.g. 0/4.")
+    var shard: String?
+
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
+        if let shard, Shard(shard) == nil {
+            throw ValidationError("--shard must be K/N with 0 <= K < N, 2 <= N <= \(Shard.maxCount), e.g. 0/4; got '\(shard)'")
+        }
         guard batchSize >= 1 && batchSize <= 100_000 else { throw ValidationError("--batch-size must be between 1 and 100000") }
         if let m = maxBatches, m < 1 { throw ValidationError("--max-batches must be at least 1") }
         if drain && maxBatches != nil { throw ValidationError("use either --max-batches or --drain, not both") }
@@ -78,6 +84,7 @@ struct Run: ParsableCommand {
         let (settings, logger) = try common.start()
         var options = PassOptions()
         options.batchSize = batchSize
+        options.shard = shard.flatMap(Shard.init)
         options.drain = drain
         options.maxBatches = drain ? nil : (maxBatches ?? 1)
         options.deadline = deadline

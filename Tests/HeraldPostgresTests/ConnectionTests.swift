@@ -214,6 +214,10 @@ func serverConnection() throws -> PGConnection {
         try conn.setTimeouts(statement: 0, lock: nil, idleInTransaction: nil)
         #expect(try conn.query("show statement_timeout")[0][0].string == "0")
         #expect(try conn.query("show lock_timeout")[0][0].string == "50ms")
+        // Never session state, which a pooler in transaction mode would hand to other clients: a script
+        // outside any transaction sees the server's defaults.
+        try conn.executeScript("create temp table probe as select current_setting('lock_timeout') as lock")
+        #expect(try conn.query("select lock from probe")[0][0].string == "0")
     }
 
     @Test func sessionSettings() throws {

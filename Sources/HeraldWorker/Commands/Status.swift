@@ -51,7 +51,12 @@ public enum Status {
             }
             passes.append(.object(p))
         }
+        // The queue's hash partitions (sql/017), from the catalog: 1 for the plain table.
+        let partitions = try db.query("""
+            select greatest(count(*), 1)::int as n from pg_inherits where inhparent = 'notification_queue'::regclass
+            """).first?["n"].int ?? 1
         var out: [String: JSONValue] = [
+            "queue_partitions": .number(Double(partitions)),
             "depth": .object(depth),
             "due": .number(Double(due?["n"].int ?? 0)),
             "scheduled": .number(Double(scheduled)),
@@ -95,6 +100,9 @@ public enum Status {
         lines.append("scheduled later: \(r["scheduled"]?.intValue ?? 0)")
         lines.append("leased: \(r["leased"]?.intValue ?? 0); stuck leases (expired): \(r["stuck_leases"]?.intValue ?? 0)")
         lines.append("failed for good: \(r["dead"]?.intValue ?? 0)")
+        if let n = r["queue_partitions"]?.intValue, n > 1 {
+            lines.append("queue partitions: \(n) (herald run --shard K/\(n) works in one)")
+        }
         if case .array(let pauses)? = r["pauses"], !pauses.isEmpty {
             lines.append("paused (due rows held back: \(r["paused"]?.intValue ?? 0)):")
             for p in pauses {

@@ -58,6 +58,8 @@ enum Enqueuer {
     /// Two statements, neither joining one batch-sized set to another (so the cost stays linear): the
     /// insert, then the events of the rows it actually inserted.
     /// Returns the ids of the rows inserted, by dedupe key (a key that existed already is absent).
+    /// `on conflict do nothing` names no index: the dedupe index is `(dedupe_key)` on a plain queue and
+    /// `(dedupe_key, recipient_user_id)` on a partitioned one (sql/017).
     @discardableResult
     static func insert(_ rows: [NewNotification], db: PGConnection, passId: String?) throws -> [String: UUID] {
         guard !rows.isEmpty else { return [:] }
@@ -76,7 +78,7 @@ enum Enqueuer {
                 severity text, priority text, payload jsonb, scheduled_at timestamptz, dedupe_key text,
                 notification_group text, related_entity_type text, related_entity_id text, reminder_id uuid,
                 skip_reason text, escalated_from uuid)
-            on conflict (dedupe_key) where dedupe_key is not null do nothing
+            on conflict do nothing
             returning id, dedupe_key
             """)
         var ids: [String: UUID] = [:]

@@ -40,13 +40,11 @@ struct MetricWindows: Sendable {
         let users = users.filter { latest[$0] != nil }
         var windows = MetricWindows(users: users, metrics: metrics)
         guard let earliestLatest = users.compactMap({ latest[$0] }).min(), !metrics.isEmpty else { return windows }
-        // A value no float8 can hold (numeric 1e400, NaN, ±Infinity) must not fail the whole read: it
-        // arrives as +Infinity, and its user is marked poisoned.
-        let columns = metrics.map { name -> String in
-            let c = "m.\(SQL.quoteIdentifier(name))"
-            return "case when abs(\(c)::numeric) < 1e300 then \(c)::float8 when \(c) is not null then 'Infinity'::float8 end"
-                + " as \(SQL.quoteIdentifier(name))"
-        }.joined(separator: ", ")
+        // The columns as the server holds them (numeric), parsed here with strtod: no float8 conversion
+        // per cell on the server. A value no rule can use (numeric NaN, ±Infinity, or beyond a Double
+        // such as 1e400, which strtod reads as infinity) marks its user poisoned instead of failing
+        // the read.
+        let columns = metrics.map { "m.\(SQL.quoteIdentifier($0))" }.joined(separator: ", ")
         let rows = try db.query("""
             select user_id, (metric_date - date '1970-01-01') as d, \(unescaped: columns) from wearable_daily_metrics m
              where user_id = any(\(users)::uuid[])

@@ -11,6 +11,8 @@ public enum Phase: String, CaseIterable, Sendable {
 /// How one `herald run` behaves. Defaults are the seed's cron body (batch 50) and DESIGN §1.
 public struct PassOptions: Sendable {
     public var batchSize = 50
+    /// `--shard K/N`: claim, read and record in the queue's partition K only; nil: the whole queue.
+    public var shard: Shard?
     /// Batches to claim; nil with `drain` means until nothing is due or the deadline passes.
     public var maxBatches: Int? = 1
     public var drain = false

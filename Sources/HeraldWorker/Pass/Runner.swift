@@ -148,7 +148,16 @@ public struct Runner {
         }
         defer { db.close() }
 
-        let store = QueueStore(db: db, passId: summary.passId)
+        if let shard = options.shard {
+            do { try QueueStore.checkShard(shard, db: db) } catch {
+                summary.ok = false
+                summary.error = "\(error)"
+                logger.error("configuration error", metadata: ["error": .string("\(error)")])
+                heartbeat?.ping("\(ExitCode.configuration.rawValue)", transport: transport, logger: logger)
+                return (summary, .configuration)
+            }
+        }
+        let store = QueueStore(db: db, passId: summary.passId, shard: options.shard)
         var code = ExitCode.ok
         do {
             if !options.dryRun {
@@ -173,7 +182,7 @@ public struct Runner {
             }
             if options.dryRun {
                 // Generators write; a dry run lets them, then rolls everything back.
-                try db.execute("begin")
+                try db.execute("begin")  // PGConnection adds the timeouts (SET LOCAL)
             }
             generate(db: db, transport: transport, options: options, clock: clock, logger: logger, summary: &summary)
             if options.phases.contains(.deliver) {

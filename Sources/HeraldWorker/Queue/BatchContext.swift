@@ -103,7 +103,7 @@ extension QueueStore {
         // 48 hours covers the recipient's whole local day in any time zone, and the shorter windows.
         for row in try db.query("""
             select recipient_user_id, channel, kind, payload->>'reminder_type' as reminder_type,
-                   coalesce(notification_group, id::text) as grp, sent_at from notification_queue
+                   coalesce(notification_group, id::text) as grp, sent_at from \(queue)
              where status = 'sent' and recipient_user_id = any(\(recipients)::uuid[])
                and sent_at > \(now.addingTimeInterval(-48 * 3600)) and sent_at <= \(now.addingTimeInterval(60))
             """) {

@@ -14,10 +14,29 @@ public struct Claimed: Sendable {
 public struct QueueStore {
     public let db: PGConnection
     public let passId: String
+    /// The partition a pinned pass (`--shard K/N`) works in; nil: the whole queue.
+    public let shard: Shard?
 
-    public init(db: PGConnection, passId: String) {
+    public init(db: PGConnection, passId: String, shard: Shard? = nil) {
         self.db = db
         self.passId = passId
+        self.shard = shard
+    }
+
+    /// The table this pass claims, reads and records in: the queue, or its shard's partition — so each
+    /// statement of a pinned pass touches one partition (on Citus, one shard).
+    var queue: SQL { SQL(unescaped: shard?.table ?? "notification_queue") }
+
+    /// A housekeeping lock key of this pass's part of the queue: pinned passes of different shards do
+    /// their partitions' housekeeping side by side.
+    func lockKey(_ base: Int) -> Int { base + (shard.map { ($0.index + 1) << 8 } ?? 0) }
+
+    /// Whether the database's queue has `shard.count` partitions; throws a readable error if not.
+    public static func checkShard(_ shard: Shard, db: PGConnection) throws {
+        let partitions = try db.query("select herald_queue_partitions() as n").first?["n"].int ?? 1
+        guard partitions == shard.count else {
+            throw ShardMismatch(shard: shard, partitions: partitions)
+        }
     }
 
     /// Advisory lock keys: housekeeping that only one pass at a time should do.
@@ -30,15 +49,15 @@ public struct QueueStore {
     @discardableResult
     public func recoverExpiredLeases() throws -> Int {
         try db.transaction { db in
-            guard try db.query("select pg_try_advisory_xact_lock(\(QueueStore.housekeepingLock)) as ok")
+            guard try db.query("select pg_try_advisory_xact_lock(\(lockKey(QueueStore.housekeepingLock))) as ok")
                 .first?["ok"].bool == true else { return 0 }
             let rows = try db.query("""
                 with expired as (
-                  select id from notification_queue
+                  select id from \(queue)
                    where status = 'processing' and locked_until < now()
                    for update skip locked
                 ), x as (
-                  update notification_queue q
+                  update \(queue) q
                      set status = case when q.attempts >= q.max_attempts then 'failed' else 'pending' end,
                          permanent = q.attempts >= q.max_attempts,
                          last_error = 'lease expired: pass ' || coalesce(q.locked_by, '?')
@@ -64,12 +83,12 @@ public struct QueueStore {
     @discardableResult
     public func pruneTerminal(retentionDays: Int, limit: Int = 5000) throws -> Int {
         try db.transaction { db in
-            guard try db.query("select pg_try_advisory_xact_lock(\(QueueStore.housekeepingLock + 1)) as ok")
+            guard try db.query("select pg_try_advisory_xact_lock(\(lockKey(QueueStore.housekeepingLock + 1))) as ok")
                 .first?["ok"].bool == true else { return 0 }
             let pruned = try db.query("""
                 with d as (
-                  delete from notification_queue where id in (
-                    select id from notification_queue
+                  delete from \(queue) where id in (
+                    select id from \(queue)
                      where (status in ('sent', 'skipped') or (status = 'failed' and permanent))
                        and updated_at < now() - make_interval(days => \(retentionDays))
                      limit \(limit)
@@ -181,7 +200,7 @@ public struct QueueStore {
             let candidates = try db.query("""
                 select id, pg_try_advisory_xact_lock(\(QueueStore.recipientLockClass),
                          hashtext(recipient_user_id::text) & \(QueueStore.recipientBuckets - 1)) as mine
-                  from (select q.id, q.recipient_user_id from notification_queue q
+                  from (select q.id, q.recipient_user_id from \(queue) q
                          where \(QueueStore.due(now)) and \(QueueStore.notPaused)
                            and (q.channel = any(\(channels)::text[]) or not q.channel = any(\(QueueStore.knownChannels)::text[]))
                          order by q.priority_rank, q.run_after, q.id
@@ -192,14 +211,14 @@ public struct QueueStore {
             guard !ids.isEmpty else { return ([], candidates.count > 0) }
             let result = try db.query("""
                 with c as materialized (
-                  select id from notification_queue q
+                  select id from \(queue) q
                    where id = any(\(ids)::uuid[]) and \(QueueStore.due(now)) and \(QueueStore.notPaused)
-                     and not exists (select 1 from notification_queue p
+                     and not exists (select 1 from \(queue) p
                                       where p.recipient_user_id = q.recipient_user_id and p.status = 'processing'
                                         and p.locked_by <> \(passId) and p.locked_until > now())
                    for update skip locked
                 ), u as (
-                  update notification_queue q
+                  update \(queue) q
                      set status = 'processing', attempts = q.attempts + 1,
                          locked_until = now() + make_interval(secs => \(leaseSeconds)),
                          locked_by = \(passId), updated_at = now()
@@ -219,7 +238,7 @@ public struct QueueStore {
     /// The rows a claim would take, without taking them: `--dry-run`.
     public func peekDue(limit: Int, now: Date, channels: [String]) throws -> [QueueItem] {
         let result = try db.query("""
-            select \(unescaped: QueueStore.itemColumns) from notification_queue q
+            select \(unescaped: QueueStore.itemColumns) from \(queue) q
              where \(QueueStore.due(now)) and \(QueueStore.notPaused)
                and (channel = any(\(channels)::text[]) or not channel = any(\(QueueStore.knownChannels)::text[]))
              order by priority_rank, run_after, id
@@ -231,7 +250,7 @@ public struct QueueStore {
     /// Due rows of known channels that no adapter of this run serves: they stay pending and are reported.
     public func countUnroutable(now: Date, channels: [String]) throws -> [String: Int] {
         let result = try db.query("""
-            select channel, count(*)::int as n from notification_queue q
+            select channel, count(*)::int as n from \(queue) q
              where \(QueueStore.due(now))
                and channel = any(\(QueueStore.knownChannels)::text[])
                and not (channel = any(\(channels)::text[]))
@@ -250,7 +269,7 @@ public struct QueueStore {
     /// Due rows an operator's pause holds back, per channel: they stay pending.
     public func countPaused(now: Date) throws -> [String: Int] {
         let result = try db.query("""
-            select channel, count(*)::int as n from notification_queue q
+            select channel, count(*)::int as n from \(queue) q
              where \(QueueStore.due(now)) and not \(QueueStore.notPaused)
              group by channel
             """)
@@ -294,7 +313,7 @@ public struct QueueStore {
                     run_after timestamptz, sent_at timestamptz, provider_message_id text, attempts_delta int,
                     event text, reason text, details jsonb, title text, body text)
                 ), u as (
-                  update notification_queue q
+                  update \(queue) q
                      set status = r.status, permanent = r.permanent, last_error = r.last_error,
                          skip_reason = r.skip_reason, run_after = coalesce(r.run_after, q.run_after),
                          sent_at = coalesce(r.sent_at, q.sent_at),
@@ -384,5 +403,17 @@ public struct QueueStore {
             try Enqueuer.insert(batch.keeping(recorded).escalations, db: db, passId: passId)
             return recorded
         }
+    }
+}
+
+/// `--shard K/N` against a queue that does not have N partitions.
+public struct ShardMismatch: Error, CustomStringConvertible {
+    public let shard: Shard
+    public let partitions: Int
+
+    public var description: String {
+        partitions == 1
+            ? "--shard \(shard) needs a queue in \(shard.count) partitions, but it is one table: run `herald migrate --queue-partitions \(shard.count)` first"
+            : "--shard \(shard) needs a queue in \(shard.count) partitions, but it has \(partitions): pass --shard K/\(partitions)"
     }
 }
