@@ -25,6 +25,21 @@ import Testing
         #expect(held.counters.sentToday == 10)
     }
 
+    /// Another pass's clock may run a little ahead (another host, or a process started a moment later
+    /// with the same `--now`): its sends count as sent now. A replay's far future does not count.
+    @Test func sendsStampedALittleAheadCountAsSentNow() {
+        let ahead = today(9) + [SentRecord(recipient: alice, channel: .push, kind: "reminder", at: now.addingTimeInterval(4))]
+        let held = RateLimiter(history: ahead).check(recipient: alice, channel: .push, kind: "system", now: now, zone: ny)
+        #expect(held.reason == .dailyLimit)
+        #expect(held.counters.sentToday == 10)
+        let few = today(3) + [SentRecord(recipient: alice, channel: .push, kind: "reminder", at: now.addingTimeInterval(4))]
+        let spaced = RateLimiter(history: few).check(recipient: alice, channel: .push, kind: "reminder", now: now, zone: ny)
+        #expect(spaced.counters.minutesSinceLastSameType == 0, "as if sent now, never a negative interval")
+        #expect(spaced.until == now.addingTimeInterval(3600))
+        let replay = today(9) + [SentRecord(recipient: alice, channel: .push, kind: "reminder", at: now.addingTimeInterval(3600))]
+        #expect(RateLimiter(history: replay).check(recipient: alice, channel: .push, kind: "system", now: now, zone: ny).isAllowed)
+    }
+
     @Test func theDayIsTheRecipientsLocalDay() {
         // Ten sends on the previous local day (Jan 24 EST) do not count, even though some share the UTC date.
         let yesterday = (0..<10).map {
@@ -191,7 +206,8 @@ import Testing
     }
 
     @Test func recordingCountsAndFutureSendsAreIgnored() {
-        var limiter = RateLimiter(history: [SentRecord(recipient: alice, channel: .push, kind: "reminder", at: now.addingTimeInterval(600))])
+        // An hour ahead is a replay's future, beyond any clock skew (``RateLimiter/clockSkew``).
+        var limiter = RateLimiter(history: [SentRecord(recipient: alice, channel: .push, kind: "reminder", at: now.addingTimeInterval(3600))])
         #expect(limiter.check(recipient: alice, channel: .push, kind: "reminder", now: now, zone: ny).isAllowed)
         limiter.record(SentRecord(recipient: alice, channel: .push, kind: "reminder", at: now))
         #expect(!limiter.check(recipient: alice, channel: .push, kind: "reminder", now: now, zone: ny).isAllowed)

@@ -81,7 +81,7 @@ public enum TestDatabase {
     static let templateLockKey: Int64 = 0x6865_7261_6C64_7470
 
     /// 16 hex digits identifying the schema: every migration's version, name and checksum.
-    static func schemaHash(_ migrations: [Migration]) -> String {
+    public static func schemaHash(_ migrations: [Migration]) -> String {
         let summary = migrations.map { "\($0.version) \($0.name) \($0.checksum)\n" }.joined()
         return FNV1a64.hex(Array(summary.utf8))
     }

@@ -95,8 +95,14 @@ public struct RateCheck: Sendable, Equatable {
 /// - The spacing is per type across channels, against other groups only.
 /// - Exempt types (prompts) are neither held back by nor counted towards the cap and the spacing.
 /// - Critical notifications are not blocked (the caller does not ask), but they are recorded and count.
-/// - Only sends at or before `now` count, so replays with an earlier `--now` see the history of their time.
+/// - Only sends at or before `now` count, so replays with an earlier `--now` see the history of their time
+///   — except that sends up to ``clockSkew`` ahead count as sent now: another pass's clock (another host,
+///   or another process started a moment apart with the same `--now`) may run a little ahead of this one,
+///   and its sends must hold this pass back.
 public struct RateLimiter: Sendable {
+    /// How far ahead of `now` a recorded send still counts (as sent at `now`).
+    public static let clockSkew: TimeInterval = 600
+
     public var limits: RateLimits
     private var byRecipient: [UUID: [SentRecord]] = [:]
 
@@ -112,7 +118,12 @@ public struct RateLimiter: Sendable {
 
     public func check(recipient: UUID, channel: Channel, kind: String, group: String? = nil, now: Date,
                       zone: TimeZone) -> RateCheck {
-        let sent = (byRecipient[recipient] ?? []).filter { $0.at <= now }
+        let sent = (byRecipient[recipient] ?? []).compactMap { r -> SentRecord? in
+            guard r.at <= now.addingTimeInterval(Self.clockSkew) else { return nil }
+            var r = r
+            r.at = min(r.at, now)
+            return r
+        }
         var deferrals: [(until: Date, reason: DeferReason)] = []
         let exempt = limits.exemptTypes.contains(kind)
         let counted = sent.filter { !limits.exemptTypes.contains($0.kind) }

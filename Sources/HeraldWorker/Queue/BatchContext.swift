@@ -105,7 +105,7 @@ extension QueueStore {
             select recipient_user_id, channel, kind, payload->>'reminder_type' as reminder_type,
                    coalesce(notification_group, id::text) as grp, sent_at from \(queue)
              where status = 'sent' and recipient_user_id = any(\(recipients)::uuid[])
-               and sent_at > \(now.addingTimeInterval(-48 * 3600)) and sent_at <= \(now.addingTimeInterval(60))
+               and sent_at > \(now.addingTimeInterval(-48 * 3600)) and sent_at <= \(now.addingTimeInterval(RateLimiter.clockSkew))
             """) {
             guard let user = row["recipient_user_id"].uuid, let at = row["sent_at"].date,
                   let channel = row["channel"].string.flatMap(Channel.init(rawValue:)) else { continue }
