@@ -14,12 +14,20 @@
 -- the queue row (kept `HERALD_RETENTION_DAYS`) names it, or else the history entry's test step and its
 -- scheduled time plus the person's `dose_reminder_advance_minutes`.
 
--- `dose_at` as written by the reminders phase; null for anything that is not a timestamp.
+-- `dose_at` as written by the reminders phase; null for anything that is not a finite timestamp (the
+-- payload is the app's to write: 'infinity' or 'now' are not a dose time). Stable, not immutable: the
+-- result of a cast to timestamptz depends on the session's TimeZone.
 create or replace function herald_try_timestamptz(t text) returns timestamptz
-language plpgsql immutable
+language plpgsql stable
 as $$
+declare
+  v timestamptz;
 begin
-  return t::timestamptz;
+  if t is null or lower(btrim(t)) in ('now', 'today', 'tomorrow', 'yesterday', 'epoch') then
+    return null;
+  end if;
+  v := t::timestamptz;
+  return case when isfinite(v) then v end;
 exception when others then
   return null;
 end

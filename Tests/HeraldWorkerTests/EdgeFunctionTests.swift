@@ -179,6 +179,17 @@ import Testing
         #expect(Self.refusal(try Self.route("DELETE", "notifications-register-device")) == (422, "validation_error"))
     }
 
+    /// The routing reads hostile input (methods, query strings, bodies): a seeded fuzz of 5,000 requests
+    /// and outcomes per seed (Tests/EdgeFunctions/fuzz.mjs) finds no throw and no malformed answer.
+    @Test(arguments: [1, 20261123])
+    func theRoutingSurvivesHostileRequests(seed: Int) throws {
+        let fuzz = DeployTests.root.appendingPathComponent("Tests/EdgeFunctions/fuzz.mjs").path
+        guard let (status, out) = DeployTests.run("node", [fuzz, "\(seed)", "5000"]) else {
+            throw EdgeFailure("node cannot be started: scripts/deps.sh installs Node.js")
+        }
+        #expect(status == 0 && out.hasPrefix("ok 5000"), "\(out)")
+    }
+
     /// The module's answers to outcomes no database produces here: PostgREST's own JWT errors and an
     /// unexpected failure, whose text never reaches the app.
     @Test func unexpectedErrorsAnswerWithoutTheirText() throws {

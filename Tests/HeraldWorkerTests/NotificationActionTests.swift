@@ -86,6 +86,18 @@ import Testing
         #expect(try f.count("select count(*) from dose_events") == 1)
     }
 
+    /// The payload is the app's to write: only a finite timestamp is a dose time.
+    @Test func onlyAFiniteTimestampIsADoseTime() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        for text in ["infinity", "-infinity", "now", " Today ", "epoch", "not a time", "2026-13-40", ""] {
+            #expect(try db.query("select herald_try_timestamptz(\(text)) is null as n").first?["n"].bool == true, "\(text)")
+        }
+        #expect(try db.query("select herald_try_timestamptz('2026-11-23T10:00:00Z') = '2026-11-23T10:00:00Z'::timestamptz as ok")
+                    .first?["ok"].bool == true)
+    }
+
     @Test func aDoseIsStillKnownAfterTheQueuePrunedItsRow() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
