@@ -363,6 +363,10 @@ struct Bench {
         var options = PassOptions()
         options.now = ISO8601.parse("2026-01-26T06:00:00Z")!
         options.phases = [.patterns]
+        // HERALD_BENCH_PATTERN_CHUNK=2500 tries another chunk size (users per transaction).
+        if let chunk = ProcessInfo.processInfo.environment["HERALD_BENCH_PATTERN_CHUNK"].flatMap({ Int($0) }), chunk > 0 {
+            options.patternChunk = chunk
+        }
         let (summary, full) = try pass(Settings(["DATABASE_URL": url]), options)
         let episodes = try db.query("select count(*)::int as n from pattern_alert_state").first?["n"].int ?? 0
         Bench.line("herald --only patterns", String(format: "%.2f s", full), "read the rows bare", String(format: "%.2f s", bare),

@@ -233,6 +233,51 @@ import Testing
         } == inTurn)
     }
 
+    /// Rows that name their user by the server's `uuid_hash` fill the same windows, value for value,
+    /// as rows that carry the uuid, hostile values included (NaN, ±Infinity, beyond a Double, missing
+    /// days, days outside the window); two users of a chunk that share a hash fall back to the uuid.
+    @Test func metricRowsKeyedByHashFillTheSameWindows() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        // Two ids with the same uuid_hash, found among 300,000 (a 32-bit hash: a pair is all but certain).
+        let pair = try db.query("""
+            select array_agg(u::text) as us from (
+              select u, uuid_hash(u) as h from (select md5(g::text)::uuid as u from generate_series(1, 300000) g) x) y
+             group by h having count(*) > 1 limit 1
+            """).first?["us"].string ?? ""
+        let colliding = pair.trimmingCharacters(in: CharacterSet(charactersIn: "{}")).split(separator: ",")
+            .compactMap { UUID(uuidString: String($0)) }
+        #expect(colliding.count == 2)
+        var rng = SplitMix64(seed: 11)
+        let users = (0..<40).map { _ in UUID() } + colliding
+        var latest: [UUID: LocalDate] = [:]
+        for (i, user) in users.enumerated() {
+            let last = LocalDate("2026-01-20")!.adding(days: -Int(rng.next() % 30))
+            latest[user] = last
+            let hostile = ["'NaN'", "'Infinity'", "'-Infinity'", "1e400", "-1e400", "1e308", "0.1", "null"]
+            try db.execute("""
+                insert into wearable_daily_metrics (user_id, metric_date, sleep_minutes, steps, hrv_ms)
+                select \(user), \(last.description)::date - g,
+                       case when g % 17 = \(i % 17) then \(unescaped: hostile[i % hostile.count])::numeric
+                            else round((400 + random() * 80)::numeric, (g % 4)) end,
+                       case when g % 5 = 0 then null else 9000 + g * 13 end,
+                       (60 + g % 7)::numeric / 3
+                  from generate_series(0, 150) g where g % 9 <> \(i % 9)
+                """)
+        }
+        let metrics = ["hrv_ms", "sleep_minutes", "steps"]
+        for chunk in [users, Array(users.prefix(40)), Array(users.suffix(3))] {
+            let byHash = try MetricWindows.read(users: chunk, latest: latest, metrics: metrics, db: db)
+            let byUUID = try MetricWindows.read(users: chunk, latest: latest, metrics: metrics, db: db, keyByHash: false)
+            #expect(byHash.values.map(\.bitPattern) == byUUID.values.map(\.bitPattern))
+            #expect(byHash.poisoned == byUUID.poisoned)
+            #expect(!byHash.poisoned.isEmpty)
+        }
+        #expect(try MetricWindows.hashSlots(colliding, db: db) == nil)
+        #expect(try MetricWindows.hashSlots(Array(users.prefix(40)), db: db)?.count == 40)
+    }
+
     @Test func aDryRunEvaluatesButStoresNothing() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }

@@ -73,22 +73,20 @@ struct PatternPhase {
             throw PGError(message: "pattern_scan_state has no row: run herald migrate", isConnectionFailure: false)
         }
         // Users with metrics updated since then whose newest update is newer than their last
-        // evaluation, with that update and their latest metric date (L); users seen for the first
-        // time get their row here. The updated_at index keeps this proportional to what changed.
+        // evaluation, with that update and their latest metric date (L). The updated_at index keeps
+        // this proportional to what changed; when most rows changed, it is a scan and an aggregate
+        // that PostgreSQL may run in parallel workers (a statement that also writes never is, so
+        // users seen for the first time get their row in a statement of its own, just after).
         var marks: [UUID: (latest: LocalDate, newest: Date)] = [:]
         var candidates: [UUID] = []
+        var firstSeen: [UUID] = []
         for row in try db.query("""
             with changed as (
               select user_id, max(updated_at) as newest from wearable_daily_metrics
                where updated_at > \(scannedThrough.addingTimeInterval(-Self.rescanMargin))
                group by user_id
-            ), first_seen as (
-              insert into pattern_evaluations (user_id, evaluated_through)
-              select c.user_id, '-infinity'::timestamptz from changed c
-               where not exists (select 1 from pattern_evaluations e where e.user_id = c.user_id)
-              on conflict (user_id) do nothing
             )
-            select c.user_id, l.latest::text as latest, c.newest from changed c
+            select c.user_id, l.latest::text as latest, c.newest, e.user_id is null as first_seen from changed c
               left join pattern_evaluations e on e.user_id = c.user_id
               cross join lateral (select max(metric_date) as latest from wearable_daily_metrics w
                                    where w.user_id = c.user_id) l
@@ -97,6 +95,14 @@ struct PatternPhase {
             guard let user = row[0].uuid, let latest = row[1].string.flatMap(LocalDate.init), let newest = row[2].date else { continue }
             marks[user] = (latest, newest)
             candidates.append(user)
+            if row[3].bool == true { firstSeen.append(user) }
+        }
+        if !firstSeen.isEmpty {
+            try db.execute("""
+                insert into pattern_evaluations (user_id, evaluated_through)
+                select u, '-infinity'::timestamptz from unnest(\(firstSeen)::uuid[]) as u
+                on conflict (user_id) do nothing
+                """)
         }
         // Concurrent passes start at different places, so they rarely wait on each other's locks.
         if !candidates.isEmpty {
