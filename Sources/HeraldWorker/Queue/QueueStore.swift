@@ -194,9 +194,17 @@ public struct QueueStore {
     /// its candidates (SKIP LOCKED), so claims running at once take different rows instead of the same
     /// first `limit` rows, most of which the other would then leave. `contended` is true when due rows
     /// were left for that reason: the caller may try again shortly rather than take the queue for empty.
-    public func claim(limit: Int, now: Date, channels: [String], leaseSeconds: Int) throws
+    ///
+    /// `excludingOwnLeases` leaves out this pass's own leased recipients too: a pipelined pass claims
+    /// batch N+1 while batch N's records are still being written (on another connection), so a
+    /// recipient of batch N is taken again only once its record has committed — and the rate limits
+    /// of batch N+1 then read its sends. (Either batch N's record committed before this statement's
+    /// snapshot, and its rows are `sent`, or it did not, and they are still leased.)
+    public func claim(limit: Int, now: Date, channels: [String], leaseSeconds: Int,
+                      excludingOwnLeases: Bool = false) throws
         -> (rows: [Claimed], contended: Bool) {
-        try db.transaction { db in
+        let otherPass: SQL = excludingOwnLeases ? "" : "and p.locked_by <> \(passId)"
+        return try db.transaction { db in
             let candidates = try db.query("""
                 select id, pg_try_advisory_xact_lock(\(QueueStore.recipientLockClass),
                          hashtext(recipient_user_id::text) & \(QueueStore.recipientBuckets - 1)) as mine
@@ -215,7 +223,7 @@ public struct QueueStore {
                    where id = any(\(ids)::uuid[]) and \(QueueStore.due(now)) and \(QueueStore.notPaused)
                      and not exists (select 1 from \(queue) p
                                       where p.recipient_user_id = q.recipient_user_id and p.status = 'processing'
-                                        and p.locked_by <> \(passId) and p.locked_until > now())
+                                        \(otherPass) and p.locked_until > now())
                    for update skip locked
                 ), u as (
                   update \(queue) q
