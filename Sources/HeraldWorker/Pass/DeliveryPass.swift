@@ -35,6 +35,9 @@ final class DeliveryPass {
     private var pipeline: RecordWriter?
     /// The channel of each row decided and not yet counted (its record may still be being written).
     private var channelOf: [UUID: String] = [:]
+    /// The recipient of each row handed to the pipeline and not yet known written: the next claim
+    /// leaves these recipients out.
+    private var recipientInFlight: [UUID: UUID] = [:]
 
     init(store: QueueStore, routes: ChannelRoutes, transport: HTTPTransport, options: PassOptions,
          clock: PassClock, logger: Logger, outbox: Outbox, summary: Summary) {
@@ -96,7 +99,7 @@ final class DeliveryPass {
             if let max = options.maxBatches, summary.batches >= max { break }
             var (claimed, contended) = try store.claim(limit: options.batchSize, now: clock.now(), channels: channels,
                                                        leaseSeconds: options.leaseSeconds,
-                                                       excludingOwnLeases: pipeline != nil)
+                                                       excluding: Set(recipientInFlight.values))
             // Due rows whose recipients another pass is claiming or holding: wait a moment for them
             // rather than take the queue for empty (a few tries; their pass records them meanwhile).
             var tries = 0
@@ -110,7 +113,7 @@ final class DeliveryPass {
                 }
                 (claimed, contended) = try store.claim(limit: options.batchSize, now: clock.now(), channels: channels,
                                                        leaseSeconds: options.leaseSeconds,
-                                                       excludingOwnLeases: pipeline != nil)
+                                                       excluding: Set(recipientInFlight.values))
             }
             if claimed.isEmpty { break }
             if pipeline == nil, claimed.count >= options.batchSize, let open = openRecordConnection {
@@ -140,7 +143,10 @@ final class DeliveryPass {
 
     private func countPipelined(_ batch: RecordBatch, _ recorded: Set<UUID>) {
         count(batch, recorded: recorded, channelOf: channelOf)
-        for row in batch.rows { channelOf[row.id] = nil }
+        for row in batch.rows {
+            channelOf[row.id] = nil
+            recipientInFlight[row.id] = nil
+        }
     }
 
     /// Waits for the pipeline's last records, counts them, closes its connection; throws a failed
@@ -190,7 +196,10 @@ final class DeliveryPass {
         }
 
         if pipeline == nil { channelOf = [:] }  // the pipeline's rows stay until counted
-        for claimed in batch { channelOf[claimed.item.id] = claimed.item.channelRaw }
+        for claimed in batch {
+            channelOf[claimed.item.id] = claimed.item.channelRaw
+            if pipeline != nil { recipientInFlight[claimed.item.id] = claimed.item.recipientUserId }
+        }
         var immediate = RecordBatch()
         var flights: [InFlight] = []
         var jobs: [Job] = []

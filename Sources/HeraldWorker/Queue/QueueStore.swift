@@ -195,18 +195,16 @@ public struct QueueStore {
     /// first `limit` rows, most of which the other would then leave. `contended` is true when due rows
     /// were left for that reason: the caller may try again shortly rather than take the queue for empty.
     ///
-    /// `excludingOwnLeases` leaves out this pass's own leased recipients too: a pipelined pass claims
-    /// batch N+1 while batch N's records are still being written (on another connection), so a
-    /// recipient of batch N is taken again only once its record has committed — and the rate limits
-    /// of batch N+1 then read its sends. (Either batch N's record committed before this statement's
-    /// snapshot, and its rows are `sent`, or it did not, and they are still leased.)
+    /// `excluding` leaves out candidates of these recipients (left due, and `contended`): a pipelined
+    /// pass claims batch N+1 while batch N's records are still being written on another connection,
+    /// and passes batch N's recipients, so a recipient's next row is taken only once its record is
+    /// known written — and the rate limits of that later batch read its sends.
     public func claim(limit: Int, now: Date, channels: [String], leaseSeconds: Int,
-                      excludingOwnLeases: Bool = false) throws
+                      excluding: Set<UUID> = []) throws
         -> (rows: [Claimed], contended: Bool) {
-        let otherPass: SQL = excludingOwnLeases ? "" : "and p.locked_by <> \(passId)"
-        return try db.transaction { db in
+        try db.transaction { db in
             let candidates = try db.query("""
-                select id, pg_try_advisory_xact_lock(\(QueueStore.recipientLockClass),
+                select id, recipient_user_id, pg_try_advisory_xact_lock(\(QueueStore.recipientLockClass),
                          hashtext(recipient_user_id::text) & \(QueueStore.recipientBuckets - 1)) as mine
                   from (select q.id, q.recipient_user_id from \(queue) q
                          where \(QueueStore.due(now)) and \(QueueStore.notPaused)
@@ -215,7 +213,11 @@ public struct QueueStore {
                          limit \(limit)
                          for update skip locked) c
                 """)
-            let ids = candidates.compactMap { $0["mine"].bool == true ? $0["id"].uuid : nil }
+            let ids = candidates.compactMap { row -> UUID? in
+                guard row["mine"].bool == true, let recipient = row["recipient_user_id"].uuid,
+                      !excluding.contains(recipient) else { return nil }
+                return row["id"].uuid
+            }
             guard !ids.isEmpty else { return ([], candidates.count > 0) }
             let result = try db.query("""
                 with c as materialized (
@@ -223,7 +225,7 @@ public struct QueueStore {
                    where id = any(\(ids)::uuid[]) and \(QueueStore.due(now)) and \(QueueStore.notPaused)
                      and not exists (select 1 from \(queue) p
                                       where p.recipient_user_id = q.recipient_user_id and p.status = 'processing'
-                                        \(otherPass) and p.locked_until > now())
+                                        and p.locked_by <> \(passId) and p.locked_until > now())
                    for update skip locked
                 ), u as (
                   update \(queue) q
