@@ -105,9 +105,10 @@ final class DeliveryPass {
             var tries = 0
             while claimed.isEmpty && contended && tries < 20 && !StopSignal.requested && clock.elapsed < options.deadline {
                 tries += 1
-                if let pipeline, !pipeline.isIdle {
+                if let pipeline, !recipientInFlight.isEmpty {
                     pipeline.waitUntilIdle()  // our own records first: they may be what holds the rows
                     countPipelined()
+                    if pipeline.failed { break }
                 } else {
                     usleep(50_000)
                 }
