@@ -117,8 +117,9 @@ final class DeliveryPass {
                                                        excluding: Set(recipientInFlight.values))
             }
             if claimed.isEmpty { break }
-            if pipeline == nil, claimed.count >= options.batchSize, let open = openRecordConnection {
-                // A full batch: more may follow, so the next claim overlaps this batch's records.
+            let anotherBatch = options.maxBatches.map { summary.batches + 1 < $0 } ?? true
+            if pipeline == nil, anotherBatch, claimed.count >= options.batchSize, let open = openRecordConnection {
+                // A full batch, and the budget allows another: the next claim overlaps this batch's records.
                 do {
                     pipeline = RecordWriter(store: QueueStore(db: try open(), passId: store.passId, shard: store.shard))
                 } catch {
