@@ -2,6 +2,7 @@ import Foundation
 import HeraldChannels
 import HeraldCore
 import HeraldHTTP
+import HeraldPostgres
 import Logging
 
 /// The `deliver` phase: claim a batch, decide each row, send, record — batch after batch until the
@@ -27,6 +28,16 @@ final class DeliveryPass {
     var breaker = CircuitBreaker()
     /// Each provider's answers in this pass, to tell a configuration slip from dead destinations.
     var passHealth = PassHealth()
+    /// Opens the second connection a pipelined pass records on (`Runner` sets it); nil: no pipeline,
+    /// every batch is claimed, decided and recorded one after the other.
+    var openRecordConnection: (() throws -> PGConnection)?
+    /// The writer a pipelined pass keeps across batches, once a full batch shows there is more to do.
+    private var pipeline: RecordWriter?
+    /// The channel of each row decided and not yet counted (its record may still be being written).
+    private var channelOf: [UUID: String] = [:]
+    /// The recipient of each row handed to the pipeline and not yet known written: the next claim
+    /// leaves these recipients out.
+    private var recipientInFlight: [UUID: UUID] = [:]
 
     init(store: QueueStore, routes: ChannelRoutes, transport: HTTPTransport, options: PassOptions,
          clock: PassClock, logger: Logger, outbox: Outbox, summary: Summary) {
@@ -67,7 +78,15 @@ final class DeliveryPass {
             return
         }
 
+        // A pipelined pass records batch N on its own connection while it claims and decides batch
+        // N+1 (the claim then leaves out recipients whose records are still on their way).
+        defer { try? closePipeline() }  // a claim that threw: still wait for (and count) the records
         while true {
+            if let pipeline {
+                pipeline.waitUntilPickedUp()  // at most one batch ahead of its records
+                countPipelined()
+                if pipeline.failed { break }  // closing it throws the error
+            }
             if StopSignal.requested {
                 summary.interrupted = true
                 logger.notice("stop requested: claiming nothing more")
@@ -79,23 +98,66 @@ final class DeliveryPass {
             }
             if let max = options.maxBatches, summary.batches >= max { break }
             var (claimed, contended) = try store.claim(limit: options.batchSize, now: clock.now(), channels: channels,
-                                                       leaseSeconds: options.leaseSeconds)
+                                                       leaseSeconds: options.leaseSeconds,
+                                                       excluding: Set(recipientInFlight.values))
             // Due rows whose recipients another pass is claiming or holding: wait a moment for them
             // rather than take the queue for empty (a few tries; their pass records them meanwhile).
             var tries = 0
             while claimed.isEmpty && contended && tries < 20 && !StopSignal.requested && clock.elapsed < options.deadline {
                 tries += 1
-                usleep(50_000)
+                if let pipeline, !recipientInFlight.isEmpty {
+                    pipeline.waitUntilIdle()  // our own records first: they may be what holds the rows
+                    countPipelined()
+                    if pipeline.failed { break }
+                } else {
+                    usleep(50_000)
+                }
                 (claimed, contended) = try store.claim(limit: options.batchSize, now: clock.now(), channels: channels,
-                                                       leaseSeconds: options.leaseSeconds)
+                                                       leaseSeconds: options.leaseSeconds,
+                                                       excluding: Set(recipientInFlight.values))
             }
             if claimed.isEmpty { break }
+            let anotherBatch = options.maxBatches.map { summary.batches + 1 < $0 } ?? true
+            if pipeline == nil, anotherBatch, claimed.count >= options.batchSize, let open = openRecordConnection {
+                // A full batch, and the budget allows another: the next claim overlaps this batch's records.
+                do {
+                    pipeline = RecordWriter(store: QueueStore(db: try open(), passId: store.passId, shard: store.shard))
+                } catch {
+                    openRecordConnection = nil
+                    logger.warning("no second connection for pipelined records; recording in line", metadata: [
+                        "error": .string("\(error)")])
+                }
+            }
             summary.batches += 1
             logger.debug("claimed batch", metadata: ["rows": "\(claimed.count)", "batch": "\(summary.batches)"])
             try decide(claimed, dryRun: false)
             showProgress()
         }
+        try closePipeline()
         if options.progress { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+
+    /// Counts the pipelined flushes written so far.
+    private func countPipelined() {
+        guard let pipeline else { return }
+        for (batch, recorded) in pipeline.takeResults() { countPipelined(batch, recorded) }
+    }
+
+    private func countPipelined(_ batch: RecordBatch, _ recorded: Set<UUID>) {
+        count(batch, recorded: recorded, channelOf: channelOf)
+        for row in batch.rows {
+            channelOf[row.id] = nil
+            recipientInFlight[row.id] = nil
+        }
+    }
+
+    /// Waits for the pipeline's last records, counts them, closes its connection; throws a failed
+    /// flush's error (its rows stay leased and come back when the lease expires).
+    private func closePipeline() throws {
+        guard let writer = pipeline else { return }
+        pipeline = nil
+        defer { writer.store.db.close() }
+        for (batch, recorded) in try writer.finish() { countPipelined(batch, recorded) }
     }
 
     // MARK: - One batch
@@ -135,7 +197,11 @@ final class DeliveryPass {
             return
         }
 
-        let channelOf = Dictionary(batch.map { ($0.item.id, $0.item.channelRaw) }, uniquingKeysWith: { a, _ in a })
+        if pipeline == nil { channelOf = [:] }  // the pipeline's rows stay until counted
+        for claimed in batch {
+            channelOf[claimed.item.id] = claimed.item.channelRaw
+            if pipeline != nil { recipientInFlight[claimed.item.id] = claimed.item.recipientUserId }
+        }
         var immediate = RecordBatch()
         var flights: [InFlight] = []
         var jobs: [Job] = []
@@ -208,8 +274,9 @@ final class DeliveryPass {
         try flush(&immediate, channelOf: channelOf)
 
         guard !jobs.isEmpty else { return }
-        // Records are written on a thread of their own while the transport goes on (RecordWriter).
-        let writer = RecordWriter(store: store)
+        // Records are written on a thread of their own while the transport goes on (RecordWriter):
+        // the pass's pipeline when it has one, else a writer on the pass's connection.
+        let writer = pipeline ?? RecordWriter(store: store)
         var pending = RecordBatch()
         var lastFlush = clock.elapsed
         var held = Set<Int>()  // rows with a refusal that may be a configuration slip: recorded after the verdict
@@ -244,6 +311,7 @@ final class DeliveryPass {
             }
         }
         writer.submit(pending)
+        if writer === pipeline { return }  // counted as its flushes are written
         for (batch, recorded) in try writer.finish() { count(batch, recorded: recorded, channelOf: channelOf) }
     }
 
@@ -428,7 +496,11 @@ final class DeliveryPass {
     /// Writes a flush and counts what was recorded. Rows this pass no longer holds are reported.
     func flush(_ records: inout RecordBatch, channelOf: [UUID: String]) throws {
         guard !records.isEmpty else { return }
-        count(records, recorded: try store.record(records), channelOf: channelOf)
+        if let pipeline {
+            pipeline.submit(records)
+        } else {
+            count(records, recorded: try store.record(records), channelOf: channelOf)
+        }
         records = RecordBatch()
     }
 

@@ -9,11 +9,17 @@ import HeraldPostgres
 ///     transport.perform(requests, shouldStart: { !writer.failed }) { … writer.submit(records) … }
 ///     for (batch, recorded) in try writer.finish() { count(batch, recorded) }
 ///
+/// A pass that drains several batches keeps one writer, on a connection of its own, across batches
+/// (`DeliveryPass.run`): batch N is recorded while batch N+1 is claimed and decided.
+///
+///     let writer = RecordWriter(store: QueueStore(db: second, passId: id))
+///     writer.submit(batchN); writer.waitUntilPickedUp(); claim(N+1) …; for (b, r) in writer.takeResults() { … }
+///
 /// Flushes queued while one is being written are merged into the next transaction. Once a flush
 /// fails, nothing more is written (those rows stay leased and come back when the lease expires),
 /// `failed` turns true so the caller starts no new request, and `finish()` throws the error.
 final class RecordWriter: @unchecked Sendable {  // every var is read and written under `condition`
-    private let store: QueueStore
+    let store: QueueStore
     private let condition = NSCondition()
     private var queue = RecordBatch()
     private var writing = false
@@ -53,22 +59,58 @@ final class RecordWriter: @unchecked Sendable {  // every var is read and writte
         }
     }
 
+    /// Waits until nothing submitted waits in the queue (one flush may still be being written): keeps a
+    /// pipelined pass at most one batch ahead of its records.
+    func waitUntilPickedUp() {
+        condition.withLock {
+            while !queue.isEmpty && error == nil && !finished { condition.wait() }
+        }
+    }
+
+    /// True when nothing submitted waits or is being written.
+    var isIdle: Bool { condition.withLock { queue.isEmpty && !writing } }
+
+    /// Waits until everything submitted so far is written (or a flush failed).
+    func waitUntilIdle() {
+        condition.withLock {
+            while (!queue.isEmpty || writing) && error == nil && !finished { condition.wait() }
+        }
+    }
+
+    /// The flushes written since the last call, with the ids each recorded; leaves the thread running.
+    func takeResults() -> [(RecordBatch, Set<UUID>)] {
+        condition.withLock {
+            defer { results = [] }
+            return results
+        }
+    }
+
     private func run() {
         while true {
             let batch: RecordBatch? = condition.withLock {
                 while queue.isEmpty && !closed { condition.wait() }
                 if queue.isEmpty { return nil }
-                defer { queue = RecordBatch() }
+                defer {
+                    queue = RecordBatch()
+                    writing = true
+                    condition.broadcast()  // waitUntilPickedUp
+                }
                 return queue
             }
             guard let batch else { break }
             do {
                 let recorded = try store.record(batch)
-                condition.withLock { results.append((batch, recorded)) }
+                condition.withLock {
+                    results.append((batch, recorded))
+                    writing = false
+                    condition.broadcast()  // waitUntilIdle
+                }
             } catch {
                 condition.withLock {
                     self.error = error
                     queue = RecordBatch()
+                    writing = false
+                    condition.broadcast()
                 }
             }
         }

@@ -189,6 +189,13 @@ public struct Runner {
                 let pass = DeliveryPass(store: store, routes: routes, transport: transport, options: options,
                                         clock: clock, logger: logger, outbox: outbox, summary: summary)
                 defer { summary = pass.summary }
+                if !options.dryRun {
+                    pass.openRecordConnection = {
+                        let second = try PGConnection(databaseURL, applicationName: "herald \(summary.passId) records")
+                        try second.setTimeouts(statement: 60_000, lock: 10_000, idleInTransaction: 60_000)
+                        return second
+                    }
+                }
                 try pass.run()
             }
             if options.phases.contains(.receipts) && !options.dryRun && !summary.interrupted,

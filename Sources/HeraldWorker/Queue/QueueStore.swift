@@ -194,11 +194,17 @@ public struct QueueStore {
     /// its candidates (SKIP LOCKED), so claims running at once take different rows instead of the same
     /// first `limit` rows, most of which the other would then leave. `contended` is true when due rows
     /// were left for that reason: the caller may try again shortly rather than take the queue for empty.
-    public func claim(limit: Int, now: Date, channels: [String], leaseSeconds: Int) throws
+    ///
+    /// `excluding` leaves out candidates of these recipients (left due, and `contended`): a pipelined
+    /// pass claims batch N+1 while batch N's records are still being written on another connection,
+    /// and passes batch N's recipients, so a recipient's next row is taken only once its record is
+    /// known written — and the rate limits of that later batch read its sends.
+    public func claim(limit: Int, now: Date, channels: [String], leaseSeconds: Int,
+                      excluding: Set<UUID> = []) throws
         -> (rows: [Claimed], contended: Bool) {
         try db.transaction { db in
             let candidates = try db.query("""
-                select id, pg_try_advisory_xact_lock(\(QueueStore.recipientLockClass),
+                select id, recipient_user_id, pg_try_advisory_xact_lock(\(QueueStore.recipientLockClass),
                          hashtext(recipient_user_id::text) & \(QueueStore.recipientBuckets - 1)) as mine
                   from (select q.id, q.recipient_user_id from \(queue) q
                          where \(QueueStore.due(now)) and \(QueueStore.notPaused)
@@ -207,7 +213,11 @@ public struct QueueStore {
                          limit \(limit)
                          for update skip locked) c
                 """)
-            let ids = candidates.compactMap { $0["mine"].bool == true ? $0["id"].uuid : nil }
+            let ids = candidates.compactMap { row -> UUID? in
+                guard row["mine"].bool == true, let recipient = row["recipient_user_id"].uuid,
+                      !excluding.contains(recipient) else { return nil }
+                return row["id"].uuid
+            }
             guard !ids.isEmpty else { return ([], candidates.count > 0) }
             let result = try db.query("""
                 with c as materialized (
