@@ -302,7 +302,7 @@ struct Bench {
         let rendered = RenderedNotification(title: "Hello", body: "Bench", badge: 1, locale: "en")
         let probes = (0..<100).map { i in
             try! single.request(for: Envelope(item: item, rendered: rendered,
-                destination: Destination(provider: "apns", address: String(format: "%064x", i)), now: Date()))
+                destination: Destination(provider: .apns, address: String(format: "%064x", i)), now: Date()))
         }
         var ok = 0
         let serial = Bench.seconds { transport.perform(probes) { _, r in if case .success(let x) = r, x.status == 200 { ok += 1 } } }
