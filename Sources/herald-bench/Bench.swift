@@ -294,7 +294,7 @@ struct Bench {
                                  "HERALD_CA_FILE": certificates.caFile])
 
         // The floor: one connection, one request at a time, through the same adapter and transport.
-        let adapter = try ChannelRoutes.load(settings)[.push]!.adapter(for: "apns")!
+        let adapter = try ChannelRoutes.load(settings)[.push]!.adapter(for: .apns)!
         guard case .single(let single) = adapter else { throw BenchError("APNs adapter is not a single adapter") }
         let transport = try HTTPTransport(options: TransportOptions(caFile: certificates.caFile, maxConnectionsPerHost: 1,
                                                                     maxTransfersInFlight: 1))

@@ -136,7 +136,7 @@ import Testing
     @Test func failedOverAttemptsAreRecordedButDoNotDecide() {
         var sent = Self.sentRow(Case(answer: .delivered, lastAttempt: false, critical: false, status: .sent,
                                      permanent: false, reason: "", escalates: false))
-        sent.answers[0].provider = "smtp"
+        sent.answers[0].provider = .smtp
         sent.failedOver = [DestinationAnswer(destination: Self.phone, provider: .sendgrid, response: ClassifiedResponse(
             .retry(after: nil, code: "500", message: "down"), httpStatus: 500))]
         let folded = DeliveryFold.fold(sent, escalation: EscalationPolicy(), now: Self.now, random: 0.5)
