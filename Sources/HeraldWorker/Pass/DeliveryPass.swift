@@ -286,7 +286,8 @@ final class DeliveryPass {
         let failure: Failover.Failure
         switch result {
         case .answered(_, let response):
-            if case .retry = response.outcome { failure = .transient } else { failure = .permanent }
+            guard case .retry = response.outcome else { return nil }  // delivered, or a permanent answer: stays
+            failure = .transient
         case .notSent(_, let reason):
             guard let kind = Failover.Failure(rawValue: reason), kind == .throttled || kind == .breakerOpen else { return nil }
             failure = kind
