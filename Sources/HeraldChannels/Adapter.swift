@@ -23,8 +23,8 @@ public struct Envelope: Sendable {
 ///     let request = try adapter.request(for: envelope)
 ///     let outcome = adapter.classify(transport.perform(request))
 public protocol HTTPAdapter: Sendable {
-    /// The provider's name as stored in `notification_deliveries.provider`: "webhook", "apns", …
-    var provider: String { get }
+    /// The provider it speaks for (`notification_deliveries.provider`): `.webhook`, `.apns`, …
+    var provider: Provider { get }
     /// Seconds one request may take on the wire (the lease must outlast the deadline plus this).
     var timeout: Double { get }
     /// Work to do before a batch of sends, outside any transaction: fetch or refresh an access token
@@ -47,13 +47,13 @@ extension HTTPAdapter {
     public var providerAddress: String? { nil }
     /// No destination-invalid answer is suspected of being a configuration slip.
     public var configuration: ConfigurationCheck {
-        ConfigurationCheck(hint: "check the \(provider) configuration", codes: [])
+        ConfigurationCheck(hint: "check the \(provider.rawValue) configuration", codes: [])
     }
 }
 
 /// A provider that takes many messages in one request (Expo: up to 100) and answers for each.
 public protocol BatchHTTPAdapter: Sendable {
-    var provider: String { get }
+    var provider: Provider { get }
     /// Seconds one request may take on the wire.
     var timeout: Double { get }
     /// The most envelopes one request may carry.
@@ -80,14 +80,14 @@ extension BatchHTTPAdapter {
     }
     /// No destination-invalid answer is suspected of being a configuration slip.
     public var configuration: ConfigurationCheck {
-        ConfigurationCheck(hint: "check the \(provider) configuration", codes: [])
+        ConfigurationCheck(hint: "check the \(provider.rawValue) configuration", codes: [])
     }
 }
 
 /// A provider whose acceptances are checked later by receipt (Expo's push tickets): the receipts phase
 /// asks it for the receipts of the tickets its answers declared (`FollowUp.checkReceipt`).
 public protocol ReceiptChecking: Sendable {
-    var provider: String { get }
+    var provider: Provider { get }
     /// The most ticket ids one receipts request may carry.
     var receiptBatch: Int { get }
     func receiptsRequest(ids: [String]) -> HTTPRequest
@@ -99,7 +99,7 @@ public enum ProviderAdapter: Sendable {
     case single(any HTTPAdapter)
     case batch(any BatchHTTPAdapter)
 
-    public var provider: String {
+    public var provider: Provider {
         switch self {
         case .single(let a): a.provider
         case .batch(let a): a.provider
@@ -132,6 +132,14 @@ public enum ProviderAdapter: Sendable {
         switch self {
         case .single(let a): a as? any ReceiptChecking
         case .batch(let a): a as? any ReceiptChecking
+        }
+    }
+
+    /// The provider's status poller, when it answers "what became of message X" (Twilio).
+    public var statusPoller: (any StatusPolling)? {
+        switch self {
+        case .single(let a): a as? any StatusPolling
+        case .batch(let a): a as? any StatusPolling
         }
     }
 
@@ -170,19 +178,20 @@ public enum ChannelRoute: Sendable {
     /// Sent through providers over HTTP (or SMTP), chosen by the destination's provider: push reaches
     /// each device token through its own provider (apns, fcm, expo); other channels use `order`'s
     /// first and fail over to the next ones (HERALD_<CHANNEL>_PROVIDERS).
-    case providers([String: ProviderAdapter], order: [String] = [])
+    case providers([Provider: ProviderAdapter], order: [Provider] = [])
 
-    /// The provider that serves destinations with no provider of their own (phones, addresses, URLs).
-    public var provider: String {
+    /// The provider that serves destinations with no provider of their own (phones, addresses, URLs);
+    /// nil for a provider route without any.
+    public var provider: Provider? {
         switch self {
-        case .log: "log"
-        case .inbox: "inbox"
-        case .providers(let p, let order): order.first ?? p.keys.sorted().first ?? "none"
+        case .log: .log
+        case .inbox: .inbox
+        case .providers(let p, let order): order.first ?? p.keys.sorted().first
         }
     }
 
     /// The adapter for a destination's provider, if this route has one.
-    public func adapter(for provider: String) -> ProviderAdapter? {
+    public func adapter(for provider: Provider) -> ProviderAdapter? {
         if case .providers(let p, _) = self { return p[provider] }
         return nil
     }
@@ -193,10 +202,16 @@ public enum ChannelRoute: Sendable {
         return p.keys.sorted().compactMap { p[$0]?.receipts }
     }
 
-    /// The provider after `provider` in the channel's order (failover), or nil.
-    public func provider(after provider: String) -> String? {
-        guard case .providers(let p, let order) = self, let at = order.firstIndex(of: provider) else { return nil }
-        return order[(at + 1)...].first { p[$0] != nil }
+    /// The providers failover may move a destination along: the channel's order, those with an adapter.
+    public var failoverOrder: [Provider] {
+        guard case .providers(let p, let order) = self else { return [] }
+        return order.filter { p[$0] != nil }
+    }
+
+    /// The status pollers among this route's providers (Twilio: message status by id).
+    public var statusPollers: [any StatusPolling] {
+        guard case .providers(let p, _) = self else { return [] }
+        return p.keys.sorted().compactMap { p[$0]?.statusPoller }
     }
 }
 

@@ -41,7 +41,7 @@ final class APNsAdapterTests {
         let id = UUID()
         let alert = UUID()
         let now = Date()
-        let envelope = pushEnvelope(token: "a1b2c3d4", provider: "apns", now: now, severity: .critical, id: id,
+        let envelope = pushEnvelope(token: "a1b2c3d4", provider: .apns, now: now, severity: .critical, id: id,
                                     alertStateId: alert)
         let (classified, result) = try send(envelope)
 
@@ -79,20 +79,20 @@ final class APNsAdapterTests {
     }
 
     @Test func normalPriorityWithoutAlertHasPriority5AndNoCollapseId() throws {
-        let envelope = pushEnvelope(token: "abcdef", provider: "apns", kind: .reminder, severity: nil,
+        let envelope = pushEnvelope(token: "abcdef", provider: .apns, kind: .reminder, severity: nil,
                                     priority: .normal, alertStateId: nil)
         let request = try adapter.request(for: envelope)
         #expect(request.headers.first { $0.0 == "apns-priority" }?.1 == "5")
         #expect(request.headers.contains { $0.0 == "apns-collapse-id" } == false)
         #expect(request.version == .http2)
         #expect(request.url == apns.baseURL + "/3/device/abcdef")
-        let high = pushEnvelope(token: "abcdef", provider: "apns", kind: .reminder, severity: nil, priority: .high)
+        let high = pushEnvelope(token: "abcdef", provider: .apns, kind: .reminder, severity: nil, priority: .high)
         #expect(try adapter.request(for: high).headers.first { $0.0 == "apns-priority" }?.1 == "10")
     }
 
     @Test func manyRequestsMultiplexOnFewConnectionsWithOneJWT() throws {
         let now = Date()
-        let envelopes = (0..<200).map { pushEnvelope(token: String(format: "%064x", $0), provider: "apns", now: now) }
+        let envelopes = (0..<200).map { pushEnvelope(token: String(format: "%064x", $0), provider: .apns, now: now) }
         let requests = try envelopes.map { try adapter.request(for: $0) }
         var outcomes: [Int: DeliveryOutcome] = [:]
         var versions = Set<Int>()
@@ -116,21 +116,21 @@ final class APNsAdapterTests {
         for minutes in [0.0, 10, 30, 49] {
             let now = start.addingTimeInterval(minutes * 60)
             apns.setClock(now)
-            #expect(try send(pushEnvelope(token: "aa", provider: "apns", now: now)).0.outcome.label == "delivered")
+            #expect(try send(pushEnvelope(token: "aa", provider: .apns, now: now)).0.outcome.label == "delivered")
         }
         #expect(apns.distinctJWTs == 1)
         #expect(adapter.tokens.mintedCount == 1)
 
         let later = start.addingTimeInterval(51 * 60)
         apns.setClock(later)
-        #expect(try send(pushEnvelope(token: "aa", provider: "apns", now: later)).0.outcome.label == "delivered")
+        #expect(try send(pushEnvelope(token: "aa", provider: .apns, now: later)).0.outcome.label == "delivered")
         #expect(apns.distinctJWTs == 2)
         #expect(adapter.tokens.mintedCount == 2)
 
         // The new token is reused in turn.
         let after = later.addingTimeInterval(5 * 60)
         apns.setClock(after)
-        _ = try send(pushEnvelope(token: "aa", provider: "apns", now: after))
+        _ = try send(pushEnvelope(token: "aa", provider: .apns, now: after))
         #expect(apns.distinctJWTs == 2)
         let jwts = apns.requests.compactMap { $0.header("authorization") }
         #expect(Set(jwts).count == 2)
@@ -144,7 +144,7 @@ final class APNsAdapterTests {
         apns.script("expired", .error(410, "ExpiredToken"))
         for (token, reason, status) in [("gone", "Unregistered", 410), ("bad", "BadDeviceToken", 400),
                                         ("othertopic", "DeviceTokenNotForTopic", 400), ("expired", "ExpiredToken", 410)] {
-            let (classified, _) = try send(pushEnvelope(token: token, provider: "apns"))
+            let (classified, _) = try send(pushEnvelope(token: token, provider: .apns))
             guard case .destinationInvalid(let code, let message) = classified.outcome else {
                 Issue.record("\(token): expected destinationInvalid, got \(classified.outcome)")
                 continue
@@ -154,7 +154,7 @@ final class APNsAdapterTests {
             #expect(message.contains(reason))
             expectNoSecrets(classified.outcome, secrets)
         }
-        let (gone, _) = try send(pushEnvelope(token: "gone", provider: "apns"))
+        let (gone, _) = try send(pushEnvelope(token: "gone", provider: .apns))
         #expect(gone.outcome.message?.contains("2023-11-14") == true, "\(gone.outcome)")
     }
 
@@ -162,20 +162,20 @@ final class APNsAdapterTests {
         apns.script("busy", .error(429, "TooManyRequests", headers: [("retry-after", "30")]))
         apns.script("down", .error(503, "ServiceUnavailable", headers: [("retry-after", "120")]))
         apns.script("broken", .error(500, "InternalServerError"))
-        #expect(try send(pushEnvelope(token: "busy", provider: "apns")).0.outcome
+        #expect(try send(pushEnvelope(token: "busy", provider: .apns)).0.outcome
                 == .retry(after: 30, code: "TooManyRequests", message: "APNs 429 TooManyRequests: too many notifications to this device token"))
-        let down = try send(pushEnvelope(token: "down", provider: "apns")).0
+        let down = try send(pushEnvelope(token: "down", provider: .apns)).0
         #expect(down.outcome.label == "retry")
         if case .retry(let after, let code, _) = down.outcome {
             #expect(after == 120)
             #expect(code == "ServiceUnavailable")
         }
         // 429 TooManyRequests is about that device token only (providers.md §1.7); a 503 about the server.
-        #expect(try send(pushEnvelope(token: "busy", provider: "apns")).0.throttle == .destination(wait: 30))
+        #expect(try send(pushEnvelope(token: "busy", provider: .apns)).0.throttle == .destination(wait: 30))
         #expect(down.throttle == .provider(wait: 120))
         apns.script("jwt", .error(429, "TooManyProviderTokenUpdates", headers: [("retry-after", "60")]))
-        #expect(try send(pushEnvelope(token: "jwt", provider: "apns")).0.throttle == .provider(wait: 60))
-        let broken = try send(pushEnvelope(token: "broken", provider: "apns")).0
+        #expect(try send(pushEnvelope(token: "jwt", provider: .apns)).0.throttle == .provider(wait: 60))
+        let broken = try send(pushEnvelope(token: "broken", provider: .apns)).0
         #expect(broken.throttle == nil)
         #expect(broken.outcome.label == "retry")
         if case .retry(let after, let code, _) = broken.outcome {
@@ -189,7 +189,7 @@ final class APNsAdapterTests {
         let now = Date()
         // A token minted two hours ago (as if the clock jumped): APNs says it expired.
         let stale = now.addingTimeInterval(-2 * 3600)
-        let (first, _) = try send(pushEnvelope(token: "aa", provider: "apns", now: stale))
+        let (first, _) = try send(pushEnvelope(token: "aa", provider: .apns, now: stale))
         guard case .retry(_, let code, _) = first.outcome else {
             Issue.record("expected retry, got \(first.outcome)")
             return
@@ -199,10 +199,10 @@ final class APNsAdapterTests {
         expectNoSecrets(first.outcome, secrets)
 
         // Next time a fresh JWT is minted even though `now` alone would not have asked for one.
-        let (second, _) = try send(pushEnvelope(token: "aa", provider: "apns", now: stale.addingTimeInterval(60)))
+        let (second, _) = try send(pushEnvelope(token: "aa", provider: .apns, now: stale.addingTimeInterval(60)))
         #expect(second.outcome.label == "retry")
         #expect(adapter.tokens.mintedCount == 2)
-        let (third, _) = try send(pushEnvelope(token: "aa", provider: "apns", now: now))
+        let (third, _) = try send(pushEnvelope(token: "aa", provider: .apns, now: now))
         #expect(third.outcome.label == "delivered")
         let jwts = apns.requests.compactMap { $0.header("authorization") }
         #expect(Set(jwts).count == 3)
@@ -211,7 +211,7 @@ final class APNsAdapterTests {
     @Test func configurationErrorsArePermanentWithWhatToFix() throws {
         let wrongTopic = try APNsAdapter(keyPEM: apns.keyPEM, keyId: apns.keyId, teamId: apns.teamId,
                                          topic: "com.example.other", baseURL: apns.baseURL)
-        let (topic, _) = try send(pushEnvelope(token: "aa", provider: "apns"), with: wrongTopic)
+        let (topic, _) = try send(pushEnvelope(token: "aa", provider: .apns), with: wrongTopic)
         guard case .permanent(let code, let message) = topic.outcome else {
             Issue.record("expected permanent, got \(topic.outcome)")
             return
@@ -224,7 +224,7 @@ final class APNsAdapterTests {
         defer { other.shutdown() }
         let wrongKey = try APNsAdapter(keyPEM: other.keyPEM, keyId: apns.keyId, teamId: apns.teamId,
                                        topic: apns.topic, baseURL: apns.baseURL)
-        let (key, _) = try send(pushEnvelope(token: "aa", provider: "apns"), with: wrongKey)
+        let (key, _) = try send(pushEnvelope(token: "aa", provider: .apns), with: wrongKey)
         #expect(key.outcome.code == "InvalidProviderToken")
         #expect(key.outcome.label == "permanent")
         #expect(key.outcome.message?.contains("APNS_KEY_ID") == true)
@@ -234,26 +234,26 @@ final class APNsAdapterTests {
         apns.script("env1", .error(403, "BadEnvironmentKeyIdInToken"))
         apns.script("env2", .error(403, "BadEnvironmentKeyInToken"))
         for token in ["env1", "env2"] {
-            let (env, _) = try send(pushEnvelope(token: token, provider: "apns"))
+            let (env, _) = try send(pushEnvelope(token: token, provider: .apns))
             #expect(env.outcome.label == "permanent")
             #expect(env.outcome.message?.contains("APNS_ENV") == true)
         }
         apns.script("large", .error(413, "PayloadTooLarge"))
-        #expect(try send(pushEnvelope(token: "large", provider: "apns")).0.outcome.code == "PayloadTooLarge")
+        #expect(try send(pushEnvelope(token: "large", provider: .apns)).0.outcome.code == "PayloadTooLarge")
     }
 
     @Test func timeoutRetries() throws {
         apns.script("slow", .delay(3))
         var quick = adapter
         quick.timeout = 0.5
-        let (classified, _) = try send(pushEnvelope(token: "slow", provider: "apns"), with: quick)
+        let (classified, _) = try send(pushEnvelope(token: "slow", provider: .apns), with: quick)
         #expect(classified.outcome == .retry(after: nil, code: "timeout", message: "apns: request timed out"))
     }
 
     @Test func connectionRefusedRetries() throws {
         let closed = try APNsAdapter(keyPEM: apns.keyPEM, keyId: apns.keyId, teamId: apns.teamId,
                                      topic: apns.topic, baseURL: try closedBaseURL())
-        let (classified, _) = try send(pushEnvelope(token: "aa", provider: "apns"), with: closed)
+        let (classified, _) = try send(pushEnvelope(token: "aa", provider: .apns), with: closed)
         #expect(classified.outcome == .retry(after: nil, code: "connection_refused", message: "apns: connection refused"))
     }
 
@@ -261,13 +261,13 @@ final class APNsAdapterTests {
         apns.script("html", .raw(.text(400, "<html>Bad Request</html>")))
         apns.script("proxy", .raw(.text(502, "upstream connect error")))
         apns.script("weird", .raw(.json(400, #"{"reason":"SomethingNew"}"#)))
-        let (html, _) = try send(pushEnvelope(token: "html", provider: "apns"))
+        let (html, _) = try send(pushEnvelope(token: "html", provider: .apns))
         #expect(html.outcome == .permanent(code: "http_400",
                                            message: "APNs answered 400 without a JSON reason: <html>Bad Request</html>"))
-        let (proxy, _) = try send(pushEnvelope(token: "proxy", provider: "apns"))
+        let (proxy, _) = try send(pushEnvelope(token: "proxy", provider: .apns))
         #expect(proxy.outcome.label == "retry")
         #expect(proxy.outcome.code == "http_502")
-        let (weird, _) = try send(pushEnvelope(token: "weird", provider: "apns"))
+        let (weird, _) = try send(pushEnvelope(token: "weird", provider: .apns))
         #expect(weird.outcome == .permanent(code: "SomethingNew", message: "APNs answered 400 SomethingNew"))
     }
 
@@ -276,7 +276,7 @@ final class APNsAdapterTests {
         let sentence = locale == "ar" ? "نمط النوم لديك تغير خلال الأسبوع الماضي، افتح التطبيق للتفاصيل. "
                                        : "Your sleep pattern changed over the past week; open the app. "
         let long = String(repeating: sentence, count: 200)
-        let envelope = pushEnvelope(token: "aa", provider: "apns", body: long)
+        let envelope = pushEnvelope(token: "aa", provider: .apns, body: long)
         let (classified, _) = try send(envelope)
         #expect(classified.outcome.label == "delivered")
         let request = try #require(apns.requests.last)
@@ -309,7 +309,7 @@ final class APNsAdapterTests {
     }
 
     @Test func fakeRefusesWhatAppleRefuses() throws {
-        let base = try adapter.request(for: pushEnvelope(token: "aa", provider: "apns"))
+        let base = try adapter.request(for: pushEnvelope(token: "aa", provider: .apns))
         func status(_ change: (inout HTTPRequest) -> Void) throws -> (Int, String) {
             var request = base
             change(&request)

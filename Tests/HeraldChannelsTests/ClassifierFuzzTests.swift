@@ -37,7 +37,7 @@ import Testing
     }
 
     /// A provider answer: mostly an HTTP response shaped like `provider`'s, sometimes a transport failure.
-    static func answer(_ fuzz: inout Fuzz, provider: String) -> Result<HTTPResponse, TransportError> {
+    static func answer(_ fuzz: inout Fuzz, provider: Provider) -> Result<HTTPResponse, TransportError> {
         if fuzz.chance(0.1) {
             let message = fuzz.hostileText()
             return .failure(fuzz.pick([
@@ -57,7 +57,7 @@ import Testing
     }
 
     /// A JSON body with the provider's own keys, values of any kind and numbers of any size.
-    static func shapedBody(_ fuzz: inout Fuzz, provider: String) -> String {
+    static func shapedBody(_ fuzz: inout Fuzz, provider: Provider) -> String {
         func anyValue() -> String {
             switch fuzz.below(4) {
             case 0: return fuzz.jsonNumberText()
@@ -70,24 +70,24 @@ import Testing
         }
         let text: String
         switch provider {
-        case "apns":
+        case .apns:
             text = "{\"reason\":\(anyValue()),\"timestamp\":\(fuzz.chance(0.7) ? fuzz.jsonNumberText() : anyValue())}"
-        case "fcm":
+        case .fcm:
             text = "{\"name\":\(anyValue()),\"error\":{\"code\":\(fuzz.jsonNumberText()),\"message\":\(anyValue()),\"status\":\(anyValue()),"
                 + "\"details\":[{\"@type\":\"type.googleapis.com/google.firebase.fcm.v1.FcmError\",\"errorCode\":\(anyValue())}]}}"
-        case "expo":
+        case .expo:
             let tickets = (0..<fuzz.int(0...4)).map { _ in
                 "{\"status\":\(anyValue()),\"id\":\(anyValue()),\"message\":\(anyValue()),\"details\":{\"error\":\(anyValue())}}"
             }
             text = fuzz.chance(0.3)
                 ? "{\"errors\":[{\"code\":\(anyValue()),\"message\":\(anyValue())}]}"
                 : "{\"data\":[\(tickets.joined(separator: ","))]}"
-        case "twilio":
+        case .twilio:
             text = "{\"code\":\(fuzz.chance(0.7) ? fuzz.jsonNumberText() : anyValue()),\"message\":\(anyValue()),\"sid\":\(anyValue())}"
-        case "whatsapp":
+        case .whatsapp:
             text = "{\"messages\":[{\"id\":\(anyValue())}],\"error\":{\"code\":\(fuzz.chance(0.7) ? fuzz.jsonNumberText() : anyValue()),"
                 + "\"message\":\(anyValue()),\"error_data\":{\"details\":\(anyValue())}}}"
-        case "sendgrid":
+        case .sendgrid:
             text = "{\"errors\":[{\"message\":\(anyValue()),\"field\":\(anyValue())}]}"
         default:
             text = fuzz.jsonText()
@@ -100,7 +100,7 @@ import Testing
         for _ in 0..<Fuzz.bodyIterations {
             let result = answer(&fuzz, provider: adapter.provider)
             let classified = adapter.classify(result, now: now)
-            expectWellFormed(classified, "\(adapter.provider) \(result)")
+            expectWellFormed(classified, "\(adapter.provider.rawValue) \(result)")
         }
     }
 
@@ -138,7 +138,7 @@ import Testing
         let expo = try ExpoAdapter(accessToken: "expo-secret", baseURL: "https://127.0.0.1:9")
         var fuzz = Fuzz(seed: 38)
         for _ in 0..<Fuzz.bodyIterations {
-            let result = Self.answer(&fuzz, provider: "expo")
+            let result = Self.answer(&fuzz, provider: .expo)
             let count = fuzz.int(1...4)
             let answers = expo.classify(result, count: count, now: Self.now)
             #expect(answers.count == count)

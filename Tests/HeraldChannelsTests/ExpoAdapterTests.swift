@@ -13,7 +13,7 @@ struct ExpoAdapterTests {
     func token(_ i: Int) -> String { "ExponentPushToken[tok\(i)xYz]" }
 
     func envelopes(_ n: Int) -> [Envelope] {
-        (0..<n).map { messagingEnvelope(provider: "expo", address: token($0)) }
+        (0..<n).map { messagingEnvelope(provider: .expo, address: token($0)) }
     }
 
     @Test func sendsABatchAndReadsTicketsInOrder() throws {
@@ -24,11 +24,11 @@ struct ExpoAdapterTests {
         let adapter = try ExpoAdapter(accessToken: Self.accessToken, baseURL: fake.baseURL + "/",
                                       androidChannelId: "herald-default")
         let batch = [
-            messagingEnvelope(provider: "expo", address: token(1), priority: .high, category: "PROMPT_CATEGORY"),
-            messagingEnvelope(provider: "expo", address: token(2), kind: "pattern_alert", priority: .normal,
+            messagingEnvelope(provider: .expo, address: token(1), priority: .high, category: "PROMPT_CATEGORY"),
+            messagingEnvelope(provider: .expo, address: token(2), kind: "pattern_alert", priority: .normal,
                               severity: .critical, title: "تنبيه", body: "تم تعيينك في ملف ألمانيا", locale: "ar"),
-            messagingEnvelope(provider: "expo", address: token(3), priority: .normal),
-            messagingEnvelope(provider: "expo", address: token(4), priority: .low, sound: nil),
+            messagingEnvelope(provider: .expo, address: token(3), priority: .normal),
+            messagingEnvelope(provider: .expo, address: token(4), priority: .low, sound: nil),
         ]
 
         let request = try adapter.request(for: batch)
@@ -221,7 +221,7 @@ struct ExpoAdapterTests {
         defer { rig.closeTransport(); fake.shutdown() }
         let adapter = try ExpoAdapter(accessToken: nil, baseURL: fake.baseURL)
         let long = String(repeating: "تم تعيينك في ملف ألمانيا 👩🏽‍⚕️ ", count: 200)
-        let envelope = messagingEnvelope(provider: "expo", address: token(9), title: "تكليف جديد", body: long, locale: "ar")
+        let envelope = messagingEnvelope(provider: .expo, address: token(9), title: "تكليف جديد", body: long, locale: "ar")
 
         let message = try adapter.message(for: envelope)
         #expect(message.jsonText.utf8.count <= 4096)

@@ -48,7 +48,7 @@ final class FCMAdapterTests {
     @Test func exchangesATokenThenSends() throws {
         let id = UUID()
         let alert = UUID()
-        let envelope = pushEnvelope(token: "fcm-token-1", provider: "fcm", severity: .critical, id: id, alertStateId: alert)
+        let envelope = pushEnvelope(token: "fcm-token-1", provider: .fcm, severity: .critical, id: id, alertStateId: alert)
         let classified = try send(envelope)
         #expect(classified.outcome == .delivered(messageId: "projects/herald-test/messages/0:1"))
         #expect(classified.httpStatus == 200)
@@ -81,7 +81,7 @@ final class FCMAdapterTests {
     }
 
     @Test func normalPriorityAndNonStringDataAreStringified() throws {
-        let envelope = pushEnvelope(token: "t", provider: "fcm", kind: .reminder, severity: nil, alertStateId: nil,
+        let envelope = pushEnvelope(token: "t", provider: .fcm, kind: .reminder, severity: nil, alertStateId: nil,
                                     data: ["n": 1.5, "flag": true, "obj": ["a": 1], "skip": nil, "from": "x",
                                            "google.x": "y"])
         #expect(try send(envelope).outcome.label == "delivered")
@@ -98,7 +98,7 @@ final class FCMAdapterTests {
         for minutes in [0.0, 20, 54] {
             let now = start.addingTimeInterval(minutes * 60)
             fcm.setClock(now)
-            #expect(try send(pushEnvelope(token: "t", provider: "fcm", now: now)).outcome.label == "delivered")
+            #expect(try send(pushEnvelope(token: "t", provider: .fcm, now: now)).outcome.label == "delivered")
         }
         #expect(fcm.tokenExchanges == 1)
         #expect(adapter.account.exchangeCount == 1)
@@ -106,7 +106,7 @@ final class FCMAdapterTests {
         // 3599 s tokens: within five minutes of expiry a new one is fetched before sending.
         let late = start.addingTimeInterval(56 * 60)
         fcm.setClock(late)
-        #expect(try send(pushEnvelope(token: "t", provider: "fcm", now: late)).outcome.label == "delivered")
+        #expect(try send(pushEnvelope(token: "t", provider: .fcm, now: late)).outcome.label == "delivered")
         #expect(fcm.tokenExchanges == 2)
         let sends = fcm.requests.filter { $0.path.hasSuffix("messages:send") }
         #expect(sends.last?.header("authorization") == "Bearer " + fcm.issuedTokens[1])
@@ -118,7 +118,7 @@ final class FCMAdapterTests {
                                      message: "Requested entity was not found."))
         fcm.script("other", .fcmError(403, status: "PERMISSION_DENIED", errorCode: "SENDER_ID_MISMATCH",
                                       message: "SenderId mismatch"))
-        let gone = try send(pushEnvelope(token: "gone", provider: "fcm"))
+        let gone = try send(pushEnvelope(token: "gone", provider: .fcm))
         guard case .destinationInvalid(let code, let message) = gone.outcome else {
             Issue.record("expected destinationInvalid, got \(gone.outcome)")
             return
@@ -126,7 +126,7 @@ final class FCMAdapterTests {
         #expect(code == "UNREGISTERED")
         #expect(message.contains("Requested entity was not found."))
         #expect(gone.httpStatus == 404)
-        let other = try send(pushEnvelope(token: "other", provider: "fcm"))
+        let other = try send(pushEnvelope(token: "other", provider: .fcm))
         #expect(other.outcome.label == "destination_invalid")
         #expect(other.outcome.code == "SENDER_ID_MISMATCH")
         expectNoSecrets(gone.outcome, secrets)
@@ -136,12 +136,12 @@ final class FCMAdapterTests {
     @Test func invalidArgumentIsPermanent() throws {
         fcm.script("malformed", .fcmError(400, status: "INVALID_ARGUMENT", errorCode: "INVALID_ARGUMENT",
                                           message: "The registration token is not a valid FCM registration token"))
-        let classified = try send(pushEnvelope(token: "malformed", provider: "fcm"))
+        let classified = try send(pushEnvelope(token: "malformed", provider: .fcm))
         #expect(classified.outcome == .permanent(code: "INVALID_ARGUMENT",
             message: "FCM 400 INVALID_ARGUMENT: The registration token is not a valid FCM registration token"))
         fcm.script("auth", .fcmError(401, status: "UNAUTHENTICATED", errorCode: "THIRD_PARTY_AUTH_ERROR",
                                      message: "Auth error from APNS or Web Push Service"))
-        let auth = try send(pushEnvelope(token: "auth", provider: "fcm"))
+        let auth = try send(pushEnvelope(token: "auth", provider: .fcm))
         #expect(auth.outcome.label == "permanent")
         #expect(auth.outcome.code == "THIRD_PARTY_AUTH_ERROR")
         #expect(auth.outcome.message?.contains("Firebase console") == true)
@@ -153,13 +153,13 @@ final class FCMAdapterTests {
                                     message: "Quota exceeded for quota metric 'Send requests'", headers: [("retry-after", "5")]))
         fcm.script("hotter", .fcmError(429, status: "RESOURCE_EXHAUSTED", errorCode: "QUOTA_EXCEEDED",
                                        message: "Quota exceeded", headers: [("retry-after", "300")]))
-        guard case .retry(let after, let code, _) = try send(pushEnvelope(token: "hot", provider: "fcm")).outcome else {
+        guard case .retry(let after, let code, _) = try send(pushEnvelope(token: "hot", provider: .fcm)).outcome else {
             Issue.record("expected retry")
             return
         }
         #expect(code == "QUOTA_EXCEEDED")
         #expect(after == 60)
-        guard case .retry(let later, _, _) = try send(pushEnvelope(token: "hotter", provider: "fcm")).outcome else {
+        guard case .retry(let later, _, _) = try send(pushEnvelope(token: "hotter", provider: .fcm)).outcome else {
             Issue.record("expected retry")
             return
         }
@@ -172,12 +172,12 @@ final class FCMAdapterTests {
         fcm.script("topic", .quotaExceeded(.topic))
         // A project quota as seen in the wild (firebase-admin-go issue 719): no FcmError, no QuotaFailure.
         fcm.script("bare", .raw(.json(429, #"{"error":{"code":429,"message":"Quota exceeded for quota metric 'Send requests' and limit 'Send requests per minute' of service 'fcm.googleapis.com'","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"RATE_LIMIT_EXCEEDED","domain":"googleapis.com","metadata":{"quota_limit":"SendsPerMinutePerProject"}}]}}"#)))
-        let device = try send(pushEnvelope(token: "device", provider: "fcm"))
+        let device = try send(pushEnvelope(token: "device", provider: .fcm))
         #expect(device.outcome.label == "retry" && device.outcome.code == "QUOTA_EXCEEDED")
         #expect(device.throttle == .destination(wait: 90), "one device's rate: only that token waits")
-        #expect(try send(pushEnvelope(token: "project", provider: "fcm")).throttle == .provider(wait: 90))
-        #expect(try send(pushEnvelope(token: "topic", provider: "fcm")).throttle == .provider(wait: 60))
-        let bare = try send(pushEnvelope(token: "bare", provider: "fcm"))
+        #expect(try send(pushEnvelope(token: "project", provider: .fcm)).throttle == .provider(wait: 90))
+        #expect(try send(pushEnvelope(token: "topic", provider: .fcm)).throttle == .provider(wait: 60))
+        let bare = try send(pushEnvelope(token: "bare", provider: .fcm))
         #expect(bare.outcome.retryAfter == 60)
         #expect(bare.throttle == .provider(wait: 60))
     }
@@ -186,17 +186,17 @@ final class FCMAdapterTests {
         fcm.script("down", .fcmError(503, status: "UNAVAILABLE", errorCode: "UNAVAILABLE",
                                      message: "The service is currently unavailable.", headers: [("retry-after", "17")]))
         fcm.script("oops", .fcmError(500, status: "INTERNAL", errorCode: "INTERNAL", message: "Internal error encountered."))
-        let down = try send(pushEnvelope(token: "down", provider: "fcm"))
+        let down = try send(pushEnvelope(token: "down", provider: .fcm))
         #expect(down.outcome == .retry(after: 17, code: "UNAVAILABLE", message: "FCM 503 UNAVAILABLE: The service is currently unavailable."))
         #expect(down.throttle == .provider(wait: 17))
-        let oops = try send(pushEnvelope(token: "oops", provider: "fcm"))
+        let oops = try send(pushEnvelope(token: "oops", provider: .fcm))
         #expect(oops.outcome == .retry(after: nil, code: "INTERNAL", message: "FCM 500 INTERNAL: Internal error encountered."))
     }
 
     @Test func unauthenticatedDropsTheTokenAndRetries() throws {
-        #expect(try send(pushEnvelope(token: "t", provider: "fcm")).outcome.label == "delivered")
+        #expect(try send(pushEnvelope(token: "t", provider: .fcm)).outcome.label == "delivered")
         fcm.revokeAccessTokens()
-        let envelope = pushEnvelope(token: "t", provider: "fcm")
+        let envelope = pushEnvelope(token: "t", provider: .fcm)
         let refused = adapter.classify(transport.perform(try adapter.request(for: envelope)), now: envelope.now)
         guard case .retry(_, let code, let message) = refused.outcome else {
             Issue.record("expected retry, got \(refused.outcome)")
@@ -217,9 +217,9 @@ final class FCMAdapterTests {
     @Test func malformedErrorBodyIsReadable() throws {
         fcm.script("html", .raw(.text(502, "<html>Bad Gateway</html>")))
         fcm.script("text", .raw(.text(400, "nope")))
-        let html = try send(pushEnvelope(token: "html", provider: "fcm"))
+        let html = try send(pushEnvelope(token: "html", provider: .fcm))
         #expect(html.outcome == .retry(after: nil, code: "http_502", message: "FCM answered 502 without a google.rpc error: <html>Bad Gateway</html>"))
-        #expect(try send(pushEnvelope(token: "text", provider: "fcm")).outcome.label == "permanent")
+        #expect(try send(pushEnvelope(token: "text", provider: .fcm)).outcome.label == "permanent")
     }
 
     @Test(arguments: ["en", "ar"])
@@ -227,7 +227,7 @@ final class FCMAdapterTests {
         let sentence = locale == "ar" ? "نمط النوم لديك تغير خلال الأسبوع الماضي، افتح التطبيق للتفاصيل. "
                                        : "Your sleep pattern changed over the past week; open the app. "
         let long = String(repeating: sentence, count: 200)
-        #expect(try send(pushEnvelope(token: "t", provider: "fcm", body: long)).outcome.label == "delivered")
+        #expect(try send(pushEnvelope(token: "t", provider: .fcm, body: long)).outcome.label == "delivered")
         let request = try #require(fcm.requests.last)
         #expect(request.body.count <= 4096)
         #expect(request.body.count > 3900)

@@ -32,7 +32,7 @@ final class MessagingRig {
 }
 
 /// A rendered notification on its way to `address`.
-func messagingEnvelope(provider: String, address: String, kind: String = "reminder", priority: Priority = .normal,
+func messagingEnvelope(provider: Provider, address: String, kind: String = "reminder", priority: Priority = .normal,
                        severity: Severity? = nil, title: String = "Reminder",
                        body: String = "Time for your evening walk", locale: String = "en",
                        category: String? = nil, sound: String? = "default", id: UUID = UUID()) -> Envelope {

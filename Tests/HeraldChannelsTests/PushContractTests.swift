@@ -13,7 +13,7 @@ struct PushContractTests {
     static let accessToken = "expo-secret-access-token-4f9c1d"
 
     /// A rendered row of `kind` for `provider`, rendered by the real Renderer from `payload`.
-    func envelope(provider: String, address: String, kind: String = "reminder", payload: String = "{}",
+    func envelope(provider: Provider, address: String, kind: String = "reminder", payload: String = "{}",
                   silentKinds: Set<String> = [], severity: Severity? = nil, priority: Priority = .normal,
                   attempts: Int = 1, id: UUID = UUID()) -> Envelope {
         let item = QueueItem(id: id, recipientUserId: UUID(), channelRaw: "push", kindRaw: kind, severity: severity,
@@ -45,7 +45,7 @@ struct PushContractTests {
         let adapter = try ExpoAdapter(accessToken: Self.accessToken, baseURL: fake.baseURL,
                                       androidChannels: ["reminder": "meds-channel"])
         let batch = ["reminder", "daily_forecast", "prompt", "pattern_alert", "system"].enumerated().map { i, kind in
-            envelope(provider: "expo", address: "ExponentPushToken[k\(i)]", kind: kind)
+            envelope(provider: .expo, address: "ExponentPushToken[k\(i)]", kind: kind)
         }
         let outcomes = adapter.classify(rig.transport.perform(try adapter.request(for: batch)), envelopes: batch, now: Date())
         #expect(outcomes.allSatisfy { $0.outcome.label == "delivered" })
@@ -55,9 +55,9 @@ struct PushContractTests {
 
         // HERALD_ANDROID_CHANNEL is the fallback for kinds without their own; a payload channel_id wins.
         let fallback = try ExpoAdapter(accessToken: nil, baseURL: nil, androidChannelId: "all", androidChannels: ["prompt": "p"])
-        #expect(fallback.androidChannel(for: envelope(provider: "expo", address: "x", kind: "system")) == "all")
-        #expect(fallback.androidChannel(for: envelope(provider: "expo", address: "x", kind: "prompt")) == "p")
-        var own = envelope(provider: "expo", address: "x", kind: "prompt")
+        #expect(fallback.androidChannel(for: envelope(provider: .expo, address: "x", kind: "system")) == "all")
+        #expect(fallback.androidChannel(for: envelope(provider: .expo, address: "x", kind: "prompt")) == "p")
+        var own = envelope(provider: .expo, address: "x", kind: "prompt")
         own.rendered.data["channel_id"] = "custom"
         #expect(fallback.androidChannel(for: own) == "custom")
     }
@@ -68,9 +68,9 @@ struct PushContractTests {
         let fake = try FakeExpo(tls: rig.certificates, accessToken: nil)
         defer { rig.closeTransport(); fake.shutdown() }
         let adapter = try ExpoAdapter(accessToken: nil, baseURL: fake.baseURL)
-        let batch = [envelope(provider: "expo", address: "ExponentPushToken[s1]", kind: "prompt", silentKinds: ["prompt"]),
-                     envelope(provider: "expo", address: "ExponentPushToken[s2]", kind: "system", payload: #"{"silent":true}"#),
-                     envelope(provider: "expo", address: "ExponentPushToken[s3]", kind: "prompt")]
+        let batch = [envelope(provider: .expo, address: "ExponentPushToken[s1]", kind: "prompt", silentKinds: ["prompt"]),
+                     envelope(provider: .expo, address: "ExponentPushToken[s2]", kind: "system", payload: #"{"silent":true}"#),
+                     envelope(provider: .expo, address: "ExponentPushToken[s3]", kind: "prompt")]
         let outcomes = adapter.classify(rig.transport.perform(try adapter.request(for: batch)), envelopes: batch, now: Date())
         #expect(outcomes.allSatisfy { $0.outcome.label == "delivered" })
         let m = try expoMessages(fake)
@@ -89,7 +89,7 @@ struct PushContractTests {
         let fake = try FakeExpo(tls: rig.certificates, accessToken: nil)
         defer { rig.closeTransport(); fake.shutdown() }
         let adapter = try ExpoAdapter(accessToken: nil, baseURL: fake.baseURL)
-        let batch = [envelope(provider: "expo", address: "ExponentPushToken[i1]", payload: Self.richPayload)]
+        let batch = [envelope(provider: .expo, address: "ExponentPushToken[i1]", payload: Self.richPayload)]
         _ = adapter.classify(rig.transport.perform(try adapter.request(for: batch)), envelopes: batch, now: Date())
         let m = try #require(try expoMessages(fake).first)
         #expect(m["richContent"]?["image"]?.stringValue == "https://cdn.example.com/pill.png")
@@ -112,7 +112,7 @@ struct PushContractTests {
         let long = String(repeating: "Remember to log how you feel today. ", count: 150)
         let payload = JSONValue.object(["title": "Check-in", "body": .string(long)]).jsonText
         let id = UUID()
-        let first = envelope(provider: "expo", address: "ExponentPushToken[big]", payload: payload, id: id)
+        let first = envelope(provider: .expo, address: "ExponentPushToken[big]", payload: payload, id: id)
         let one = adapter.classify(rig.transport.perform(try adapter.request(for: [first])), envelopes: [first], now: Date())
         guard case .retry(let after, "MessageTooBig", let message) = one[0].outcome else {
             Issue.record("expected a retry, got \(one[0].outcome)"); return
@@ -136,7 +136,7 @@ struct PushContractTests {
 
         // Refused again after the cut: failed for good, not retried a second time.
         fake.setMaxMessageBytes(1000)
-        let again = envelope(provider: "expo", address: "ExponentPushToken[big2]", payload: payload)
+        let again = envelope(provider: .expo, address: "ExponentPushToken[big2]", payload: payload)
         let a1 = adapter.classify(rig.transport.perform(try adapter.request(for: [again])), envelopes: [again], now: Date())
         #expect(a1[0].outcome.code == "MessageTooBig" && a1[0].outcome.label == "retry")
         let a2 = adapter.classify(rig.transport.perform(try adapter.request(for: [again])), envelopes: [again], now: Date())
@@ -153,8 +153,8 @@ struct PushContractTests {
         fake.failTicket(token: "ExponentPushToken[busy]", error: "MessageRateExceeded")
         var waits: [Double?] = []
         for attempt in 1...5 {
-            let e = envelope(provider: "expo", address: "ExponentPushToken[busy]", attempts: attempt)
-            let ok = envelope(provider: "expo", address: "ExponentPushToken[calm]", attempts: attempt)
+            let e = envelope(provider: .expo, address: "ExponentPushToken[busy]", attempts: attempt)
+            let ok = envelope(provider: .expo, address: "ExponentPushToken[calm]", attempts: attempt)
             let answers = adapter.classify(rig.transport.perform(try adapter.request(for: [e, ok])), envelopes: [e, ok], now: Date())
             guard case .retry(let after, "MessageRateExceeded", _) = answers[0].outcome else {
                 Issue.record("expected a retry, got \(answers[0].outcome)"); return
@@ -183,7 +183,7 @@ struct PushContractTests {
         let apns = try FakeAPNs(certificates: rig.certificates)
         defer { rig.closeTransport(); apns.shutdown() }
         let adapter = try apnsAdapter(apns)
-        let e = envelope(provider: "apns", address: "a1b2c3", kind: "prompt", silentKinds: ["prompt"], priority: .high)
+        let e = envelope(provider: .apns, address: "a1b2c3", kind: "prompt", silentKinds: ["prompt"], priority: .high)
         let outcome = adapter.classify(rig.transport.perform(try adapter.request(for: e)), now: e.now)
         #expect(outcome.outcome.label == "delivered")
         let request = try #require(apns.requests.first)
@@ -202,7 +202,7 @@ struct PushContractTests {
         let apns = try FakeAPNs(certificates: rig.certificates)
         defer { rig.closeTransport(); apns.shutdown() }
         let adapter = try apnsAdapter(apns)
-        let e = envelope(provider: "apns", address: "a1b2c4", payload: Self.richPayload)
+        let e = envelope(provider: .apns, address: "a1b2c4", payload: Self.richPayload)
         #expect(adapter.classify(rig.transport.perform(try adapter.request(for: e)), now: e.now).outcome.label == "delivered")
         let request = try #require(apns.requests.first)
         #expect(request.header("apns-push-type") == "alert")
@@ -233,7 +233,7 @@ struct PushContractTests {
         let fcm = try FakeFCM(certificates: rig.certificates)
         defer { rig.closeTransport(); fcm.shutdown() }
         let adapter = try fcmAdapter(fcm)
-        let e = envelope(provider: "fcm", address: "fcm-silent", kind: "system", payload: #"{"silent":true}"#)
+        let e = envelope(provider: .fcm, address: "fcm-silent", kind: "system", payload: #"{"silent":true}"#)
         try adapter.prepare(now: e.now, transport: rig.transport)
         #expect(adapter.classify(rig.transport.perform(try adapter.request(for: e)), now: e.now).outcome.label == "delivered")
         let message = try fcmMessage(fcm)
@@ -251,7 +251,7 @@ struct PushContractTests {
         let fcm = try FakeFCM(certificates: rig.certificates)
         defer { rig.closeTransport(); fcm.shutdown() }
         let adapter = try fcmAdapter(fcm)
-        let e = envelope(provider: "fcm", address: "fcm-rich", payload: Self.richPayload)
+        let e = envelope(provider: .fcm, address: "fcm-rich", payload: Self.richPayload)
         try adapter.prepare(now: e.now, transport: rig.transport)
         #expect(adapter.classify(rig.transport.perform(try adapter.request(for: e)), now: e.now).outcome.label == "delivered")
         let message = try fcmMessage(fcm)

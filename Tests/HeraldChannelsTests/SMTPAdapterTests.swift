@@ -19,7 +19,7 @@ import Testing
             item: QueueItem(id: queueId, recipientUserId: UUID(), channelRaw: "email", kindRaw: "checkin_due",
                             scheduledAt: now),
             rendered: RenderedNotification(title: title, body: body, deepLink: "herald://checkins", locale: locale),
-            destination: Destination(provider: "smtp", address: address),
+            destination: Destination(provider: .smtp, address: address),
             now: now)
     }
 

@@ -13,7 +13,7 @@ struct SendGridAdapterTests {
     func send(_ adapter: SendGridAdapter, _ rig: MessagingRig, to: String = "member@example.com",
               locale: String = "en", body: String = "Time for your evening walk",
               id: UUID = UUID()) throws -> ClassifiedResponse {
-        let envelope = messagingEnvelope(provider: "sendgrid", address: to, body: body, locale: locale, id: id)
+        let envelope = messagingEnvelope(provider: .sendgrid, address: to, body: body, locale: locale, id: id)
         return adapter.classify(rig.transport.perform(try adapter.request(for: envelope)), now: Date())
     }
 

@@ -6,7 +6,7 @@ import HeraldTestSupport
 import Testing
 
 /// An envelope for a push to `token`, with a fixed queue id.
-func pushEnvelope(token: String, provider: String, now: Date = Date(), title: String = "Sleep pattern",
+func pushEnvelope(token: String, provider: Provider, now: Date = Date(), title: String = "Sleep pattern",
                   body: String = "Open the app for details.", kind: Kind = .patternAlert,
                   severity: Severity? = .attention, priority: Priority = .normal,
                   id: UUID = UUID(), alertStateId: UUID? = UUID(),

@@ -20,7 +20,7 @@ struct TwilioAdapterTests {
 
     func send(_ adapter: TwilioAdapter, _ rig: MessagingRig, to: String, body: String = "Time for your evening walk",
               title: String = "Reminder") throws -> ClassifiedResponse {
-        let envelope = messagingEnvelope(provider: "twilio", address: to, title: title, body: body)
+        let envelope = messagingEnvelope(provider: .twilio, address: to, title: title, body: body)
         return adapter.classify(rig.transport.perform(try adapter.request(for: envelope)), now: Date())
     }
 

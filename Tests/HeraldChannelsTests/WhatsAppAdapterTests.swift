@@ -13,7 +13,7 @@ struct WhatsAppAdapterTests {
 
     func send(_ adapter: WhatsAppAdapter, _ rig: MessagingRig, to: String, kind: String = "reminder",
               locale: String = "en", body: String = "Time for your evening walk") throws -> ClassifiedResponse {
-        let envelope = messagingEnvelope(provider: "whatsapp", address: to, kind: kind, body: body, locale: locale)
+        let envelope = messagingEnvelope(provider: .whatsapp, address: to, kind: kind, body: body, locale: locale)
         return adapter.classify(rig.transport.perform(try adapter.request(for: envelope)), now: Date())
     }
 

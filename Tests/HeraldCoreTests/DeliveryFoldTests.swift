@@ -5,8 +5,8 @@ import Testing
 /// The fold, table-driven: each outcome × retry state × escalation, and the follow-ups adapters declare.
 @Suite struct DeliveryFoldTests {
     static let now = utc(2026, 1, 25, 12)
-    static let token = Destination(provider: "apns", address: "token-1", deviceTokenId: UUID())
-    static let phone = Destination(provider: "twilio", address: "+15551234567")
+    static let token = Destination(provider: .apns, address: "token-1", deviceTokenId: UUID())
+    static let phone = Destination(provider: .twilio, address: "+15551234567")
 
     enum Answer: String {
         case delivered, retry, permanent, invalid, notSent
@@ -57,10 +57,10 @@ import Testing
         var row = item("push", kind: "system", severity: c.critical ? .critical : .watch, scheduledAt: now)
         row.attempts = c.lastAttempt ? 5 : 2
         let prefs = Preferences(userId: alice, phoneE164: "+15551234567", notifyPush: true, notifySMS: true)
-        var sent = SentRow(item: row, maxAttempts: 5, trail: ["rule": "send"], title: "T", body: "B", provider: "apns",
+        var sent = SentRow(item: row, maxAttempts: 5, trail: ["rule": "send"], title: "T", body: "B", provider: .apns,
                            previouslyDelivered: false, prefs: prefs)
         func answered(_ outcome: DeliveryOutcome, followUps: [FollowUp] = []) {
-            sent.answers.append(DestinationAnswer(destination: token, provider: "apns",
+            sent.answers.append(DestinationAnswer(destination: token, provider: .apns,
                                                   response: ClassifiedResponse(outcome, httpStatus: 200, followUps: followUps)))
         }
         switch c.answer {
@@ -136,13 +136,13 @@ import Testing
     @Test func failedOverAttemptsAreRecordedButDoNotDecide() {
         var sent = Self.sentRow(Case(answer: .delivered, lastAttempt: false, critical: false, status: .sent,
                                      permanent: false, reason: "", escalates: false))
-        sent.answers[0].provider = "smtp"
-        sent.failedOver = [DestinationAnswer(destination: Self.phone, provider: "sendgrid", response: ClassifiedResponse(
+        sent.answers[0].provider = .smtp
+        sent.failedOver = [DestinationAnswer(destination: Self.phone, provider: .sendgrid, response: ClassifiedResponse(
             .retry(after: nil, code: "500", message: "down"), httpStatus: 500))]
         let folded = DeliveryFold.fold(sent, escalation: EscalationPolicy(), now: Self.now, random: 0.5)
         #expect(folded.row.status == .sent)
         #expect(folded.row.reason == "smtp")  // the provider that actually delivered
-        #expect(folded.deliveries.map(\.provider) == ["sendgrid", "smtp"])
+        #expect(folded.deliveries.map(\.provider) == [.sendgrid, .smtp])
         #expect(folded.deliveries.map(\.outcome) == ["retry", "delivered"])
     }
 
@@ -159,7 +159,7 @@ import Testing
     }
 
     @Test func aTicketIsCheckedLaterOnlyWhenDeclared() {
-        let expo = Destination(provider: "expo", address: "ExponentPushToken[x]", deviceTokenId: UUID())
+        let expo = Destination(provider: .expo, address: "ExponentPushToken[x]", deviceTokenId: UUID())
         let ticketed = Self.followed(expo, channel: "push", .delivered(messageId: "t-1"), [.checkReceipt(ticketId: "t-1")])
         #expect(ticketed.tickets.map(\.ticketId) == ["t-1"])
         #expect(ticketed.tickets.first?.createdAt == Self.now)

@@ -7,13 +7,13 @@ import Testing
 @Suite struct DeliveryPlanTests {
     static let noon = utc(2026, 1, 25, 12)
     static let night = utc(2026, 1, 25, 3)  // inside London's 22:00–07:00
-    static let apnsToken = Destination(provider: "apns", address: "tok-a", deviceTokenId: UUID())
-    static let fcmToken = Destination(provider: "fcm", address: "tok-f", deviceTokenId: UUID())
+    static let apnsToken = Destination(provider: .apns, address: "tok-a", deviceTokenId: UUID())
+    static let fcmToken = Destination(provider: .fcm, address: "tok-f", deviceTokenId: UUID())
     static let routes: [Channel: RouteFacts] = [
-        .push: RouteFacts(mode: .providers, providers: ["apns"]),
-        .sms: RouteFacts(mode: .providers, providers: ["twilio"]),
-        .email: RouteFacts(mode: .providers, providers: ["sendgrid", "smtp"]),
-        .webhook: RouteFacts(mode: .providers, providers: ["webhook"], providerAddress: "https://hooks.example/x"),
+        .push: RouteFacts(mode: .providers, providers: [.apns]),
+        .sms: RouteFacts(mode: .providers, providers: [.twilio]),
+        .email: RouteFacts(mode: .providers, providers: [.sendgrid, .smtp]),
+        .webhook: RouteFacts(mode: .providers, providers: [.webhook], providerAddress: "https://hooks.example/x"),
         .inApp: RouteFacts(mode: .inbox),
     ]
 
@@ -75,7 +75,7 @@ import Testing
         let planned = try #require(plan.first)
         switch planned.action {
         case .send(let todo, let previouslyDelivered):
-            #expect("send:" + todo.map(\.provider).joined(separator: ",") == c.expect)
+            #expect("send:" + todo.map(\.provider.rawValue).joined(separator: ",") == c.expect)
             #expect(previouslyDelivered == !c.delivered.isEmpty)
         case .record(let r, let escalation):
             #expect("record:\(r.status.rawValue)/\(r.reason ?? "")" == c.expect)
@@ -99,8 +99,44 @@ import Testing
         #expect(of("in_app", Self.routes[.inApp]).map(\.address) == [alice.lowercased])
         // The log route takes every token and names itself as the provider of addresses.
         #expect(of("push", RouteFacts(mode: .log)).count == 2)
-        #expect(of("sms", RouteFacts(mode: .log)).map(\.provider) == ["log"])
+        #expect(of("sms", RouteFacts(mode: .log)).map(\.provider) == [.log])
         #expect(of("push", nil).isEmpty)
+    }
+
+    /// A token whose provider an app wrote wrong is not a destination (never taken for APNs); a row
+    /// left with no destination names it in last_error, and a critical one still escalates.
+    @Test func unusableTokensAreNamedNotSent() throws {
+        var ctx = DeliveryContext()
+        ctx.profiles[alice] = Preferences(userId: alice, phoneE164: "+15551234567", notifyPush: true, notifySMS: true)
+        ctx.unusableTokens[alice] = ["the device token's provider 'huawei' is unknown (push providers: apns, fcm, expo)"]
+        let critical = item("push", kind: "system", severity: .critical, scheduledAt: Self.noon.addingTimeInterval(-60))
+        let plan = DeliveryPlanner.plan([PlanInput(item: critical, maxAttempts: 5)], context: ctx, routes: Self.routes,
+                                        options: DecisionOptions(now: Self.noon), escalation: EscalationPolicy())
+        guard case .record(let r, let escalation)? = plan.first?.action else { Issue.record("not recorded"); return }
+        #expect(r.skipReason == "no_destination")
+        #expect(r.lastError?.contains("'huawei' is unknown") == true)
+        #expect(escalation?.channel == .sms)
+
+        // With a usable token beside it, the row is sent to that one only.
+        ctx.deviceTokens[alice] = [Self.apnsToken]
+        let row = item("push", kind: "system", scheduledAt: Self.noon.addingTimeInterval(-60))
+        let sent = DeliveryPlanner.plan([PlanInput(item: row, maxAttempts: 5)], context: ctx, routes: Self.routes,
+                                        options: DecisionOptions(now: Self.noon), escalation: EscalationPolicy())
+        guard case .send(let todo, _)? = sent.first?.action else { Issue.record("not sent"); return }
+        #expect(todo.map(\.provider) == [.apns])
+
+        // Another channel's row never names the push tokens.
+        var sms = ctx
+        sms.deviceTokens[alice] = nil
+        let text = item("sms", kind: "system", scheduledAt: Self.noon.addingTimeInterval(-60))
+        var prefs = try #require(sms.profiles[alice])
+        prefs.phoneE164 = nil
+        sms.profiles[alice] = prefs
+        let none = DeliveryPlanner.plan([PlanInput(item: text, maxAttempts: 5)], context: sms, routes: Self.routes,
+                                        options: DecisionOptions(now: Self.noon), escalation: EscalationPolicy())
+        guard case .record(let skipped, _)? = none.first?.action else { Issue.record("not recorded"); return }
+        #expect(skipped.skipReason == "no_destination")
+        #expect(skipped.lastError == nil)
     }
 
     @Test func theRateLimitsCountEarlierRowsOfTheBatch() {

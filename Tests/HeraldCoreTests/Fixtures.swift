@@ -25,4 +25,4 @@ func item(_ channel: String = "push", kind: String = "pattern_alert", to recipie
               payloadText: payload, scheduledAt: scheduledAt)
 }
 
-let aPhone = [Destination(provider: "apns", address: "token-1")]
+let aPhone = [Destination(provider: .apns, address: "token-1")]

@@ -38,41 +38,41 @@ import Testing
         var health = ProviderHealth()
         var turnedAt: Int?
         for (i, c) in answers.enumerated() {
-            if health.record("apns", suspicious: c == "x", code: c == "x" ? "BadDeviceToken" : nil) {
+            if health.record(.apns, suspicious: c == "x", code: c == "x" ? "BadDeviceToken" : nil) {
                 #expect(turnedAt == nil, "record reports turning suspect only once")
                 turnedAt = i
             }
         }
-        #expect(health.isSuspect("apns") == suspect, "\(answers)")
+        #expect(health.isSuspect(.apns) == suspect, "\(answers)")
         #expect((turnedAt != nil) == suspect)
-        #expect(health.tally("apns").answers == answers.count)
-        #expect(health.tally("apns").suspicious == answers.filter { $0 == "x" }.count)
+        #expect(health.tally(.apns).answers == answers.count)
+        #expect(health.tally(.apns).suspicious == answers.filter { $0 == "x" }.count)
     }
 
     @Test func providersAreJudgedApart() {
         var health = ProviderHealth()
-        for _ in 0..<12 { health.record("apns", suspicious: true, code: "BadDeviceToken") }
-        for _ in 0..<12 { health.record("fcm", suspicious: false) }
-        health.record("fcm", suspicious: true, code: "SENDER_ID_MISMATCH")
-        #expect(health.isSuspect("apns"))
-        #expect(!health.isSuspect("fcm"))
-        #expect(!health.isSuspect("smtp"), "a provider with no answers is not suspect")
-        #expect(health.tally("fcm").answers == 13)
+        for _ in 0..<12 { health.record(.apns, suspicious: true, code: "BadDeviceToken") }
+        for _ in 0..<12 { health.record(.fcm, suspicious: false) }
+        health.record(.fcm, suspicious: true, code: "SENDER_ID_MISMATCH")
+        #expect(health.isSuspect(.apns))
+        #expect(!health.isSuspect(.fcm))
+        #expect(!health.isSuspect(.smtp), "a provider with no answers is not suspect")
+        #expect(health.tally(.fcm).answers == 13)
     }
 
     @Test func messageNamesTheCountsTheCodeAndWhatToCheck() {
         var health = ProviderHealth()
-        for _ in 0..<40 { health.record("apns", suspicious: true, code: "BadDeviceToken") }
-        for _ in 0..<2 { health.record("apns", suspicious: false) }
-        #expect(health.message("apns", hint: "check APNS_ENV (sandbox/production) and APNS_TOPIC",
+        for _ in 0..<40 { health.record(.apns, suspicious: true, code: "BadDeviceToken") }
+        for _ in 0..<2 { health.record(.apns, suspicious: false) }
+        #expect(health.message(.apns, hint: "check APNS_ENV (sandbox/production) and APNS_TOPIC",
                                kept: "tokens were not deactivated")
                 == "apns: 40 of 42 answers this pass were BadDeviceToken — check APNS_ENV (sandbox/production) and APNS_TOPIC; tokens were not deactivated")
 
         var mixed = ProviderHealth()
-        for _ in 0..<7 { mixed.record("smtp", suspicious: true, code: "550") }
-        for _ in 0..<4 { mixed.record("smtp", suspicious: true, code: "553") }
-        #expect(mixed.tally("smtp").commonCode == "550")
-        #expect(mixed.message("smtp", hint: "check SMTP_URL", kept: "the channel was not switched off")
+        for _ in 0..<7 { mixed.record(.smtp, suspicious: true, code: "550") }
+        for _ in 0..<4 { mixed.record(.smtp, suspicious: true, code: "553") }
+        #expect(mixed.tally(.smtp).commonCode == "550")
+        #expect(mixed.message(.smtp, hint: "check SMTP_URL", kept: "the channel was not switched off")
                 == "smtp: 11 of 11 answers this pass were destination-invalid (mostly 550) — check SMTP_URL; the channel was not switched off")
     }
 }

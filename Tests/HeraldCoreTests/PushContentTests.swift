@@ -53,13 +53,13 @@ import Testing
     }
 
     @Test func theTokensLocaleWinsForPush() {
-        let phone = Destination(provider: "expo", address: "ExponentPushToken[x]", locale: "pt-BR")
+        let phone = Destination(provider: .expo, address: "ExponentPushToken[x]", locale: "pt-BR")
         #expect(Renderer.locale(profile: "en", destination: phone) == "pt-BR")
-        #expect(Renderer.locale(profile: "ar", destination: Destination(provider: "apns", address: "a", locale: "en-US")) == "en-US")
+        #expect(Renderer.locale(profile: "ar", destination: Destination(provider: .apns, address: "a", locale: "en-US")) == "en-US")
         // No token locale, or not a push destination: the profile's.
-        #expect(Renderer.locale(profile: "ar", destination: Destination(provider: "fcm", address: "f")) == "ar")
-        #expect(Renderer.locale(profile: "ar", destination: Destination(provider: "fcm", address: "f", locale: " ")) == "ar")
-        #expect(Renderer.locale(profile: "ar", destination: Destination(provider: "twilio", address: "+1", locale: "en")) == "ar")
+        #expect(Renderer.locale(profile: "ar", destination: Destination(provider: .fcm, address: "f")) == "ar")
+        #expect(Renderer.locale(profile: "ar", destination: Destination(provider: .fcm, address: "f", locale: " ")) == "ar")
+        #expect(Renderer.locale(profile: "ar", destination: Destination(provider: .twilio, address: "+1", locale: "en")) == "ar")
         #expect(Renderer.locale(profile: "ar", destination: nil) == "ar")
 
         let row = item(kind: "prompt", scheduledAt: day)

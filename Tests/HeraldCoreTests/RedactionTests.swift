@@ -19,7 +19,7 @@ import Testing
     func urlLosesUserinfoQueryAndFragment(_ input: String, _ expected: String) {
         #expect(Redaction.url(input) == expected)
         #expect(Redaction.storableAddress(input) == expected)
-        #expect(Destination(provider: "webhook", address: input).storableAddress == expected)
+        #expect(Destination(provider: .webhook, address: input).storableAddress == expected)
     }
 
     @Test(arguments: ["+15551234567", "ada@example.com", "ExponentPushToken[xxxxxxxxxxxxxxxxxxxxxx]",

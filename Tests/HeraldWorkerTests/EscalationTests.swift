@@ -106,6 +106,38 @@ import Testing
         #expect(back["row"]?["escalated_from"]?.stringValue == original.uuidString.lowercased())
     }
 
+    /// `device_tokens.provider` is an app's text: a token whose provider is unknown (the check
+    /// constraint dropped by a migration of the app's) or not a push provider is never sent to APNs.
+    /// The critical row has no destination, says why in last_error, and escalates to SMS.
+    @Test func aTokenWithAnUnknownProviderIsNotTakenForAPNs() throws {
+        let setup = try Setup()
+        defer { setup.cleanup() }
+        let apns = try FakeAPNs(certificates: setup.lab.certificates)
+        defer { apns.shutdown() }
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        try db.execute("alter table device_tokens drop constraint if exists device_tokens_provider_check")
+        let user = try f.profile(phone: "+15555550125", push: true, sms: true)
+        let huawei = P.apnsToken(), sms = P.apnsToken()
+        try f.token(user, huawei, provider: "huawei")
+        try f.token(user, sms, provider: "twilio")
+        var settings = setup.settings.merging(try setup.lab.apns(apns)) { $1 }
+        settings["HERALD_CHANNEL_PUSH"] = nil
+        let now = P.now()
+        let original = try f.enqueue(to: user, channel: "push", severity: "critical", at: now)
+        _ = P.pass(tdb.url, settings, now: now, batchSize: 10, drain: true)
+        #expect(apns.requests.isEmpty, "nothing went to APNs")
+        let row = try f.row(original)
+        #expect(row["skip_reason"].string == "no_destination")
+        let error = try #require(row["last_error"].string)
+        #expect(error.contains("'huawei' is unknown"))
+        #expect(error.contains("'twilio' is not a push provider"))
+        #expect(try f.count("select count(*)::int from notification_deliveries where queue_id = \(original)") == 0)
+        #expect(setup.twilio.accepted.count == 1, "the critical row escalated to SMS")
+    }
+
     /// Every destination dead (APNs Unregistered): the push fails for good and the SMS goes out.
     @Test func aCriticalPushWhoseTokensAreDeadEscalates() throws {
         let setup = try Setup()

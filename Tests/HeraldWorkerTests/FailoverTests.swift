@@ -38,14 +38,14 @@ import Testing
         let email = try Email()
         defer { email.cleanup() }
         let routes = try ChannelRoutes.load(Settings(email.settings))
-        #expect(routes[.email]?.provider == "sendgrid")
-        #expect(routes[.email]?.provider(after: "sendgrid") == "smtp")
+        #expect(routes[.email]?.provider == .sendgrid)
+        #expect(routes[.email]?.failoverOrder == [.sendgrid, .smtp])
         var reversed = email.settings
         reversed["HERALD_EMAIL_PROVIDERS"] = "smtp,sendgrid"
-        #expect(try ChannelRoutes.load(Settings(reversed))[.email]?.provider == "smtp")
+        #expect(try ChannelRoutes.load(Settings(reversed))[.email]?.provider == .smtp)
         var only = email.settings
         only["HERALD_EMAIL_PROVIDERS"] = "smtp"
-        #expect(try ChannelRoutes.load(Settings(only))[.email]?.provider(after: "smtp") == nil)
+        #expect(try ChannelRoutes.load(Settings(only))[.email]?.failoverOrder == [.smtp])
         var bad = email.settings
         bad["HERALD_EMAIL_PROVIDERS"] = "sendgrid,mailgun"
         #expect(throws: ConfigError.self) { try ChannelRoutes.load(Settings(bad)) }
@@ -122,7 +122,7 @@ import Testing
         // One row a batch, so each request starts after the last answer: the threshold is exact.
         let (summary, code) = P.pass(tdb.url, settings, now: now, batchSize: 1, drain: true)
         #expect(code == .ok, "\(summary.error ?? "")")
-        #expect(summary.breakerOpen == ["sendgrid"])
+        #expect(summary.breakerOpen == [.sendgrid])
         let calls = sendgrid.server.requests.count
         #expect(calls == 10, "\(calls) calls")
         #expect(try f.count("""

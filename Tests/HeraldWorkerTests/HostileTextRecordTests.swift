@@ -41,11 +41,11 @@ import Testing
         row.details = ["error": .string(raw), "via_classifier": .string(viaClassifier)]
         batch.rows.append(row)
         batch.deliveries.append(DeliveryRecord(
-            queueId: id, attempt: 1, channel: "push", provider: "apns", destination: "tok", deviceTokenId: token,
+            queueId: id, attempt: 1, channel: "push", provider: .apns, destination: "tok", deviceTokenId: token,
             outcome: "destination_invalid", httpStatus: Int.max, errorCode: "code\u{0}", messageId: "id\u{0}",
             error: raw, latencyMs: Int.max))
         batch.deactivations.append(TokenDeactivation(deviceTokenId: token, reason: raw))
-        batch.tickets.append(ReceiptTicket(queueId: id, provider: "expo", ticketId: "ticket\u{0}1", deviceTokenId: token))
+        batch.tickets.append(ReceiptTicket(queueId: id, provider: .expo, ticketId: "ticket\u{0}1", deviceTokenId: token))
         #expect(try store.record(batch) == [id])
 
         let stored = try #require(try f.row(id)["last_error"].string)

@@ -70,7 +70,7 @@ import Testing
         var s = Summary(passId: "p")
         s.sent = 3
         s.phaseErrors["patterns"] = "boom"
-        var d = DeliveryRecord(queueId: UUID(), attempt: 1, channel: "push", provider: "apns", destination: "t",
+        var d = DeliveryRecord(queueId: UUID(), attempt: 1, channel: "push", provider: .apns, destination: "t",
                                deviceTokenId: nil, outcome: "delivered", httpStatus: 200, errorCode: nil,
                                messageId: nil, error: nil, latencyMs: 40)
         s.count(d)

@@ -222,7 +222,7 @@ import Testing
         }
         #expect(try Self.deliveryCount(db, code: "config_suspect") == 30)
         #expect(summary.retrying == 30)
-        #expect(summary.configSuspect == ["apns": 30])
+        #expect(summary.configSuspect == [.apns: 30])
         #expect(summary.json["config_suspect"]?["apns"]?.doubleValue == 30)
         #expect(Metrics.text(summary).contains("herald_pass_config_suspect{provider=\"apns\"} 30\n"))
 

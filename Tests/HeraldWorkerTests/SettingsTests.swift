@@ -70,8 +70,8 @@ import Testing
             "WEBHOOK_URL": "https://hooks.example.com/x", "WEBHOOK_SECRET": "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=",
         ]))
         #expect(Set(routes.routable) == [.push, .webhook])
-        #expect(routes[.push]?.provider == "log")
-        #expect(routes[.webhook]?.provider == "webhook")
+        #expect(routes[.push]?.provider == .log)
+        #expect(routes[.webhook]?.provider == .webhook)
         #expect(throws: ConfigError.self) { try ChannelRoutes.load(Settings(["WEBHOOK_SECRET": "whsec_c2VjcmV0"])) }
     }
 

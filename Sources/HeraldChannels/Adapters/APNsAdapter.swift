@@ -28,7 +28,7 @@ public struct APNsAdapter: HTTPAdapter {
         }
     }
 
-    public let provider = "apns"
+    public let provider = Provider.apns
     public let topic: String
     public let environment: Environment
     /// The base URL requests go to: the environment's host, or the APNS_URL override.
@@ -206,7 +206,7 @@ public struct APNsAdapter: HTTPAdapter {
     /// with what to fix, ExpiredProviderToken drops the cached JWT and retries. A body that is not
     /// `{"reason":…}` is classified by status alone.
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        AdapterSupport.classify(result, provider: "apns", secrets: [], now: now,
+        AdapterSupport.classify(result, provider: .apns, secrets: [], now: now,
                                 outcome: { outcome($0, now: $1) }, throttle: Self.throttle)
     }
 

@@ -113,11 +113,11 @@ enum AdapterSupport {
     }
 
     /// Transport failures, named for the provider ("expo: request timed out").
-    static func transportOutcome(_ error: TransportError, provider: String, secrets: [String]) -> DeliveryOutcome {
+    static func transportOutcome(_ error: TransportError, provider: Provider, secrets: [String]) -> DeliveryOutcome {
         guard case .retry(let after, let code, let message) = error.asOutcome else {
             return redact(error.asOutcome, secrets: secrets)
         }
-        return redact(.retry(after: after, code: code, message: "\(provider): \(message)"), secrets: secrets)
+        return redact(.retry(after: after, code: code, message: "\(provider.rawValue): \(message)"), secrets: secrets)
     }
 
     /// The shared shell of a single adapter's `classify`: transport failures become retries, an answer
@@ -125,7 +125,7 @@ enum AdapterSupport {
     /// `throttle` says whom a "slow down" is about (default: 429/503 with a wait is provider-wide);
     /// `failure` classifies a transport failure that is the provider's own answer (an SMTP refusal), with
     /// its status, or returns nil for the shared retry.
-    static func classify(_ result: Result<HTTPResponse, TransportError>, provider: String, secrets: [String],
+    static func classify(_ result: Result<HTTPResponse, TransportError>, provider: Provider, secrets: [String],
                          now: Date, outcome: (HTTPResponse, Date) -> DeliveryOutcome,
                          throttle: (HTTPResponse, DeliveryOutcome) -> ThrottleScope? = {
                              ThrottleScope.providerWide($1, httpStatus: $0.status)

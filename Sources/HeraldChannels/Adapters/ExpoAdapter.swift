@@ -15,7 +15,7 @@ import HeraldHTTP
 public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
     /// A dead token is deactivated.
     public var deadDestination: FollowUp? { .deactivateDestination }
-    public let provider = "expo"
+    public let provider = Provider.expo
     /// Expo takes at most 100 messages per send request.
     public let maxBatch = 100
     /// Expo takes at most 1,000 ids per receipts request.
@@ -168,7 +168,7 @@ public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
         switch result {
         case .failure(let error):
             return Array(repeating: ClassifiedResponse(
-                AdapterSupport.transportOutcome(error, provider: "expo", secrets: secrets)), count: count)
+                AdapterSupport.transportOutcome(error, provider: .expo, secrets: secrets)), count: count)
         case .success(let r):
             response = r
         }
@@ -348,7 +348,7 @@ public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
         let response: HTTPResponse
         switch result {
         case .failure(let error):
-            return .failed(AdapterSupport.transportOutcome(error, provider: "expo", secrets: secrets))
+            return .failed(AdapterSupport.transportOutcome(error, provider: .expo, secrets: secrets))
         case .success(let r):
             response = r
         }

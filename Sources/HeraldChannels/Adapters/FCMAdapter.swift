@@ -13,7 +13,7 @@ import HeraldHTTP
 public struct FCMAdapter: HTTPAdapter {
     /// A dead token is deactivated.
     public var deadDestination: FollowUp? { .deactivateDestination }
-    public let provider = "fcm"
+    public let provider = Provider.fcm
     public let account: GoogleServiceAccount
     /// "https://fcm.googleapis.com", or the FCM_URL override.
     public let baseURL: String
@@ -132,7 +132,7 @@ public struct FCMAdapter: HTTPAdapter {
     /// 200 delivered (the message `name`); errors by the FcmError `errorCode` in `details` (stored as the
     /// code), else by the google.rpc `status` and the HTTP status (providers.md §2.5).
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        AdapterSupport.classify(result, provider: "fcm", secrets: [], now: now,
+        AdapterSupport.classify(result, provider: .fcm, secrets: [], now: now,
                                 outcome: { outcome($0, now: $1) }, throttle: Self.throttle)
     }
 

@@ -17,7 +17,7 @@ import HeraldHTTP
 public struct SMTPAdapter: HTTPAdapter {
     /// An address that refuses the channel turns it off for the recipient.
     public var deadDestination: FollowUp? { .optOut }
-    public let provider = "smtp"
+    public let provider = Provider.smtp
     /// SMTP_URL, credentials included. Never logged.
     private let url: String
     /// EMAIL_FROM's bare address, for MAIL FROM.
@@ -93,7 +93,7 @@ public struct SMTPAdapter: HTTPAdapter {
     /// Through the shared classifier: a refusal by the server is classified by `outcome(code:command:message:)`
     /// and keeps its reply code as the status; other transport failures are retries.
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        AdapterSupport.classify(result, provider: "smtp", secrets: [], now: now, outcome: { response, _ in
+        AdapterSupport.classify(result, provider: .smtp, secrets: [], now: now, outcome: { response, _ in
             guard (200..<300).contains(response.status) else {
                 return .retry(after: nil, code: String(response.status),
                               message: "SMTP server answered \(response.status) to the message")

@@ -11,7 +11,7 @@ import HeraldHTTP
 public struct SendGridAdapter: HTTPAdapter {
     /// An address that refuses the channel turns it off for the recipient.
     public var deadDestination: FollowUp? { .optOut }
-    public let provider = "sendgrid"
+    public let provider = Provider.sendgrid
     private let apiKey: String
     public let fromEmail: String
     public let fromName: String?
@@ -108,7 +108,7 @@ public struct SendGridAdapter: HTTPAdapter {
     /// A 429 (with `X-RateLimit-Reset`) or a 503 with a wait is about the API key's rate limit or the
     /// service: provider-wide (providers.md §6.4; the default rule).
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        AdapterSupport.classify(result, provider: "sendgrid", secrets: secrets, now: now) { Self.outcome($0, now: $1) }
+        AdapterSupport.classify(result, provider: .sendgrid, secrets: secrets, now: now) { Self.outcome($0, now: $1) }
     }
 
     /// SendGrid refuses no destination at send time (bounces come later, by its Event Webhook).

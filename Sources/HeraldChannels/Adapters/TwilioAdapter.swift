@@ -14,7 +14,7 @@ import HeraldHTTP
 public struct TwilioAdapter: HTTPAdapter {
     /// An address that refuses the channel turns it off for the recipient.
     public var deadDestination: FollowUp? { .optOut }
-    public let provider = "twilio"
+    public let provider = Provider.twilio
     public let accountSid: String
     private let authToken: String
     /// The sender (E.164 number, short code or alphanumeric id), or nil when a Messaging Service sends.
@@ -115,7 +115,7 @@ public struct TwilioAdapter: HTTPAdapter {
     ]
 
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        AdapterSupport.classify(result, provider: "twilio", secrets: secrets, now: now,
+        AdapterSupport.classify(result, provider: .twilio, secrets: secrets, now: now,
                                 outcome: { Self.outcome($0, now: $1) }, throttle: Self.throttle)
     }
 
@@ -187,4 +187,13 @@ public struct TwilioAdapter: HTTPAdapter {
 
 extension String {
     var nonEmpty: String? { isEmpty ? nil : self }
+}
+
+extension TwilioAdapter: StatusPolling {
+    public func isPollable(messageId: String) -> Bool { TwilioTruth.isMessageSid(messageId) }
+    public func statusRequest(messageId: String) -> HTTPRequest { statusRequest(messageSid: messageId) }
+    public func readStatus(_ result: Result<HTTPResponse, TransportError>, messageId: String) -> StatusPoll {
+        TwilioTruth.poll(result, messageSid: messageId)
+    }
+    public var notFoundCode: String { "20404" }
 }

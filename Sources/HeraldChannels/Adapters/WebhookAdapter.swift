@@ -9,7 +9,7 @@ import HeraldHTTP
 ///
 ///     let hook = try WebhookAdapter(url: "https://example.com/hooks", secrets: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 public struct WebhookAdapter: HTTPAdapter {
-    public let provider = "webhook"
+    public let provider = Provider.webhook
     public let url: String
     /// Every webhook destination is the receiver's URL.
     public var providerAddress: String? { url }
@@ -95,7 +95,7 @@ public struct WebhookAdapter: HTTPAdapter {
     /// Through the shared classifier: 2xx delivered; 408, 429 and 5xx retried (its Retry-After honoured);
     /// a redirect, 410 and other answers permanent. One receiver: its 429 or 503 with a wait is provider-wide.
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        AdapterSupport.classify(result, provider: "webhook", secrets: [], now: now) { Self.outcome($0, now: $1) }
+        AdapterSupport.classify(result, provider: .webhook, secrets: [], now: now) { Self.outcome($0, now: $1) }
     }
 
     static func outcome(_ response: HTTPResponse, now: Date) -> DeliveryOutcome {

@@ -17,7 +17,7 @@ public struct WhatsAppAdapter: HTTPAdapter {
     public var deadDestination: FollowUp? { .optOut }
     public typealias Template = (name: String, language: String)
 
-    public let provider = "whatsapp"
+    public let provider = Provider.whatsapp
     private let token: String
     public let phoneNumberId: String
     /// By kind raw value ("pattern_alert", …). A language of "" means the recipient's locale.
@@ -126,7 +126,7 @@ public struct WhatsAppAdapter: HTTPAdapter {
     }
 
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        AdapterSupport.classify(result, provider: "whatsapp", secrets: secrets, now: now,
+        AdapterSupport.classify(result, provider: .whatsapp, secrets: secrets, now: now,
                                 outcome: { Self.outcome($0, now: $1) }, throttle: Self.throttle)
     }
 

@@ -88,8 +88,8 @@ public enum ProviderEvents {
         }
         let bytes = Array(body.utf8)
 
-        switch event.provider {
-        case "sendgrid":
+        switch Provider(rawValue: event.provider) {
+        case .sendgrid?:
             guard let key = keys.sendgrid else {
                 return .unverified("SENDGRID_WEBHOOK_PUBLIC_KEY is not set: SendGrid events cannot be verified (set it and "
                     + "reset processed_at to process them)")
@@ -102,7 +102,7 @@ public enum ProviderEvents {
             }
             do { return .reports(try SendGridTruth.reports(body: bytes)) } catch { return .invalid("\(error)") }
 
-        case "twilio":
+        case .twilio?:
             let params: [(String, String)]
             do { params = try FormBody.parse(body) } catch {
                 return .invalid("the Twilio callback body is not a form: \(error)")
@@ -121,7 +121,7 @@ public enum ProviderEvents {
             }
             do { return .reports([try TwilioTruth.callback(params)]) } catch { return .invalid("\(error)") }
 
-        case "whatsapp":
+        case .whatsapp?:
             guard let secret = keys.whatsappAppSecret else {
                 return .unverified("WHATSAPP_APP_SECRET is not set: WhatsApp webhooks cannot be verified")
             }

@@ -132,7 +132,7 @@ public enum SendGridTruth {
             status = nil
             code = nil
         }
-        return TruthReport(provider: "sendgrid", messageId: messageId, queueId: queueId,
+        return TruthReport(provider: .sendgrid, messageId: messageId, queueId: queueId,
                            destination: email, providerStatus: kind.isEmpty ? "?" : kind,
                            status: status, errorCode: code, error: error.map { TruthText.clip($0) }, optOut: optOut)
     }

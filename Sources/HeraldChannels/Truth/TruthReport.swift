@@ -32,7 +32,7 @@ public enum FinalStatus: String, Sendable, CaseIterable {
 /// worker matches it to a delivery and applies it.
 public struct TruthReport: Sendable, Equatable {
     /// "twilio", "sendgrid" or "whatsapp": only deliveries of this provider can match.
-    public var provider: String
+    public var provider: Provider
     /// The message id as herald stored it in `notification_deliveries.provider_message_id` (Twilio's
     /// MessageSid, SendGrid's X-Message-Id, WhatsApp's wamid).
     public var messageId: String?
@@ -50,7 +50,7 @@ public struct TruthReport: Sendable, Equatable {
     /// on WhatsApp).
     public var optOut: Bool
 
-    public init(provider: String, messageId: String?, queueId: UUID? = nil, destination: String? = nil,
+    public init(provider: Provider, messageId: String?, queueId: UUID? = nil, destination: String? = nil,
                 providerStatus: String, status: FinalStatus?, errorCode: String? = nil, error: String? = nil,
                 optOut: Bool = false) {
         self.provider = provider
@@ -82,7 +82,7 @@ public struct TruthReport: Sendable, Equatable {
 
     /// The reason stored in `notify_<channel>_disabled_reason`: "twilio 30006: …".
     public var reason: String {
-        var text = "\(provider) \(errorCode ?? providerStatus)"
+        var text = "\(provider.rawValue) \(errorCode ?? providerStatus)"
         if let error, !error.isEmpty { text += ": \(error)" }
         return TruthText.clip(text)
     }

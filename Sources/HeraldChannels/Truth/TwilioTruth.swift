@@ -50,23 +50,15 @@ public enum TwilioTruth {
             error = meaning.map { "\(status): \($0)" } ?? status
         }
         let optOut = (final == .undelivered || final == .failed) && code.map(optOutCodes.contains) == true
-        return TruthReport(provider: "twilio", messageId: messageSid, providerStatus: status, status: final,
+        return TruthReport(provider: .twilio, messageId: messageSid, providerStatus: status, status: final,
                            errorCode: final == .delivered ? nil : code, error: error, optOut: optOut)
     }
 
     // MARK: - Polling
 
-    /// What a `GET …/Messages/{sid}.json` said.
-    public enum Poll: Sendable, Equatable {
-        /// The message's status (final or not).
-        case report(TruthReport)
-        /// 404: Twilio does not know the message (deleted, or another account's sid).
-        case notFound
-        /// 401/403: the credentials cannot read messages; an operator must look.
-        case forbidden(String)
-        /// A transport error, 429 or 5xx, or an unreadable answer: ask again next time.
-        case later(String)
-    }
+    /// What a `GET …/Messages/{sid}.json` said (404: Twilio does not know the message — deleted, or
+    /// another account's sid).
+    public typealias Poll = StatusPoll
 
     /// Reads the Message resource. Hostile input: any body, any status, never trapping.
     public static func poll(_ result: Result<HTTPResponse, TransportError>, messageSid: String) -> Poll {

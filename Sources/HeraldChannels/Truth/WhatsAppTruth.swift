@@ -78,7 +78,7 @@ public enum WhatsAppTruth {
             final = nil  // sent, deleted, warning, and anything new
         }
         let optOut = final == .failed && code.map(optOutCodes.contains) == true
-        return TruthReport(provider: "whatsapp", messageId: id, providerStatus: status, status: final,
+        return TruthReport(provider: .whatsapp, messageId: id, providerStatus: status, status: final,
                            errorCode: code, error: error.map { TruthText.clip($0) }, optOut: optOut)
     }
 }

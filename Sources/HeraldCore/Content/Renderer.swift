@@ -29,14 +29,12 @@ public struct Renderer: Sendable {
     /// The locale a notification is written in: the device token's (`device_tokens.locale`) for a push
     /// destination that has one, else the profile's.
     ///
-    ///     Renderer.locale(profile: "en", destination: Destination(provider: "expo", address: t, locale: "pt-BR"))  // "pt-BR"
+    ///     Renderer.locale(profile: "en", destination: Destination(provider: .expo, address: t, locale: "pt-BR"))  // "pt-BR"
     public static func locale(profile: String, destination: Destination?) -> String {
-        guard let destination, Renderer.pushProviders.contains(destination.provider),
+        guard let destination, destination.provider.issuesDeviceTokens,
               let own = destination.locale?.trimmingCharacters(in: .whitespaces), !own.isEmpty else { return profile }
         return own
     }
-
-    static let pushProviders: Set<String> = ["apns", "fcm", "expo"]
 
     /// The languages templates exist for, as locale tags: "en", "ar", "pt-BR".
     public static let languages = Templates.Language.allCases.map(\.rawValue)

@@ -8,14 +8,14 @@ import Foundation
 /// it stays open for the rest of the pass; the next pass starts closed.
 ///
 ///     var breaker = CircuitBreaker()
-///     breaker.record("sendgrid", failed: true)
-///     if breaker.isOpen("sendgrid") { … fail over … }
+///     breaker.record(.sendgrid, failed: true)
+///     if breaker.isOpen(.sendgrid) { … fail over … }
 public struct CircuitBreaker: Sendable, Equatable {
     public var minFailures: Int
     public var ratio: Double
-    private var answers: [String: Int] = [:]
-    private var failures: [String: Int] = [:]
-    public private(set) var open: Set<String> = []
+    private var answers: [Provider: Int] = [:]
+    private var failures: [Provider: Int] = [:]
+    public private(set) var open: Set<Provider> = []
 
     public init(minFailures: Int = 10, ratio: Double = 0.5) {
         self.minFailures = minFailures
@@ -24,7 +24,7 @@ public struct CircuitBreaker: Sendable, Equatable {
 
     /// Counts one answer (or transport failure). Returns true when this one opened the breaker.
     @discardableResult
-    public mutating func record(_ provider: String, failed: Bool) -> Bool {
+    public mutating func record(_ provider: Provider, failed: Bool) -> Bool {
         answers[provider, default: 0] += 1
         if failed { failures[provider, default: 0] += 1 }
         guard !open.contains(provider) else { return false }
@@ -36,9 +36,9 @@ public struct CircuitBreaker: Sendable, Equatable {
         return false
     }
 
-    public func isOpen(_ provider: String) -> Bool { open.contains(provider) }
+    public func isOpen(_ provider: Provider) -> Bool { open.contains(provider) }
 
-    public func tally(_ provider: String) -> (answers: Int, failures: Int) {
+    public func tally(_ provider: Provider) -> (answers: Int, failures: Int) {
         (answers[provider, default: 0], failures[provider, default: 0])
     }
 }

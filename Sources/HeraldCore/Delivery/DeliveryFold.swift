@@ -3,10 +3,10 @@ import Foundation
 /// One destination's answer as the fold reads it: the provider that handled it and what it said.
 public struct DestinationAnswer: Sendable {
     public var destination: Destination
-    public var provider: String
+    public var provider: Provider
     public var response: ClassifiedResponse
 
-    public init(destination: Destination, provider: String, response: ClassifiedResponse) {
+    public init(destination: Destination, provider: Provider, response: ClassifiedResponse) {
         self.destination = destination
         self.provider = provider
         self.response = response
@@ -38,7 +38,7 @@ public struct SentRow: Sendable {
     public var title: String
     public var body: String
     /// The channel's first provider: named when no answer says which provider delivered.
-    public var provider: String
+    public var provider: Provider?
     /// An earlier attempt already reached some destination.
     public var previouslyDelivered: Bool
     /// The recipient's preferences, for escalation.
@@ -50,7 +50,7 @@ public struct SentRow: Sendable {
     /// attempts, not as the destination's outcome.
     public var failedOver: [DestinationAnswer] = []
 
-    public init(item: QueueItem, maxAttempts: Int, trail: JSONValue, title: String, body: String, provider: String,
+    public init(item: QueueItem, maxAttempts: Int, trail: JSONValue, title: String, body: String, provider: Provider?,
                 previouslyDelivered: Bool, prefs: Preferences?) {
         self.item = item
         self.maxAttempts = maxAttempts
@@ -139,8 +139,8 @@ public enum DeliveryFold {
             r.lastError = messages.isEmpty ? nil : "some destinations failed: " + messages.joined(separator: "; ")
             r.details = sent.trail
             // The provider that actually delivered (push: the token's; email: after any failover).
-            r.reason = sent.answers.first(where: { if case .delivered = $0.response.outcome { true } else { false } })?.provider
-                ?? sent.provider
+            r.reason = (sent.answers.first(where: { if case .delivered = $0.response.outcome { true } else { false } })?.provider
+                ?? sent.provider)?.rawValue
             if item.kind == .dailyForecast, let date = item.payload?["date"]?.stringValue.flatMap(LocalDate.init) {
                 out.forecastSent = ForecastSent(queueId: item.id, userId: item.recipientUserId, date: date)
             }
@@ -182,7 +182,7 @@ public enum DeliveryFold {
     /// a channel the recipient's address refuses.
     static func followUps(of answer: DestinationAnswer, item: QueueItem, now: Date, into out: inout FoldedRow) {
         let (destination, response, provider) = (answer.destination, answer.response, answer.provider)
-        let reason = "\(provider) \(response.outcome.code ?? ""): \(response.outcome.message ?? "")"
+        let reason = "\(provider.rawValue) \(response.outcome.code ?? ""): \(response.outcome.message ?? "")"
         for followUp in response.followUps {
             switch followUp {
             case .checkReceipt(let ticket):

@@ -18,6 +18,9 @@ public struct DeliveryContext: Sendable {
     public var alerts: [UUID: AlertState] = [:]
     /// Active push tokens per user.
     public var deviceTokens: [UUID: [Destination]] = [:]
+    /// Per user, why active tokens could not be used (`Provider.ofDeviceToken`: an unknown or non-push
+    /// provider): never sent to, named in `last_error` when the row has no other destination.
+    public var unusableTokens: [UUID: [String]] = [:]
     public var unreadInApp: [UUID: Int] = [:]
     /// Recent sends of the batch's recipients, for the rate limits.
     public var history: [SentRecord] = []
@@ -40,27 +43,28 @@ public struct RouteFacts: Sendable, Equatable {
 
     public var mode: Mode
     /// The providers configured for the channel, in failover order (empty for log and inbox).
-    public var providers: [String]
+    public var providers: [Provider]
     /// The provider's own address, for a channel that reaches its provider's address (webhook URL).
     public var providerAddress: String?
 
-    public init(mode: Mode, providers: [String] = [], providerAddress: String? = nil) {
+    public init(mode: Mode, providers: [Provider] = [], providerAddress: String? = nil) {
         self.mode = mode
         self.providers = providers
         self.providerAddress = providerAddress
     }
 
-    /// The provider that serves destinations with no provider of their own (phones, addresses, URLs).
-    public var provider: String {
+    /// The provider that serves destinations with no provider of their own (phones, addresses, URLs);
+    /// nil when a provider route has none.
+    public var provider: Provider? {
         switch mode {
-        case .log: "log"
-        case .inbox: "inbox"
-        case .providers: providers.first ?? "none"
+        case .log: .log
+        case .inbox: .inbox
+        case .providers: providers.first
         }
     }
 
     /// Whether this route can reach a destination issued by `provider` (a push token's provider).
-    public func serves(_ provider: String) -> Bool { mode != .providers || providers.contains(provider) }
+    public func serves(_ provider: Provider) -> Bool { mode != .providers || providers.contains(provider) }
 }
 
 /// The plan for one claimed row: its decision, its destinations, and what the worker does with it.
@@ -128,7 +132,8 @@ public struct DeliveryPlanner: Sendable {
             destinations: destinations, unreadInApp: unread)
         let result = decider.decide(item, decisionContext)
         let action = Self.action(item, result, prefs: prefs, route: route, destinations: destinations,
-                                 delivered: ctx.delivered[item.id] ?? [], escalation: escalation)
+                                 delivered: ctx.delivered[item.id] ?? [], escalation: escalation,
+                                 unusable: item.channel?.reach == .deviceTokens ? ctx.unusableTokens[item.recipientUserId] ?? [] : [])
         return PlannedRow(item: item, maxAttempts: row.maxAttempts, result: result, destinations: destinations,
                           prefs: prefs, unreadInApp: unread, action: action)
     }
@@ -136,7 +141,7 @@ public struct DeliveryPlanner: Sendable {
     /// What becomes of a decided row.
     static func action(_ item: QueueItem, _ result: DecisionResult, prefs: Preferences?, route: RouteFacts?,
                        destinations: [Destination], delivered: Set<String>,
-                       escalation: EscalationPolicy) -> PlannedRow.Action {
+                       escalation: EscalationPolicy, unusable: [String] = []) -> PlannedRow.Action {
         switch result.decision {
         case .fail(let message):
             var r = RowRecord(id: item.id, status: .failed, event: "failed")
@@ -150,6 +155,7 @@ public struct DeliveryPlanner: Sendable {
             r.skipReason = reason.rawValue
             r.reason = reason.rawValue
             r.details = result.trail
+            if reason == .noDestination, !unusable.isEmpty { r.lastError = unusable.joined(separator: "; ") }
             // A critical notification with nowhere to go on its channel tries the next one.
             let next = reason == .noDestination ? prefs.flatMap { escalation.escalation(of: item, prefs: $0, because: reason.rawValue) } : nil
             return .record(r, escalation: next)
@@ -183,11 +189,13 @@ public struct DeliveryPlanner: Sendable {
             // Every active token whose provider this run can reach (all of them on the log adapter).
             return (tokens[item.recipientUserId] ?? []).filter { route.serves($0.provider) }
         case .profileAddress:
-            return channel.address(in: prefs).map { [Destination(provider: route.provider, address: $0)] } ?? []
+            guard let provider = route.provider else { return [] }
+            return channel.address(in: prefs).map { [Destination(provider: provider, address: $0)] } ?? []
         case .providerAddress:
-            return [Destination(provider: route.provider, address: route.providerAddress ?? channel.rawValue)]
+            guard let provider = route.provider else { return [] }
+            return [Destination(provider: provider, address: route.providerAddress ?? channel.rawValue)]
         case .inbox:
-            return [Destination(provider: "inbox", address: item.recipientUserId.lowercased)]
+            return [Destination(provider: .inbox, address: item.recipientUserId.lowercased)]
         }
     }
 }

@@ -34,7 +34,7 @@ public struct DeliveryRecord: Sendable {
     public var queueId: UUID
     public var attempt: Int
     public var channel: String
-    public var provider: String
+    public var provider: Provider
     public var destination: String
     public var deviceTokenId: UUID?
     public var outcome: String
@@ -44,7 +44,7 @@ public struct DeliveryRecord: Sendable {
     public var error: String?
     public var latencyMs: Int?
 
-    public init(queueId: UUID, attempt: Int, channel: String, provider: String, destination: String,
+    public init(queueId: UUID, attempt: Int, channel: String, provider: Provider, destination: String,
                 deviceTokenId: UUID?, outcome: String, httpStatus: Int?, errorCode: String?, messageId: String?,
                 error: String?, latencyMs: Int?) {
         self.queueId = queueId
@@ -103,14 +103,14 @@ public struct ForecastSent: Sendable {
 /// A provider's ticket to check later (Expo): a row of `push_receipts`.
 public struct ReceiptTicket: Sendable {
     public var queueId: UUID
-    public var provider: String
+    public var provider: Provider
     public var ticketId: String
     public var deviceTokenId: UUID?
     /// When the ticket was issued, on the pass's clock (`--now`): the receipts phase ages tickets on
     /// that clock too. Nil: the database's clock.
     public var createdAt: Date?
 
-    public init(queueId: UUID, provider: String, ticketId: String, deviceTokenId: UUID?, createdAt: Date? = nil) {
+    public init(queueId: UUID, provider: Provider, ticketId: String, deviceTokenId: UUID?, createdAt: Date? = nil) {
         self.queueId = queueId
         self.provider = provider
         self.ticketId = ticketId

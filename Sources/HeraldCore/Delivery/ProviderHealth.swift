@@ -8,8 +8,8 @@
 /// half of all its answers so far in the pass. Once suspect, it stays suspect for the rest of the pass.
 ///
 ///     var health = ProviderHealth()
-///     health.record("apns", suspicious: true)      // one answer per destination, as it arrives
-///     health.isSuspect("apns")                     // the verdict, asked once a batch's sends are done
+///     health.record(.apns, suspicious: true)      // one answer per destination, as it arrives
+///     health.isSuspect(.apns)                  // the verdict, asked once a batch's sends are done
 ///
 /// Only answers the provider actually gave count (not transport failures, nor sends the pass held back).
 /// The type is pure: the pass decides what a suspect provider's answers become.
@@ -35,7 +35,7 @@ public struct ProviderHealth: Sendable, Equatable {
         }
     }
 
-    public private(set) var tallies: [String: Tally] = [:]
+    public private(set) var tallies: [Provider: Tally] = [:]
 
     public init() {}
 
@@ -43,7 +43,7 @@ public struct ProviderHealth: Sendable, Equatable {
     /// configuration slip could explain (with the provider's `code`). Returns true when this answer made
     /// the provider suspect.
     @discardableResult
-    public mutating func record(_ provider: String, suspicious: Bool, code: String? = nil) -> Bool {
+    public mutating func record(_ provider: Provider, suspicious: Bool, code: String? = nil) -> Bool {
         var t = tallies[provider] ?? Tally()
         t.answers += 1
         if suspicious {
@@ -57,9 +57,9 @@ public struct ProviderHealth: Sendable, Equatable {
     }
 
     /// The verdict for `provider` so far in the pass.
-    public func isSuspect(_ provider: String) -> Bool { tallies[provider]?.suspect ?? false }
+    public func isSuspect(_ provider: Provider) -> Bool { tallies[provider]?.suspect ?? false }
 
-    public func tally(_ provider: String) -> Tally { tallies[provider] ?? Tally() }
+    public func tally(_ provider: Provider) -> Tally { tallies[provider] ?? Tally() }
 
     /// The threshold: at least `minimumInvalid` suspicious answers, and more than half of all answers.
     public static func isSuspect(answers: Int, suspicious: Int) -> Bool {
@@ -69,10 +69,10 @@ public struct ProviderHealth: Sendable, Equatable {
     /// The error a held-back destination gets, naming what to check:
     /// "apns: 40 of 42 answers this pass were BadDeviceToken — check APNS_ENV (sandbox/production) and
     /// APNS_TOPIC; tokens were not deactivated".
-    public func message(_ provider: String, hint: String, kept: String) -> String {
+    public func message(_ provider: Provider, hint: String, kept: String) -> String {
         let t = tally(provider)
         let what = t.codes.count == 1 ? (t.commonCode ?? "destination invalid")
             : "destination-invalid (mostly \(t.commonCode ?? "?"))"
-        return "\(provider): \(t.suspicious) of \(t.answers) answers this pass were \(what) — \(hint); \(kept)"
+        return "\(provider.rawValue): \(t.suspicious) of \(t.answers) answers this pass were \(what) — \(hint); \(kept)"
     }
 }

@@ -97,15 +97,15 @@ extension AlertState {
 
 /// One place a notification can be delivered: a device token, a phone, an address, an endpoint.
 public struct Destination: Hashable, Sendable {
-    /// The provider that serves it: "apns", "fcm", "expo", "twilio", "smtp", "webhook", "inbox", "log", …
-    public var provider: String
+    /// The provider that serves it: a device token's issuer, the channel's provider, `.inbox`, `.log`.
+    public var provider: Provider
     /// The token, phone number, address or URL. Never logged above debug.
     public var address: String
     /// The device token's row id, when the destination is a device token (so it can be deactivated).
     public var deviceTokenId: UUID?
     public var locale: String?
 
-    public init(provider: String, address: String, deviceTokenId: UUID? = nil, locale: String? = nil) {
+    public init(provider: Provider, address: String, deviceTokenId: UUID? = nil, locale: String? = nil) {
         self.provider = provider
         self.address = address
         self.deviceTokenId = deviceTokenId

@@ -32,10 +32,11 @@ public struct ChannelRoutes: Sendable {
         var routes: [Channel: ChannelRoute] = [.inApp: .inbox]
 
         // Every provider the settings configure (ProviderCatalog), grouped by channel.
-        var byChannel: [Channel: [String: ProviderAdapter]] = [:]
+        var byChannel: [Channel: [Provider: ProviderAdapter]] = [:]
         do {
-            for provider in ProviderCatalog.all {
-                if let adapter = try provider.load(settings) { byChannel[provider.channel, default: [:]][provider.name] = adapter }
+            for registration in ProviderCatalog.all {
+                guard let channel = registration.provider.channel, let adapter = try registration.load(settings) else { continue }
+                byChannel[channel, default: [:]][registration.provider] = adapter
             }
         } catch let error as AdapterError {
             throw ConfigError(error.description)
@@ -56,11 +57,15 @@ public struct ChannelRoutes: Sendable {
                 guard !names.isEmpty, Set(names).count == names.count else {
                     throw ConfigError("\(key) must name providers once each, separated by commas; got '\(text)'")
                 }
-                for name in names where adapters[name] == nil {
-                    throw ConfigError("\(key) names \(name), which is not configured for \(channel.rawValue); configured: "
-                        + adapters.keys.sorted().joined(separator: ", "))
+                var named: [Provider] = []
+                for name in names {
+                    guard let provider = Provider(rawValue: name), adapters[provider] != nil else {
+                        throw ConfigError("\(key) names \(name), which is not configured for \(channel.rawValue); configured: "
+                            + adapters.keys.sorted().map(\.rawValue).joined(separator: ", "))
+                    }
+                    named.append(provider)
                 }
-                order = names
+                order = named
             }
             routes[channel] = .providers(adapters.filter { order.contains($0.key) }, order: order)
         }
@@ -91,7 +96,12 @@ public struct ChannelRoutes: Sendable {
     }
 
     /// Providers in the order a channel uses them unless HERALD_<CHANNEL>_PROVIDERS says otherwise.
-    public static var defaultOrder: [String] { ProviderCatalog.defaultOrder }
+    public static var defaultOrder: [Provider] { ProviderCatalog.defaultOrder }
+
+    /// The status pollers of every configured provider (`StatusPolling`: Twilio), for the `statuses` phase.
+    public var statusPollers: [any StatusPolling] {
+        Channel.allCases.flatMap { routes[$0]?.statusPollers ?? [] }
+    }
 
     public subscript(_ channel: Channel) -> ChannelRoute? { routes[channel] }
 }

@@ -35,7 +35,7 @@ public enum Metrics {
                s.unroutable.sorted { $0.key < $1.key }.map { (label([("channel", $0.key)]), Double($0.value)) })
         metric("herald_sends_total", "Sends of the last pass, one per destination, by channel, provider and outcome.", "counter",
                s.sends.sorted { $0.key < $1.key }.map { key, n in
-                   (label([("channel", key.channel), ("provider", key.provider), ("outcome", key.outcome)]), Double(n))
+                   (label([("channel", key.channel), ("provider", key.provider.rawValue), ("outcome", key.outcome)]), Double(n))
                })
         if !s.latency.isEmpty {
             out += "# HELP herald_provider_request_duration_seconds How long providers took to answer, in the last pass.\n"
@@ -44,20 +44,20 @@ public enum Metrics {
                 var cumulative = 0
                 for (i, bound) in LatencyHistogram.bounds.enumerated() {
                     cumulative += h.counts[i]
-                    out += "herald_provider_request_duration_seconds_bucket\(label([("provider", provider), ("le", String(bound))])) \(cumulative)\n"
+                    out += "herald_provider_request_duration_seconds_bucket\(label([("provider", provider.rawValue), ("le", String(bound))])) \(cumulative)\n"
                 }
-                out += "herald_provider_request_duration_seconds_bucket\(label([("provider", provider), ("le", "+Inf")])) \(h.count)\n"
-                out += "herald_provider_request_duration_seconds_sum\(label([("provider", provider)])) \(h.sum)\n"
-                out += "herald_provider_request_duration_seconds_count\(label([("provider", provider)])) \(h.count)\n"
+                out += "herald_provider_request_duration_seconds_bucket\(label([("provider", provider.rawValue), ("le", "+Inf")])) \(h.count)\n"
+                out += "herald_provider_request_duration_seconds_sum\(label([("provider", provider.rawValue)])) \(h.sum)\n"
+                out += "herald_provider_request_duration_seconds_count\(label([("provider", provider.rawValue)])) \(h.count)\n"
             }
         }
         metric("herald_pass_paused_rows", "Due rows held back by an operator's pause.", "gauge",
                s.paused.sorted { $0.key < $1.key }.map { (label([("channel", $0.key)]), Double($0.value)) })
         metric("herald_pass_config_suspect",
                "Destinations the last pass did not deactivate because most of their provider's answers were refusals: check that provider's configuration.",
-               "gauge", s.configSuspect.sorted { $0.key < $1.key }.map { (label([("provider", $0.key)]), Double($0.value)) })
+               "gauge", s.configSuspect.sorted { $0.key < $1.key }.map { (label([("provider", $0.key.rawValue)]), Double($0.value)) })
         metric("herald_pass_breaker_open", "Providers whose circuit breaker opened in the last pass (1 each).", "gauge",
-               s.breakerOpen.sorted().map { (label([("provider", $0)]), 1) })
+               s.breakerOpen.sorted().map { (label([("provider", $0.rawValue)]), 1) })
         metric("herald_pass_retrying_rows", "Failed rows of the last pass that will be retried.", "gauge", [("", Double(s.retrying))])
         metric("herald_pass_recovered_rows", "Rows returned to the queue after an expired lease.", "gauge", [("", Double(s.recovered))])
         metric("herald_pass_deliveries", "Sends attempted by the last pass, one per destination.", "gauge", [("", Double(s.deliveries))])

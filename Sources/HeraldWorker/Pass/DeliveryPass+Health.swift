@@ -10,9 +10,9 @@ import Logging
 struct PassHealth {
     var health = ProviderHealth()
     /// What each provider's adapter says to check, learnt from the jobs.
-    var checks: [String: ConfigurationCheck] = [:]
+    var checks: [Provider: ConfigurationCheck] = [:]
     /// Providers whose suspicion was already logged in this pass.
-    var reported: Set<String> = []
+    var reported: Set<Provider> = []
 }
 
 extension DeliveryPass {
@@ -30,7 +30,7 @@ extension DeliveryPass {
 
     /// A destination's answer as the verdict has it: unchanged, unless its provider is suspect and the
     /// answer is one a configuration slip could explain — then a retry that names the configuration.
-    func applyVerdict(provider: String, destination: Destination, _ response: ClassifiedResponse) -> ClassifiedResponse {
+    func applyVerdict(provider: Provider, destination: Destination, _ response: ClassifiedResponse) -> ClassifiedResponse {
         guard passHealth.health.isSuspect(provider), let check = passHealth.checks[provider],
               check.mayBeConfiguration(response.outcome) else { return response }
         let kept = destination.deviceTokenId != nil ? "tokens were not deactivated" : "the channel was not switched off"
@@ -39,7 +39,7 @@ extension DeliveryPass {
             passHealth.reported.insert(provider)
             let t = passHealth.health.tally(provider)
             logger.error("most of a provider's destinations were refused at once: a configuration slip is suspected; they are retried, not deactivated", metadata: [
-                "provider": .string(provider), "answers": "\(t.answers)", "refused": "\(t.suspicious)",
+                "provider": .string(provider.rawValue), "answers": "\(t.answers)", "refused": "\(t.suspicious)",
                 "code": .string(t.commonCode ?? "?"), "check": .string(check.hint),
             ])
         }

@@ -23,7 +23,7 @@ final class DeliveryPass {
     var rng = SystemRandomNumberGenerator()
     private var lastProgress = -1.0  // the first batch always shows
     /// Providers that answered "too many requests, wait": not called again before the time they gave.
-    var throttledUntil: [String: Date] = [:]
+    var throttledUntil: [Provider: Date] = [:]
     /// Providers whose requests mostly fail in this pass are not called again (failover instead).
     var breaker = CircuitBreaker()
     /// Each provider's answers in this pass, to tell a configuration slip from dead destinations.
@@ -172,12 +172,12 @@ final class DeliveryPass {
 
     /// What became of one job: the provider's answer, or no request at all.
     enum JobResult {
-        case answered(provider: String, ClassifiedResponse)
+        case answered(provider: Provider, ClassifiedResponse)
         /// Never sent; may be tried again from `until` (nil: at once).
         case notSent(until: Date?, reason: String)
         /// A transient failure after which the destination moved to the channel's next provider:
         /// recorded as a delivery attempt, not as the destination's outcome.
-        case failedOver(provider: String, ClassifiedResponse)
+        case failedOver(provider: Provider, ClassifiedResponse)
     }
 
     /// One batch: the plan (pure, `DeliveryPlanner`), the records known before any request, the sends,
@@ -245,17 +245,17 @@ final class DeliveryPass {
                     case .log:
                         outbox.deliver(envelope)
                         flight.sent.answers.append(DestinationAnswer(
-                            destination: destination, provider: "log", response: ClassifiedResponse(.delivered(messageId: nil))))
+                            destination: destination, provider: .log, response: ClassifiedResponse(.delivered(messageId: nil))))
                     case .inbox:
                         flight.inbox = InboxRecord(
                             item: item, rendered: rendered, renderer: renderer, preferences: prefs, unreadInApp: row.unreadInApp)
                         flight.sent.answers.append(DestinationAnswer(
-                            destination: destination, provider: "inbox", response: ClassifiedResponse(.delivered(messageId: nil))))
+                            destination: destination, provider: .inbox, response: ClassifiedResponse(.delivered(messageId: nil))))
                     case .providers:
                         guard let adapter = route.adapter(for: destination.provider) else {
                             flight.sent.answers.append(DestinationAnswer(
                                 destination: destination, provider: destination.provider, response: ClassifiedResponse(
-                                    .permanent(code: "no_adapter", message: "no adapter for provider '\(destination.provider)'"))))
+                                    .permanent(code: "no_adapter", message: "no adapter for provider '\(destination.provider.rawValue)'"))))
                             continue
                         }
                         jobs.append(Job(flight: index, envelope: envelope, adapter: adapter))
@@ -348,52 +348,48 @@ final class DeliveryPass {
         }
     }
 
-    /// The job moved to the next provider of its channel, when `result` is a transient failure, a
-    /// throttle or an open breaker and the channel has one; nil otherwise (a permanent answer, a
-    /// stop signal, push, or no provider left).
+    /// The job moved to the next provider of its channel (`Failover.next`, the rule in the core), or
+    /// nil: a permanent answer, a stop signal, push, or no provider left.
     func failover(_ job: Job, _ result: JobResult) -> Job? {
+        let failure: Failover.Failure
         switch result {
         case .answered(_, let response):
-            guard case .retry = response.outcome else { return nil }
+            guard case .retry = response.outcome else { return nil }  // delivered, or a permanent answer: stays
+            failure = .transient
         case .notSent(_, let reason):
-            guard reason == "throttled" || reason == "breaker_open" else { return nil }
+            guard let kind = Failover.Failure(rawValue: reason), kind == .throttled || kind == .breakerOpen else { return nil }
+            failure = kind
         case .failedOver:
             return nil
         }
-        guard job.envelope.destination.deviceTokenId == nil, let channel = job.envelope.item.channel,
-              let route = routes[channel] else { return nil }
-        var provider = job.adapter.provider
-        let now = clock.now()
-        while let candidate = route.provider(after: provider) {
-            provider = candidate
-            if breaker.isOpen(candidate) { continue }
-            if let until = throttledUntil[candidate], until > now { continue }
-            guard let adapter = route.adapter(for: candidate) else { continue }
-            var moved = job
-            moved.adapter = adapter
-            moved.envelope.destination.provider = candidate
-            return moved
-        }
-        return nil
+        guard let channel = job.envelope.item.channel, let route = routes[channel],
+              let next = Failover.next(after: job.adapter.provider, failure: failure, order: route.failoverOrder,
+                                       pinned: job.envelope.destination.deviceTokenId != nil || job.adapter.provider.issuesDeviceTokens,
+                                       open: breaker.open, throttledUntil: throttledUntil, now: clock.now()),
+              let adapter = route.adapter(for: next) else { return nil }
+        var moved = job
+        moved.adapter = adapter
+        moved.envelope.destination.provider = next
+        return moved
     }
 
     /// How long rows held back by an open breaker wait: until a later pass (cron's interval).
     static let breakerPause: TimeInterval = 300
 
     /// Counts an answer for the provider's circuit breaker; logs when it opens.
-    func noteForBreaker(_ provider: String, _ answer: ClassifiedResponse) {
+    func noteForBreaker(_ provider: Provider, _ answer: ClassifiedResponse) {
         let failed: Bool
         if case .retry = answer.outcome { failed = true } else { failed = false }
         if breaker.record(provider, failed: failed) {
             let t = breaker.tally(provider)
             summary.breakerOpen.insert(provider)
             logger.error("circuit breaker open: this provider's requests mostly fail; it is not called again this pass",
-                         metadata: ["provider": .string(provider), "answers": "\(t.answers)", "failures": "\(t.failures)"])
+                         metadata: ["provider": .string(provider.rawValue), "answers": "\(t.answers)", "failures": "\(t.failures)"])
         }
     }
 
     func sendRound(_ jobs: [Job], writer: RecordWriter? = nil, done: (Job, JobResult) -> Void) {
-        var byProvider: [String: [Job]] = [:]
+        var byProvider: [Provider: [Job]] = [:]
         for job in jobs { byProvider[job.adapter.provider, default: []].append(job) }
 
         var requests: [HTTPRequest] = []
@@ -403,18 +399,18 @@ final class DeliveryPass {
             let now = clock.now()
             if let until = throttledUntil[provider], until > now {
                 // Not sent, so not an attempt: the rows wait until the provider's time.
-                for job in jobs { done(job, .notSent(until: until, reason: "throttled")) }
+                for job in jobs { done(job, .notSent(until: until, reason: Failover.Failure.throttled.rawValue)) }
                 continue
             }
             if breaker.isOpen(provider) {
-                for job in jobs { done(job, .notSent(until: now.addingTimeInterval(Self.breakerPause), reason: "breaker_open")) }
+                for job in jobs { done(job, .notSent(until: now.addingTimeInterval(Self.breakerPause), reason: Failover.Failure.breakerOpen.rawValue)) }
                 continue
             }
             do {
                 try adapter.prepare(now: Date(), transport: transport)  // access tokens live in real time
             } catch {
                 logger.error("could not prepare a provider; its sends are retried later",
-                             metadata: ["provider": .string(provider), "error": .string("\(error)")])
+                             metadata: ["provider": .string(provider.rawValue), "error": .string("\(error)")])
                 for job in jobs {
                     done(job, .answered(provider: provider,
                                         ClassifiedResponse(.retry(after: nil, code: "prepare_failed", message: "\(error)"))))
@@ -470,11 +466,11 @@ final class DeliveryPass {
             }
         }
         if !unstarted.isEmpty {
-            let reason = StopSignal.requested ? "interrupted" : (writer?.failed ?? false) ? "record_failed" : "breaker_open"
+            let reason = StopSignal.requested ? "interrupted" : (writer?.failed ?? false) ? "record_failed" : Failover.Failure.breakerOpen.rawValue
             logger.notice("requests not started; their rows return to the queue with no attempt charged",
                           metadata: ["requests": "\(unstarted.count)", "reason": .string(reason)])
             // A broken provider's rows wait for a later pass; the others are due again at once.
-            let until = reason == "breaker_open" ? clock.now().addingTimeInterval(Self.breakerPause) : nil
+            let until = reason == Failover.Failure.breakerOpen.rawValue ? clock.now().addingTimeInterval(Self.breakerPause) : nil
             for index in unstarted {
                 for job in owners[index].jobs { done(job, .notSent(until: until, reason: reason)) }
             }
@@ -483,13 +479,13 @@ final class DeliveryPass {
 
     /// A provider-wide "slow down" with a wait (the adapter says whom a 429/503 is about) holds that
     /// provider back for the rest of the pass. One about a single destination only retries that row.
-    func throttle(_ provider: String, after answer: ClassifiedResponse, now: Date) {
+    func throttle(_ provider: Provider, after answer: ClassifiedResponse, now: Date) {
         guard case .provider(let after?)? = answer.throttle else { return }
         let until = now.addingTimeInterval(after)
         if until > (throttledUntil[provider] ?? .distantPast) {
             throttledUntil[provider] = until
             logger.warning("provider asked to slow down; not calling it again this pass before the time it gave",
-                           metadata: ["provider": .string(provider), "until": .string(ISO8601.string(until))])
+                           metadata: ["provider": .string(provider.rawValue), "until": .string(ISO8601.string(until))])
         }
     }
 

@@ -55,7 +55,7 @@ public final class Outbox: @unchecked Sendable {
             "channel": .string(item.channelRaw),
             "kind": .string(item.kindRaw),
             "recipient_user_id": .string(item.recipientUserId.uuidString.lowercased()),
-            "provider": .string(envelope.destination.provider),
+            "provider": .string(envelope.destination.provider.rawValue),
             "destination": .string(Redact.destination(envelope.destination.address)),
             "title": .string(r.title),
             "body": .string(r.body),

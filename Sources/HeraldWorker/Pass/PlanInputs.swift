@@ -8,6 +8,7 @@ extension DeliveryContext {
         profiles = ctx.profiles
         alerts = ctx.alerts
         deviceTokens = ctx.deviceTokens
+        unusableTokens = ctx.unusableTokens
         unreadInApp = ctx.unreadInApp
         history = ctx.history
         delivered = ctx.delivered

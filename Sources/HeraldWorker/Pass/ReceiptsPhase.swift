@@ -35,7 +35,7 @@ struct ReceiptsPhase {
         var pending: [(id: Int, ticket: String, token: UUID?, created: Date)] = []
         for row in try db.query("""
             select id, ticket_id, device_token_id, created_at from push_receipts
-             where status = 'pending' and provider = \(expo.provider) and created_at <= \(now.addingTimeInterval(-minimumAge))
+             where status = 'pending' and provider = \(expo.provider.rawValue) and created_at <= \(now.addingTimeInterval(-minimumAge))
              order by created_at limit \(limit)
             """) {
             guard let id = row["id"].int, let ticket = row["ticket_id"].string else { continue }

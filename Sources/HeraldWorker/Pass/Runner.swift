@@ -206,7 +206,7 @@ public struct Runner {
                     if r.deactivated > 0 { summary.generated[.tokensDeactivated] = r.deactivated }
                 }
             }
-            // Delivery truth (issue 12): provider events first (they need no network), then Twilio polling.
+            // Delivery truth (issue 12): provider events first (they need no network), then status polling.
             if options.phases.contains(.events) && !options.dryRun && !summary.interrupted {
                 isolated(Phase.events.rawValue, db: db, logger: logger, summary: &summary) { summary in
                     var phase = ProviderEventsPhase(db: db, now: clock.now(), logger: logger, keys: eventKeys)
@@ -220,10 +220,10 @@ public struct Runner {
                     if r.optedOut > 0 { summary.generated[.truthChannelsOff] = (summary.generated[.truthChannelsOff] ?? 0) + r.optedOut }
                 }
             }
-            if options.phases.contains(.statuses) && !options.dryRun && !summary.interrupted,
-               case .single(let adapter as TwilioAdapter)? = routes[.sms]?.adapter(for: "twilio") {
+            let pollers = routes.statusPollers
+            if options.phases.contains(.statuses) && !options.dryRun && !summary.interrupted && !pollers.isEmpty {
                 isolated(Phase.statuses.rawValue, db: db, logger: logger, summary: &summary) { summary in
-                    let r = try StatusPollPhase(db: db, now: clock.now(), logger: logger, transport: transport, twilio: adapter).run()
+                    let r = try StatusPollPhase(db: db, now: clock.now(), logger: logger, transport: transport, pollers: pollers).run()
                     if r.checked > 0 { summary.generated[.statusesChecked] = r.checked }
                     if r.final > 0 { summary.generated[.statusesFinal] = r.final }
                     if r.expired > 0 { summary.generated[.statusesExpired] = r.expired }

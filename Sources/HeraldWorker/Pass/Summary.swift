@@ -33,12 +33,12 @@ public struct Summary: Sendable {
     /// Sends by channel, provider and outcome (`delivered`, `retry`, `permanent`, `destination_invalid`).
     public var sends: [SendKey: Int] = [:]
     /// Per provider: how long its requests took.
-    public var latency: [String: LatencyHistogram] = [:]
+    public var latency: [Provider: LatencyHistogram] = [:]
     /// Per provider: destinations whose refusal was held back as a suspected configuration slip (retried,
     /// not deactivated; see `ProviderHealth`). Non-empty means an operator should look now.
-    public var configSuspect: [String: Int] = [:]
+    public var configSuspect: [Provider: Int] = [:]
     /// Providers whose circuit breaker opened in this pass.
-    public var breakerOpen: Set<String> = []
+    public var breakerOpen: Set<Provider> = []
     public var interrupted = false
     public var dryRun = false
     public var durationMs = 0
@@ -53,7 +53,7 @@ public struct Summary: Sendable {
     /// Counts one send to one destination.
     mutating func count(_ delivery: DeliveryRecord) {
         sends[SendKey(channel: delivery.channel, provider: delivery.provider, outcome: delivery.outcome), default: 0] += 1
-        if let ms = delivery.latencyMs, delivery.provider != "log", delivery.provider != "inbox" {
+        if let ms = delivery.latencyMs, delivery.provider != .log, delivery.provider != .inbox {
             latency[delivery.provider, default: LatencyHistogram()].observe(Double(ms) / 1000)
         }
     }
@@ -93,8 +93,8 @@ public struct Summary: Sendable {
             "by_channel": .object(byChannel.mapValues { .object($0.mapValues { .number(Double($0)) }) }),
             "generated": .object(generated.mapValues { .number(Double($0)) }),
             "phase_errors": .object(phaseErrors.mapValues { .string($0) }),
-            "config_suspect": .object(configSuspect.mapValues { .number(Double($0)) }),
-            "breaker_open": .array(breakerOpen.sorted().map(JSONValue.string)),
+            "config_suspect": .object(Dictionary(uniqueKeysWithValues: configSuspect.map { ($0.key.rawValue, .number(Double($0.value))) })),
+            "breaker_open": .array(breakerOpen.sorted().map { .string($0.rawValue) }),
             "interrupted": .bool(interrupted), "dry_run": .bool(dryRun),
             "duration_ms": .number(Double(durationMs)),
         ]
@@ -107,7 +107,7 @@ public struct Summary: Sendable {
 /// One line of the sends counter.
 public struct SendKey: Hashable, Sendable, Comparable {
     public var channel: String
-    public var provider: String
+    public var provider: Provider
     public var outcome: String
 
     public static func < (a: SendKey, b: SendKey) -> Bool {

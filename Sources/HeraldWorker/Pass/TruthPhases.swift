@@ -32,7 +32,7 @@ struct TruthStore {
         let json = JSONValue.array(finals.map { item -> JSONValue in
             let r = item.report
             var o: [String: JSONValue] = [
-                "i": .number(Double(item.index)), "provider": .string(r.provider),
+                "i": .number(Double(item.index)), "provider": .string(r.provider.rawValue),
                 "status": .string(r.status?.rawValue ?? ""), "opt_out": .bool(r.optOut),
                 "rank": .number(Double(r.rank)), "reason": .string(r.reason),
             ]
@@ -123,19 +123,24 @@ struct TruthStore {
 
 // MARK: - statuses
 
-/// The `statuses` phase: Twilio's word on SMS it accepted. A Twilio delivery recorded `delivered` (201,
-/// a MessageSid) at least `minimumAge` ago and without a final status is polled —
-/// `GET …/Messages/{sid}.json`, concurrently on the shared transport, at most `limit` a pass, each
-/// again after a doubling interval (4 min, 8 min, … up to about 8 h) while it stays `queued`/`sent`
-/// — until Twilio says `delivered`, `undelivered`, `failed` or `canceled`, or `giveUpAfter` passes
-/// (then `final_status = 'expired'`). The claim stamps `truth_checked_at` under SKIP LOCKED, so
-/// concurrent passes poll different messages.
+/// The `statuses` phase: the word of providers that answer "what became of message X"
+/// (`StatusPolling`: Twilio) on messages they accepted. A delivery of one of `pollers`' providers
+/// recorded `delivered` (with a message id) at least `minimumAge` ago and without a final status is
+/// polled (Twilio: `GET …/Messages/{sid}.json`), concurrently on the shared transport, at most `limit`
+/// a pass, each again after a doubling interval (4 min, 8 min, … up to about 8 h) while it stays
+/// `queued`/`sent` — until the provider gives a final status (`delivered`, `undelivered`, `failed`,
+/// `canceled`), or `giveUpAfter` passes (then `final_status = 'expired'`). The claim stamps
+/// `truth_checked_at` under SKIP LOCKED, so concurrent passes poll different messages.
+///
+///     let pollers = routes.values.flatMap(\.statusPollers)
+///     try StatusPollPhase(db: db, now: now, logger: logger, transport: transport, pollers: pollers).run()
 struct StatusPollPhase {
     let db: PGConnection
     let now: Date
     let logger: Logger
     let transport: HTTPTransport
-    let twilio: TwilioAdapter
+    /// The configured providers to poll, one per provider.
+    let pollers: [any StatusPolling]
     var minimumAge: TimeInterval = 120
     var giveUpAfter: TimeInterval = 48 * 3600
     var limit = 500
@@ -148,25 +153,34 @@ struct StatusPollPhase {
         var failedRequests = 0
     }
 
-    static let pending: SQL = """
-        provider = 'twilio' and outcome = 'delivered' and final_status is null and provider_message_id is not null
+    /// Deliveries still waiting for a final status from one of `providers` (a bound array: the plan
+    /// gets the value, so the partial index `notification_deliveries_truth_pending` still applies).
+    static func pending(_ providers: [Provider]) -> SQL {
         """
+        provider = any(\(providers.map(\.rawValue))::text[]) and outcome = 'delivered' and final_status is null
+          and provider_message_id is not null
+        """
+    }
 
     func run() throws -> Result {
         var result = Result()
+        var byProvider: [Provider: any StatusPolling] = [:]
+        for poller in pollers { byProvider[poller.provider] = poller }
+        guard !byProvider.isEmpty else { return result }
+        let pending = Self.pending(byProvider.keys.sorted())
         result.expired = try db.execute("""
             update notification_deliveries
                set final_status = 'expired', final_error_code = 'poll_window', final_at = \(now), final_source = 'poll',
-                   final_error = \("Twilio gave no final status within \(Int(giveUpAfter / 3600)) h")
+                   final_error = \("the provider gave no final status within \(Int(giveUpAfter / 3600)) h")
              where id in (select id from notification_deliveries
-                           where \(StatusPollPhase.pending) and at < \(now.addingTimeInterval(-giveUpAfter))
+                           where \(pending) and at < \(now.addingTimeInterval(-giveUpAfter))
                            limit 5000)
             """)
-        let claimed: [(id: Int, sid: String)] = try db.transaction { db in
+        let claimed: [(id: Int, provider: Provider, messageId: String)] = try db.transaction { db in
             try db.query("""
                 with c as materialized (
                   select id from notification_deliveries
-                   where \(StatusPollPhase.pending)
+                   where \(pending)
                      and at <= \(now.addingTimeInterval(-minimumAge)) and at >= \(now.addingTimeInterval(-giveUpAfter))
                      and (truth_checked_at is null
                           or truth_checked_at <= \(now)::timestamptz - make_interval(secs => 120 * power(2, least(truth_checks, 8))))
@@ -176,54 +190,62 @@ struct StatusPollPhase {
                 )
                 update notification_deliveries d set truth_checked_at = \(now), truth_checks = d.truth_checks + 1
                   from c where d.id = c.id
-                returning d.id, d.provider_message_id
+                returning d.id, d.provider, d.provider_message_id
                 """).compactMap { row in
-                guard let id = row["id"].int, let sid = row["provider_message_id"].string else { return nil }
-                return (id, sid)
+                guard let id = row["id"].int, let provider = row["provider"].string.flatMap(Provider.init(rawValue:)),
+                      let messageId = row["provider_message_id"].string else { return nil }
+                return (id, provider, messageId)
             }
         }
         guard !claimed.isEmpty else { return result }
 
-        // An id that is not a Message SID is not asked about: it is closed as unknown.
-        var unknown = claimed.filter { !TwilioTruth.isMessageSid($0.sid) }.map(\.id)
-        let polled = claimed.filter { TwilioTruth.isMessageSid($0.sid) }
+        // An id the provider cannot be asked about (not a Twilio Message SID) is closed as unknown.
+        var unknown: [Provider: [Int]] = [:]
+        var polled: [(id: Int, poller: any StatusPolling, messageId: String)] = []
+        for d in claimed {
+            guard let poller = byProvider[d.provider] else { continue }
+            if poller.isPollable(messageId: d.messageId) { polled.append((d.id, poller, d.messageId)) }
+            else { unknown[d.provider, default: []].append(d.id) }
+        }
         var items: [TruthStore.Item] = []
-        var forbidden: String?
-        transport.perform(polled.map { twilio.statusRequest(messageSid: $0.sid) },
+        var forbidden: [Provider: String] = [:]
+        transport.perform(polled.map { $0.poller.statusRequest(messageId: $0.messageId) },
                           shouldStart: { _ in !StopSignal.requested }) { index, response in
             let d = polled[index]
             result.checked += 1
-            switch TwilioTruth.poll(response, messageSid: d.sid) {
+            switch d.poller.readStatus(response, messageId: d.messageId) {
             case .report(let r):
                 items.append(TruthStore.Item(index: index, eventId: nil, report: r))
             case .notFound:
-                unknown.append(d.id)
+                unknown[d.poller.provider, default: []].append(d.id)
             case .forbidden(let message):
-                forbidden = message
+                forbidden[d.poller.provider] = message
                 result.failedRequests += 1
             case .later:
                 result.failedRequests += 1
             }
         }
-        if let forbidden {
-            logger.error("cannot read Twilio message statuses", metadata: ["error": .string(forbidden)])
-        } else if result.failedRequests > 0 {
-            logger.warning("some Twilio status requests failed; they are asked again later",
+        for (provider, message) in forbidden.sorted(by: { $0.key < $1.key }) {
+            logger.error("cannot read message statuses", metadata: ["provider": .string(provider.rawValue), "error": .string(message)])
+        }
+        if forbidden.isEmpty && result.failedRequests > 0 {
+            logger.warning("some status requests failed; they are asked again later",
                            metadata: ["requests": "\(result.failedRequests)"])
         }
         let applied = try TruthStore(db: db).apply(items, source: "poll", now: now)
         result.final = applied.updated
         result.optedOut = applied.optedOut
-        if !unknown.isEmpty {
+        for (provider, ids) in unknown.sorted(by: { $0.key < $1.key }) {
+            guard let poller = byProvider[provider] else { continue }
             result.final += try db.execute("""
                 update notification_deliveries
-                   set final_status = 'unknown', final_error_code = '20404', final_at = \(now), final_source = 'poll',
-                       final_error = 'Twilio does not know this message'
-                 where id = any(\(unknown)::bigint[]) and final_status is null
+                   set final_status = 'unknown', final_error_code = \(poller.notFoundCode), final_at = \(now),
+                       final_source = 'poll', final_error = \("\(provider.rawValue) does not know this message")
+                 where id = any(\(ids)::bigint[]) and final_status is null
                 """)
         }
         if applied.optedOut > 0 {
-            logger.notice("turned SMS off for recipients Twilio reported as unreachable or unsubscribed",
+            logger.notice("turned a channel off for recipients its provider reported as unreachable or unsubscribed",
                           metadata: ["recipients": "\(applied.optedOut)"])
         }
         return result

@@ -9,6 +9,8 @@ public struct BatchContext: Sendable {
     public var alerts: [UUID: AlertState] = [:]
     /// Active push tokens per user.
     public var deviceTokens: [UUID: [Destination]] = [:]
+    /// Per user, why active tokens cannot be used (an unknown or non-push provider).
+    public var unusableTokens: [UUID: [String]] = [:]
     public var unreadInApp: [UUID: Int] = [:]
     /// Recent sends of the batch's recipients, for the rate limits.
     public var history: [SentRecord] = []
@@ -88,9 +90,16 @@ extension QueueStore {
                  order by user_id, created_at, id
                 """) {
                 guard let user = row["user_id"].uuid, let token = row["device_token"].string else { continue }
-                ctx.deviceTokens[user, default: []].append(Destination(
-                    provider: row["provider"].string ?? "apns", address: token,
-                    deviceTokenId: row["id"].uuid, locale: row["locale"].string))
+                // An app's row: an unknown or non-push provider is not taken for APNs; the token is
+                // left out, and named if the row ends with no destination.
+                switch Provider.ofDeviceToken(row["provider"].string) {
+                case .success(let provider):
+                    ctx.deviceTokens[user, default: []].append(Destination(
+                        provider: provider, address: token, deviceTokenId: row["id"].uuid, locale: row["locale"].string))
+                case .failure(let why):
+                    ctx.unusableTokens[user, default: []].append(
+                        "\(why) (device_tokens.id \(row["id"].uuid?.lowercased ?? "?"))")
+                }
             }
             for row in try db.query("""
                 select user_id, count(*)::int as n from inbox

@@ -112,7 +112,7 @@ extension DeliveryRecord {
             "queue_id": .string(queueId.uuidString),
             "attempt": .number(Double(attempt)),
             "channel": .string(channel),
-            "provider": .string(provider),
+            "provider": .string(provider.rawValue),
             "destination": .string(destination),
             "outcome": .string(outcome),
         ]
@@ -145,7 +145,7 @@ extension ForecastSent {
 
 extension ReceiptTicket {
     var json: JSONValue {
-        var o: [String: JSONValue] = ["queue_id": .string(queueId.lowercased), "provider": .string(provider),
+        var o: [String: JSONValue] = ["queue_id": .string(queueId.lowercased), "provider": .string(provider.rawValue),
                                       "ticket_id": .string(ticketId)]
         if let d = deviceTokenId { o["device_token_id"] = .string(d.lowercased) }
         if let c = createdAt { o["created_at"] = .string(ISO8601.string(c)) }

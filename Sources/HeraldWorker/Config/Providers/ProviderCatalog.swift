@@ -1,26 +1,40 @@
 import HeraldChannels
 import HeraldCore
 
-/// One provider herald can send through: its name (as stored in `notification_deliveries.provider`), its
-/// channel, and how its adapter is built from the settings.
+/// One provider herald can send through: which `Provider` it is (its channel comes with it) and how its
+/// adapter is built from the settings.
 struct ProviderRegistration: Sendable {
-    var name: String
-    var channel: Channel
+    var provider: Provider
     /// The adapter when the settings configure this provider, nil when they do not mention it; throws
     /// (naming the variable to set) when they configure it only in part or wrongly.
     var load: @Sendable (Settings) throws -> ProviderAdapter?
 }
 
-/// Every provider, in the default failover order of its channel (`HERALD_<CHANNEL>_PROVIDERS` changes
-/// it). Adding a provider: its adapter in Sources/HeraldChannels/Adapters, one file here with its
-/// registration, a line below, its keys in `Settings.registry` and the README.
+/// Every provider that sends, in the default failover order of its channel: the order of `Provider`'s
+/// cases (`HERALD_<CHANNEL>_PROVIDERS` changes it). Adding a provider: its case in `Provider`
+/// (HeraldCore/Model/Provider.swift), its adapter in Sources/HeraldChannels/Adapters, one file here with
+/// its registration and its line in `registration(_:)` (the switch is exhaustive: the compiler asks for
+/// it), its keys in `Settings.registry` and the README.
 enum ProviderCatalog {
-    static let all: [ProviderRegistration] = [
-        .apns, .fcm, .expo, .twilio, .whatsapp, .sendgrid, .smtp, .webhook,
-    ]
+    static var all: [ProviderRegistration] { Provider.allCases.compactMap(registration) }
 
-    /// The provider names in the default order.
-    static var defaultOrder: [String] { all.map(\.name) }
+    /// The registration of a provider; nil for those that need none (inbox and log are routes).
+    static func registration(_ provider: Provider) -> ProviderRegistration? {
+        switch provider {
+        case .apns: .apns
+        case .fcm: .fcm
+        case .expo: .expo
+        case .twilio: .twilio
+        case .whatsapp: .whatsapp
+        case .sendgrid: .sendgrid
+        case .smtp: .smtp
+        case .webhook: .webhook
+        case .inbox, .log: nil
+        }
+    }
+
+    /// The providers in the default order.
+    static var defaultOrder: [Provider] { all.map(\.provider) }
 }
 
 extension ProviderRegistration {

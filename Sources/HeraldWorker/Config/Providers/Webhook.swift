@@ -3,7 +3,7 @@ import HeraldCore
 
 extension ProviderRegistration {
     /// WEBHOOK_URL WEBHOOK_SECRET [WEBHOOK_TIMEOUT_SECONDS]
-    static let webhook = ProviderRegistration(name: "webhook", channel: .webhook) { settings in
+    static let webhook = ProviderRegistration(provider: .webhook) { settings in
         guard let url = settings["WEBHOOK_URL"] else {
             if try settings.secret("WEBHOOK_SECRET") != nil {
                 throw ConfigError("WEBHOOK_SECRET is set but WEBHOOK_URL is not: set WEBHOOK_URL to the receiver's https URL")
