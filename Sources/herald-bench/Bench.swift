@@ -129,7 +129,7 @@ struct Bench {
                 if claimed.isEmpty { break }
                 var records = RecordBatch()
                 for c in claimed {
-                    var r = RowRecord(id: c.item.id, status: .sent, event: "sent")
+                    var r = RowRecord(id: c.item.id, status: .sent, event: .sent)
                     r.sentAt = now
                     records.rows.append(r)
                 }
@@ -149,9 +149,12 @@ struct Bench {
         let (queuer, queuerVersion, skipped) = pgQueuer(rows: rows, batch: 500)
 
         func rate(_ d: Drain) -> String { "\(Int(d.rate)) rows/s" }
-        func pct(_ a: Drain, _ b: Drain) -> String { "\(Int(a.rate / b.rate * 100))%" }
+        func pct(_ a: Drain, _ b: Drain) -> String {
+            let p = a.rate / b.rate * 100
+            return p.isFinite ? "\(Int(p))%" : "—"
+        }
         Bench.line("herald pass", rate(herald), "same SQL bare", rate(sameSQL),
-                   "(\(pct(herald, sameSQL)) of it: the Swift side; \(summary.sent) sent)")
+                   "(herald: \(pct(herald, sameSQL)) of it — above 100% the pipelined drain overlaps the Swift side with the SQL, which the bare loop runs one after the other; \(summary.sent) sent)")
         Bench.line("bare claim + record", rate(plain), "plain table", "1 UPDATE … SKIP LOCKED to claim, 1 UPDATE to record",
                    "(herald: \(pct(herald, plain)) of it; aim ≥ 50%)")
         if let queuer {

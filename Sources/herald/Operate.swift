@@ -74,7 +74,7 @@ func operate(_ action: OperatorAction, _ rows: RowSelection, _ common: CommonOpt
     let ids = try databaseStep {
         try Operator(db: db, actor: operatorName(), reason: rows.reason).apply(action, to: rows.filter, dryRun: rows.dryRun)
     }
-    let out: JSONValue = ["action": .string(action.event), "dry_run": .bool(rows.dryRun),
+    let out: JSONValue = ["action": .string(action.event.rawValue), "dry_run": .bool(rows.dryRun),
                           "rows": .number(Double(ids.count)),
                           "ids": .array(ids.prefix(1000).map { .string($0.uuidString.lowercased()) })]
     printJSON(out.jsonText)

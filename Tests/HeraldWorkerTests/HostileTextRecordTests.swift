@@ -35,7 +35,7 @@ import Testing
         #expect(raw.unicodeScalars.contains("\u{0}"))
 
         var batch = RecordBatch()
-        var row = RowRecord(id: id, status: .failed, event: "failed")
+        var row = RowRecord(id: id, status: .failed, event: .failed)
         row.permanent = true
         row.lastError = raw
         row.details = ["error": .string(raw), "via_classifier": .string(viaClassifier)]

@@ -27,10 +27,10 @@ import Testing
 
         // A wakes up and tries to record: fenced out.
         var late = RecordBatch()
-        late.rows.append(RowRecord(id: id, status: .skipped, event: "skipped"))
+        late.rows.append(RowRecord(id: id, status: .skipped, event: .skipped))
         #expect(try a.record(late).isEmpty)
         var mine = RecordBatch()
-        var sent = RowRecord(id: id, status: .sent, event: "sent")
+        var sent = RowRecord(id: id, status: .sent, event: .sent)
         sent.sentAt = seedInstant
         mine.rows.append(sent)
         #expect(try b.record(mine) == [id])

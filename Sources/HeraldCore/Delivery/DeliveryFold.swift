@@ -89,7 +89,7 @@ public enum DeliveryFold {
     /// `random` (0..<1) is the backoff's jitter, injected so the result is reproducible.
     public static func fold(_ sent: SentRow, escalation policy: EscalationPolicy, now: Date, random: Double) -> FoldedRow {
         let item = sent.item
-        var out = FoldedRow(row: RowRecord(id: item.id, status: .failed, event: "failed"))
+        var out = FoldedRow(row: RowRecord(id: item.id, status: .failed, event: .failed))
 
         for answer in sent.failedOver + sent.answers {
             out.deliveries.append(delivery(item, answer))
@@ -113,7 +113,7 @@ public enum DeliveryFold {
         if !sent.unsent.isEmpty && retries.isEmpty {
             // Some destinations were never sent to (and nothing failed transiently): back to the
             // queue, the attempt given back; the destinations already delivered are not sent again.
-            r = RowRecord(id: item.id, status: .pending, event: "released")
+            r = RowRecord(id: item.id, status: .pending, event: .released)
             r.attemptsDelta = -1
             r.runAfter = unsentUntil ?? now
             r.reason = sent.unsent[0].reason
@@ -121,7 +121,7 @@ public enum DeliveryFold {
                          "delivered": .number(Double(delivered.count))]
         } else if let firstRetry = retries.first, attemptsLeft {
             // Transient failures remain: try again later (only the destinations not yet delivered).
-            r = RowRecord(id: item.id, status: .failed, event: "failed")
+            r = RowRecord(id: item.id, status: .failed, event: .failed)
             let retryAfter = retries.compactMap { o -> Double? in
                 if case .retry(let after, _, _) = o { return after } else { return nil }
             }.max()
@@ -132,7 +132,7 @@ public enum DeliveryFold {
             r.details = ["retry_in_s": .number(delay.rounded()), "attempt": .number(Double(item.attempts))]
         } else if reached {
             // Some destination got it, now or on an earlier attempt: sent, with what failed noted.
-            r = RowRecord(id: item.id, status: .sent, event: "sent")
+            r = RowRecord(id: item.id, status: .sent, event: .sent)
             r.sentAt = now
             (r.title, r.body) = (sent.title, sent.body)  // notification_history
             r.providerMessageId = delivered.compactMap { $0 }.first
@@ -145,12 +145,12 @@ public enum DeliveryFold {
                 out.forecastSent = ForecastSent(queueId: item.id, userId: item.recipientUserId, date: date)
             }
         } else if !retries.isEmpty {
-            r = RowRecord(id: item.id, status: .failed, event: "failed")
+            r = RowRecord(id: item.id, status: .failed, event: .failed)
             r.permanent = true
             r.reason = "attempts_exhausted"
             r.lastError = "gave up after \(item.attempts) attempts: \(messages.first ?? "transient failure")"
         } else {
-            r = RowRecord(id: item.id, status: .failed, event: "failed")
+            r = RowRecord(id: item.id, status: .failed, event: .failed)
             r.permanent = true
             let allInvalid = !outcomes.isEmpty && outcomes.allSatisfy {
                 if case .destinationInvalid = $0 { return true } else { return false }

@@ -15,14 +15,14 @@ public struct RowRecord: Sendable {
     /// Added to `attempts`: −1 gives back the attempt the claim counted (a deferral is not an attempt).
     public var attemptsDelta: Int = 0
     /// The trail: `sent`, `skipped`, `deferred`, `failed`, `superseded`.
-    public var event: String
+    public var event: QueueEvent
     public var reason: String?
     public var details: JSONValue = .null
     /// A sent row's text as the recipient saw it: kept in `notification_history` (seed 001).
     public var title: String?
     public var body: String?
 
-    public init(id: UUID, status: QueueStatus, event: String) {
+    public init(id: UUID, status: QueueStatus, event: QueueEvent) {
         self.id = id
         self.status = status
         self.event = event

@@ -46,12 +46,12 @@ public enum OperatorAction: Sendable, Equatable {
     /// Rows whose lease expired (their pass died) → due now.
     case unlock
 
-    public var event: String {
+    public var event: QueueEvent {
         switch self {
-        case .retry: "retried"
-        case .cancel: "cancelled"
-        case .reschedule: "rescheduled"
-        case .unlock: "unlocked"
+        case .retry: .retried
+        case .cancel: .cancelled
+        case .reschedule: .rescheduled
+        case .unlock: .unlocked
         }
     }
 
@@ -118,7 +118,7 @@ public struct Operator {
                   returning q.id, q.run_after
                 ), e as (
                   insert into notification_events (queue_id, event, reason, details)
-                  select id, \(action.event), \(reason), \(details)::jsonb from u
+                  select id, \(action.event.rawValue), \(reason), \(details)::jsonb from u
                 )
                 select id from u order by run_after, id
                 """).compactMap { $0[0].uuid }

@@ -221,7 +221,7 @@ final class DeliveryPass {
             case .send(let todo, let previouslyDelivered):
                 guard let prefs = row.prefs, let route = item.channel.flatMap({ routes[$0] }) else {
                     // The plan records rows without a profile or a route; never leave one leased.
-                    var r = RowRecord(id: item.id, status: .failed, event: "failed")
+                    var r = RowRecord(id: item.id, status: .failed, event: .failed)
                     r.permanent = true
                     r.lastError = "no route for channel '\(item.channelRaw)'"
                     immediate.rows.append(r)

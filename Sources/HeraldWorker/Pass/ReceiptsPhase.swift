@@ -5,18 +5,20 @@ import HeraldHTTP
 import HeraldPostgres
 import Logging
 
-/// The `receipts` phase (DESIGN §5): Expo's ticket only says it accepted a message; its receipt, ready
-/// some minutes later, says whether Apple or Google took it. A later pass asks for the receipts of
-/// pending tickets (up to 1,000 ids a request), records them, and deactivates the tokens reported as
-/// not registered. Tickets whose receipt never comes (Expo keeps them about a day) are closed as
-/// expired.
+/// The `receipts` phase (DESIGN §5), once per provider that checks receipts (today Expo): its ticket
+/// only says it accepted a message; its receipt, ready some minutes later, says whether Apple or Google
+/// took it. A later pass asks for the receipts of pending tickets (up to `receiptBatch` ids a request),
+/// records them, and deactivates the tokens reported as not registered. Tickets whose receipt never
+/// comes (Expo keeps them about a day) are closed as expired.
+///
+///     let r = try ReceiptsPhase(db: db, now: now, logger: logger, transport: transport, checker: expo).run()
 struct ReceiptsPhase {
     let db: PGConnection
     let now: Date
     let logger: Logger
     let transport: HTTPTransport
-    /// The provider whose tickets are checked (Expo).
-    let expo: any ReceiptChecking
+    /// The provider whose tickets are checked.
+    let checker: any ReceiptChecking
     /// Receipts are asked for once a ticket is this old.
     var minimumAge: TimeInterval = 15 * 60
     /// After this long without a receipt, a ticket is closed.
@@ -35,7 +37,7 @@ struct ReceiptsPhase {
         var pending: [(id: Int, ticket: String, token: UUID?, created: Date)] = []
         for row in try db.query("""
             select id, ticket_id, device_token_id, created_at from push_receipts
-             where status = 'pending' and provider = \(expo.provider.rawValue) and created_at <= \(now.addingTimeInterval(-minimumAge))
+             where status = 'pending' and provider = \(checker.provider.rawValue) and created_at <= \(now.addingTimeInterval(-minimumAge))
              order by created_at limit \(limit)
             """) {
             guard let id = row["id"].int, let ticket = row["ticket_id"].string else { continue }
@@ -43,17 +45,17 @@ struct ReceiptsPhase {
         }
         guard !pending.isEmpty else { return result }
 
-        let chunks = stride(from: 0, to: pending.count, by: expo.receiptBatch).map {
-            Array(pending[$0..<min($0 + expo.receiptBatch, pending.count)])
+        let chunks = stride(from: 0, to: pending.count, by: checker.receiptBatch).map {
+            Array(pending[$0..<min($0 + checker.receiptBatch, pending.count)])
         }
         var updates: [JSONValue] = []
         var dead: [JSONValue] = []
-        transport.perform(chunks.map { expo.receiptsRequest(ids: $0.map(\.ticket)) }) { index, response in
+        transport.perform(chunks.map { checker.receiptsRequest(ids: $0.map(\.ticket)) }) { index, response in
             let chunk = chunks[index]
-            switch expo.classifyReceipts(response) {
+            switch checker.classifyReceipts(response) {
             case .failed(let outcome):
-                logger.warning("could not fetch Expo receipts; they are asked for again next pass",
-                               metadata: ["tickets": "\(chunk.count)", "error": .string(outcome.message ?? outcome.label)])
+                logger.warning("could not fetch push receipts; they are asked for again next pass",
+                               metadata: ["provider": .string(checker.provider.rawValue), "tickets": "\(chunk.count)", "error": .string(outcome.message ?? outcome.label)])
             case .receipts(let receipts):
                 for t in chunk {
                     switch receipts[t.ticket] {
@@ -65,7 +67,7 @@ struct ReceiptsPhase {
                                         "message": .string(message)])
                         result.errors += 1
                         if receipts[t.ticket]?.isDeviceNotRegistered == true, let token = t.token {
-                            dead.append(["id": .string(token.lowercased), "reason": .string("expo \(code): \(message)")])
+                            dead.append(["id": .string(token.lowercased), "reason": .string("\(checker.provider.rawValue) \(code): \(message)")])
                         }
                     case nil where now.timeIntervalSince(t.created) > giveUpAfter:
                         updates.append(["id": .number(Double(t.id)), "status": "error", "code": "receipt_expired",
@@ -92,7 +94,8 @@ struct ReceiptsPhase {
                 """)
         }
         if result.deactivated > 0 {
-            logger.notice("deactivated device tokens that Expo reported as not registered", metadata: ["tokens": "\(result.deactivated)"])
+            logger.notice("deactivated device tokens the provider reported as not registered", metadata: [
+                "provider": .string(checker.provider.rawValue), "tokens": "\(result.deactivated)"])
         }
         return result
     }

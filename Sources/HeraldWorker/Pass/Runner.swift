@@ -198,12 +198,16 @@ public struct Runner {
                 }
                 try pass.run()
             }
-            if options.phases.contains(.receipts) && !options.dryRun && !summary.interrupted,
-               let adapter = routes[.push]?.receiptCheckers.first {
-                isolated(Phase.receipts.rawValue, db: db, logger: logger, summary: &summary) { summary in
-                    let r = try ReceiptsPhase(db: db, now: clock.now(), logger: logger, transport: transport, expo: adapter).run()
-                    summary.generated[.receiptsChecked] = r.checked
-                    if r.deactivated > 0 { summary.generated[.tokensDeactivated] = r.deactivated }
+            if options.phases.contains(.receipts) && !options.dryRun && !summary.interrupted {
+                for checker in routes[.push]?.receiptCheckers ?? [] where !summary.interrupted {
+                    isolated(Phase.receipts.rawValue, db: db, logger: logger, summary: &summary) { summary in
+                        let r = try ReceiptsPhase(db: db, now: clock.now(), logger: logger, transport: transport,
+                                                  checker: checker).run()
+                        summary.generated[.receiptsChecked] = (summary.generated[.receiptsChecked] ?? 0) + r.checked
+                        if r.deactivated > 0 {
+                            summary.generated[.tokensDeactivated] = (summary.generated[.tokensDeactivated] ?? 0) + r.deactivated
+                        }
+                    }
                 }
             }
             // Delivery truth (issue 12): provider events first (they need no network), then status polling.

@@ -66,7 +66,7 @@ public struct Summary: Sendable {
         case .skipped:
             skipped += 1; key = "skipped"
             skipReasons[record.skipReason ?? "?", default: 0] += 1
-        case .pending where record.event == "released": released += 1; key = "released"
+        case .pending where record.event == .released: released += 1; key = "released"
         case .pending: deferred += 1; key = "deferred"
         case .failed:
             failed += 1; key = "failed"

@@ -91,7 +91,7 @@ extension RowRecord {
             "status": .string(status.rawValue),
             "permanent": .bool(permanent),
             "attempts_delta": .number(Double(attemptsDelta)),
-            "event": .string(event),
+            "event": .string(event.rawValue),
             "details": details,
         ]
         if let v = lastError { o["last_error"] = .string(v) }
