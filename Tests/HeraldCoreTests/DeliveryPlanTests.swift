@@ -139,6 +139,21 @@ import Testing
         #expect(skipped.lastError == nil)
     }
 
+    /// An app may have written thousands of unusable tokens: last_error names a few and counts the rest.
+    @Test func manyUnusableTokensAreCountedNotListed() {
+        var ctx = DeliveryContext()
+        ctx.profiles[alice] = Preferences(userId: alice, notifyPush: true)
+        ctx.unusableTokens[alice] = (0..<5_000).map { "the device token's provider 'p\($0)' is unknown" }
+        let row = item("push", kind: "system", scheduledAt: Self.noon.addingTimeInterval(-60))
+        let plan = DeliveryPlanner.plan([PlanInput(item: row, maxAttempts: 5)], context: ctx, routes: Self.routes,
+                                        options: DecisionOptions(now: Self.noon), escalation: EscalationPolicy())
+        guard case .record(let r, _)? = plan.first?.action else { Issue.record("not recorded"); return }
+        let error = r.lastError ?? ""
+        #expect(error.contains("'p0'") && error.contains("'p2'") && !error.contains("'p3'"))
+        #expect(error.hasSuffix("and 4997 more unusable tokens"))
+        #expect(error.utf8.count < 400)
+    }
+
     @Test func theRateLimitsCountEarlierRowsOfTheBatch() {
         var ctx = DeliveryContext()
         ctx.profiles[alice] = Preferences(userId: alice, notifyPush: true)

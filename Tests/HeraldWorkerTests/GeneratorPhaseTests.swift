@@ -278,6 +278,27 @@ import Testing
         #expect(try MetricWindows.hashSlots(Array(users.prefix(40)), db: db)?.count == 40)
     }
 
+    /// A threshold is used only when its metric is a numeric column of wearable_daily_metrics: one naming
+    /// a text column, an absent column or a dropped one is skipped (with a warning), never read.
+    @Test func thresholdsNeedANumericMetricColumn() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        try db.execute("alter table wearable_daily_metrics add column mood_note text, add column gone numeric")
+        try db.execute("alter table wearable_daily_metrics drop column gone")
+        try db.execute("""
+            insert into pattern_thresholds (version, metric_type, pattern_type, deviation_percent) values
+              ('v1', 'mood_note', 'drop_vs_baseline', 20), ('v1', 'gone', 'drop_vs_baseline', 20),
+              ('v1', 'no_such_column', 'rise_vs_baseline', 20), ('v1', 'user_id', 'rise_vs_baseline', 20)
+            """)
+        let configured = try db.query("select distinct metric_type from pattern_thresholds where version = 'v1' and enabled")
+            .compactMap { $0["metric_type"].string }
+        let phase = PatternPhase(db: db, passId: "p", now: instant("2026-01-21T12:00:00Z"), logger: Logger(label: "test"))
+        let used = Set(try phase.thresholds().map(\.metric))
+        #expect(used == Set(configured).subtracting(["mood_note", "gone", "no_such_column", "user_id"]))
+        #expect(used.contains("sleep_minutes"))
+    }
+
     @Test func aDryRunEvaluatesButStoresNothing() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }

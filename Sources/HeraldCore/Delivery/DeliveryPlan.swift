@@ -138,6 +138,13 @@ public struct DeliveryPlanner: Sendable {
                           prefs: prefs, unreadInApp: unread, action: action)
     }
 
+    /// The unusable tokens named in `last_error`: the first few, then how many more (an app may have
+    /// written thousands).
+    static func unusableTokensText(_ reasons: [String], naming limit: Int = 3) -> String {
+        let named = reasons.prefix(limit).joined(separator: "; ")
+        return reasons.count > limit ? "\(named); and \(reasons.count - limit) more unusable tokens" : named
+    }
+
     /// What becomes of a decided row.
     static func action(_ item: QueueItem, _ result: DecisionResult, prefs: Preferences?, route: RouteFacts?,
                        destinations: [Destination], delivered: Set<String>,
@@ -155,7 +162,7 @@ public struct DeliveryPlanner: Sendable {
             r.skipReason = reason.rawValue
             r.reason = reason.rawValue
             r.details = result.trail
-            if reason == .noDestination, !unusable.isEmpty { r.lastError = unusable.joined(separator: "; ") }
+            if reason == .noDestination, !unusable.isEmpty { r.lastError = Self.unusableTokensText(unusable) }
             // A critical notification with nowhere to go on its channel tries the next one.
             let next = reason == .noDestination ? prefs.flatMap { escalation.escalation(of: item, prefs: $0, because: reason.rawValue) } : nil
             return .record(r, escalation: next)

@@ -67,9 +67,6 @@ final class RecordWriter: @unchecked Sendable {  // every var is read and writte
         }
     }
 
-    /// True when nothing submitted waits or is being written.
-    var isIdle: Bool { condition.withLock { queue.isEmpty && !writing } }
-
     /// Waits until everything submitted so far is written (or a flush failed).
     func waitUntilIdle() {
         condition.withLock {

@@ -24,6 +24,16 @@ public enum ExitCode: Int32, Sendable {
 ///
 ///     let (summary, code) = Runner(settings: try Settings.load(), options: options, logger: logger).run()
 public struct Runner {
+    /// A connection of the pass, with its per-transaction timeouts (statement 60 s, lock 10 s, idle in
+    /// transaction 60 s).
+    ///
+    ///     let db = try Runner.connect(url, applicationName: "herald \(passId)")
+    static func connect(_ url: String, applicationName: String) throws -> PGConnection {
+        let db = try PGConnection(url, applicationName: applicationName)
+        try db.setTimeouts(statement: 60_000, lock: 10_000, idleInTransaction: 60_000)
+        return db
+    }
+
     public var settings: Settings
     public var options: PassOptions
     public var logger: Logger
@@ -133,8 +143,7 @@ public struct Runner {
         // 2. The database.
         let db: PGConnection
         do {
-            db = try PGConnection(databaseURL, applicationName: "herald \(summary.passId)")
-            try db.setTimeouts(statement: 60_000, lock: 10_000, idleInTransaction: 60_000)
+            db = try Runner.connect(databaseURL, applicationName: "herald \(summary.passId)")
         } catch {
             summary.ok = false
             summary.error = "cannot reach the database: \(error)"
@@ -190,11 +199,8 @@ public struct Runner {
                                         clock: clock, logger: logger, outbox: outbox, summary: summary)
                 defer { summary = pass.summary }
                 if !options.dryRun {
-                    pass.openRecordConnection = {
-                        let second = try PGConnection(databaseURL, applicationName: "herald \(summary.passId) records")
-                        try second.setTimeouts(statement: 60_000, lock: 10_000, idleInTransaction: 60_000)
-                        return second
-                    }
+                    let name = "herald \(summary.passId) records"
+                    pass.openRecordConnection = { try Runner.connect(databaseURL, applicationName: name) }
                 }
                 try pass.run()
             }

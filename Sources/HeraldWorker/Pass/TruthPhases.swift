@@ -132,7 +132,7 @@ struct TruthStore {
 /// `canceled`), or `giveUpAfter` passes (then `final_status = 'expired'`). The claim stamps
 /// `truth_checked_at` under SKIP LOCKED, so concurrent passes poll different messages.
 ///
-///     let pollers = routes.values.flatMap(\.statusPollers)
+///     let pollers = routes.statusPollers
 ///     try StatusPollPhase(db: db, now: now, logger: logger, transport: transport, pollers: pollers).run()
 struct StatusPollPhase {
     let db: PGConnection
