@@ -22,13 +22,8 @@ final class MessagingRig {
     /// with client connections still open waits for them (seconds).
     func closeTransport() { _transport = nil }
 
-    /// An https base URL where nothing listens (a fake server started, then shut down).
-    func closedBaseURL() throws -> String {
-        let server = try FakeHTTPServer(tls: certificates) { _ in .text(200, "") }
-        let url = server.baseURL
-        server.shutdown()
-        return url
-    }
+    /// An https base URL where a connection is refused.
+    func closedBaseURL() throws -> String { "https://localhost:\(RefusingPort.port)" }
 }
 
 /// A rendered notification on its way to `address`.

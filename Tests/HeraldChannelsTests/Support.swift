@@ -47,10 +47,5 @@ func jsonObject(_ bytes: [UInt8]) throws -> [String: Any] {
     try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
 }
 
-/// A base URL on 127.0.0.1 where nothing listens any more (a server started, then shut down).
-func closedBaseURL() throws -> String {
-    let server = try FakeHTTPServer { _ in .text(200, "never") }
-    let url = "https://localhost:\(server.port)"
-    server.shutdown()
-    return url
-}
+/// A base URL on loopback where a connection is refused.
+func closedBaseURL() throws -> String { "https://localhost:\(RefusingPort.port)" }

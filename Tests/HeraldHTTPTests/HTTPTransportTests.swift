@@ -280,9 +280,7 @@ extension HTTPSuite {
             request.path == "/slow" ? .text(200, "late", delay: 3) : .text(200, "ok")
         }
         defer { server.shutdown() }
-        let closed = try FakeHTTPServer { _ in .text(200, "never") }
-        let closedURL = closed.baseURL
-        closed.shutdown()
+        let closedURL = "http://127.0.0.1:\(RefusingPort.port)"
         let transport = try HTTPTransport()
 
         let results = performAll(transport, [
@@ -315,9 +313,7 @@ extension HTTPSuite {
     }
 
     @Test func closedPortIsConnectionRefused() throws {
-        let server = try FakeHTTPServer { _ in .text(200, "ok") }
-        let url = server.baseURL + "/x"
-        server.shutdown()
+        let url = "http://127.0.0.1:\(RefusingPort.port)/x"
         let result = try HTTPTransport().perform(HTTPRequest(url: url))
         #expect(result.failure == .connectionRefused)
     }

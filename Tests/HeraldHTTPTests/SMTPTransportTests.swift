@@ -174,9 +174,8 @@ extension HTTPSuite {
     }
 
     @Test func closedPortIsConnectionRefused() throws {
-        let server = try FakeSMTPServer()
-        let request = Self.mail(server)
-        server.shutdown()
+        let request = HTTPRequest(url: "smtp://127.0.0.1:\(RefusingPort.port)", body: Self.message(to: "ada@example.com"),
+                                  mail: MailEnvelope(from: "herald@example.com", recipients: ["ada@example.com"]))
         #expect(try HTTPTransport().perform(request).failure == .connectionRefused)
     }
 

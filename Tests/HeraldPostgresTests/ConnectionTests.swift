@@ -115,6 +115,37 @@ func serverConnection() throws -> PGConnection {
         #expect(try conn.query("select 'infinity'::timestamptz as v")[0]["v"].date == .distantFuture)
     }
 
+    @Test func nullableArraysBindNullForNil() throws {
+        let conn = try serverConnection()
+        let strings: [String?] = ["a", nil, "NULL", "b\"c", #"d\e"#, "", nil, "nul\u{0}here", "日本 🎉"]
+        let rows = try conn.query("""
+            select v, v is null as missing from unnest(\(PGNullableArray(strings))::text[]) with ordinality as u(v, i) order by i
+            """)
+        #expect(rows.map { $0["v"].string } == strings.map { $0.map { $0.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") } })
+        #expect(rows.map { $0["missing"].bool } == strings.map { $0 == nil })
+        let ints: [Int32?] = [nil, .min, 0, .max, nil]
+        #expect(try conn.query("select v from unnest(\(PGNullableArray(ints))::int[]) with ordinality as u(v, i) order by i")
+            .map { $0["v"].int } == ints.map { $0.map(Int.init) })
+        let dates: [Date?] = [nil, Date(timeIntervalSince1970: 1_769_310_000.25)]
+        #expect(try conn.query("select v from unnest(\(PGNullableArray(dates))::timestamptz[]) with ordinality as u(v, i) order by i")
+            .map { $0["v"].date } == dates)
+        #expect(try conn.query("select cardinality(\(PGNullableArray<String>([]))::text[]) as n")[0]["n"].int == 0)
+    }
+
+    /// Our own UUID text (no Foundation `snprintf`) is what the server and Foundation read and write.
+    @Test func uuidTextAgreesWithFoundationAndTheServer() throws {
+        var ids = (0..<2000).map { _ in UUID() }
+        ids += [UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+                UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255))]
+        for id in ids {
+            #expect(id.pgText == id.uuidString.lowercased())
+            #expect(UUID(uuidString: id.pgText) == id)
+        }
+        let conn = try serverConnection()
+        let back = try conn.query("select v::text as t from unnest(\(ids)::uuid[]) with ordinality as u(v, i) order by i")
+        #expect(back.map { $0["t"].string } == ids.map { $0.pgText })
+    }
+
     @Test func arrays() throws {
         let conn = try serverConnection()
         let strings = ["a", "b\"c", #"d\e"#, #"\""#, "", "NULL", "x,y", "{}", " sp ", "日本 🎉", "'quoted'"]

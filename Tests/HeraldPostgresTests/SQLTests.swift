@@ -8,7 +8,7 @@ import Testing
         let name = "Robert'); drop table students;--"
         let sql: SQL = "select * from t where id = \(id) and name = \(name) and n > \(3)"
         #expect(sql.text == "select * from t where id = $1 and name = $2 and n > $3")
-        #expect(sql.bindings == [id.uuidString, name, "3"])
+        #expect(sql.bindings == [id.uuidString.lowercased(), name, "3"])
     }
 
     @Test func optionalsBindNull() {

@@ -315,13 +315,17 @@ public struct QueueStore {
         guard !batch.isEmpty else { return [] }
         // pgJSONText…: delivery errors quote providers, whose answers may hold NULs (jsonb refuses \u0000).
         func json<T>(_ xs: [T], _ f: (T) -> JSONValue) -> String { JSONValue.array(xs.map(f)).pgJSONTextAnyOrder }
+        let rows = RowColumns(batch.rows), deliveries = DeliveryColumns(batch.deliveries)
         return try db.transaction { db in
             let recorded = Set(try db.query("""
                 with r as materialized (
-                  select * from jsonb_to_recordset(\(json(batch.rows) { $0.json })::jsonb) as r(
-                    id uuid, status text, permanent boolean, last_error text, skip_reason text,
-                    run_after timestamptz, sent_at timestamptz, provider_message_id text, attempts_delta int,
-                    event text, reason text, details jsonb, title text, body text)
+                  select * from unnest(\(rows.ids)::uuid[], \(rows.statuses)::text[], \(rows.permanent)::boolean[],
+                                       \(rows.lastErrors)::text[], \(rows.skipReasons)::text[], \(rows.runAfter)::timestamptz[],
+                                       \(rows.sentAt)::timestamptz[], \(rows.providerMessageIds)::text[],
+                                       \(rows.attemptsDeltas)::int[], \(rows.events)::text[], \(rows.reasons)::text[],
+                                       \(rows.details)::text[], \(rows.titles)::text[], \(rows.bodies)::text[])
+                    as r(id, status, permanent, last_error, skip_reason, run_after, sent_at, provider_message_id,
+                         attempts_delta, event, reason, details, title, body)
                 ), u as (
                   update \(queue) q
                      set status = r.status, permanent = r.permanent, last_error = r.last_error,
@@ -338,18 +342,21 @@ public struct QueueStore {
                 ), ev as (
                   insert into notification_events (queue_id, pass_id, event, reason, details)
                   select u.id, \(passId), u.event, u.reason,
-                         case when jsonb_typeof(u.details) = 'object' then jsonb_build_object('attempt', u.attempt) || u.details
+                         case when jsonb_typeof(x.details) = 'object' then jsonb_build_object('attempt', u.attempt) || x.details
                               else jsonb_build_object('attempt', u.attempt) end
-                    from u
+                    from u, lateral (select u.details::jsonb as details) x
                 ), d as (
                   insert into notification_deliveries (queue_id, pass_id, attempt, channel, provider, destination,
                     device_token_id, outcome, http_status, provider_error_code, provider_message_id, error, latency_ms)
                   select x.queue_id, \(passId), x.attempt, x.channel, x.provider, x.destination, x.device_token_id,
                          x.outcome, x.http_status, x.provider_error_code, x.provider_message_id, x.error, x.latency_ms
-                    from jsonb_to_recordset(\(json(batch.deliveries) { $0.json })::jsonb) as x(
-                      queue_id uuid, attempt int, channel text, provider text, destination text,
-                      device_token_id uuid, outcome text, http_status int, provider_error_code text,
-                      provider_message_id text, error text, latency_ms int)
+                    from unnest(\(deliveries.queueIds)::uuid[], \(deliveries.attempts)::int[], \(deliveries.channels)::text[],
+                                \(deliveries.providers)::text[], \(deliveries.destinations)::text[],
+                                \(deliveries.deviceTokenIds)::uuid[], \(deliveries.outcomes)::text[],
+                                \(deliveries.httpStatuses)::int[], \(deliveries.errorCodes)::text[],
+                                \(deliveries.messageIds)::text[], \(deliveries.errors)::text[], \(deliveries.latencies)::int[])
+                      as x(queue_id, attempt, channel, provider, destination, device_token_id, outcome, http_status,
+                           provider_error_code, provider_message_id, error, latency_ms)
                    where x.queue_id in (select id from u)
                 ), i as (
                   -- The in-app copy's id is its queue row's: one id for the push payload's queue_id,

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldPostgres
 
 /// An in-app notification: a row of `inbox`, written with the record that marks its queue row sent.
 public struct InboxRecord: Sendable {
@@ -82,48 +83,64 @@ public struct RecordBatch: Sendable {
     }
 }
 
-// MARK: - As the record SQL reads them (jsonb)
+// MARK: - As the record SQL reads them
 
-extension RowRecord {
-    var json: JSONValue {
-        var o: [String: JSONValue] = [
-            "id": .string(id.uuidString),
-            "status": .string(status.rawValue),
-            "permanent": .bool(permanent),
-            "attempts_delta": .number(Double(attemptsDelta)),
-            "event": .string(event.rawValue),
-            "details": details,
-        ]
-        if let v = lastError { o["last_error"] = .string(v) }
-        if let v = skipReason { o["skip_reason"] = .string(v) }
-        if let v = runAfter { o["run_after"] = .string(ISO8601.string(v)) }
-        if let v = sentAt { o["sent_at"] = .string(ISO8601.string(v)) }
-        if let v = providerMessageId { o["provider_message_id"] = .string(v) }
-        if let v = reason { o["reason"] = .string(v) }
-        if let v = title { o["title"] = .string(v) }
-        if let v = body { o["body"] = .string(v) }
-        return .object(o)
+/// The rows' outcomes as one array per column, bound to `unnest(…)`: typed arrays cost the database far
+/// less to read than a jsonb document of the same rows (only the trail's details are jsonb).
+struct RowColumns {
+    var ids: [UUID] = [], statuses: [String] = [], permanent: [Bool] = []
+    var lastErrors = PGNullableArray<String>([]), skipReasons = PGNullableArray<String>([])
+    var runAfter = PGNullableArray<Date>([]), sentAt = PGNullableArray<Date>([])
+    var providerMessageIds = PGNullableArray<String>([])
+    var attemptsDeltas: [Int32] = [], events: [String] = [], reasons = PGNullableArray<String>([])
+    /// Each row's decision trail as JSON text (NUL written as U+FFFD: jsonb refuses `\u0000`).
+    var details: [String] = []
+    var titles = PGNullableArray<String>([]), bodies = PGNullableArray<String>([])
+
+    init(_ rows: [RowRecord]) {
+        for r in rows {
+            ids.append(r.id)
+            statuses.append(r.status.rawValue)
+            permanent.append(r.permanent)
+            lastErrors.elements.append(r.lastError)
+            skipReasons.elements.append(r.skipReason)
+            runAfter.elements.append(r.runAfter)
+            sentAt.elements.append(r.sentAt)
+            providerMessageIds.elements.append(r.providerMessageId)
+            attemptsDeltas.append(Int32(clamping: r.attemptsDelta))
+            events.append(r.event.rawValue)
+            reasons.elements.append(r.reason)
+            details.append(r.details.pgJSONTextAnyOrder)
+            titles.elements.append(r.title)
+            bodies.elements.append(r.body)
+        }
     }
 }
 
-extension DeliveryRecord {
-    var json: JSONValue {
-        var o: [String: JSONValue] = [
-            "queue_id": .string(queueId.uuidString),
-            "attempt": .number(Double(attempt)),
-            "channel": .string(channel),
-            "provider": .string(provider.rawValue),
-            "destination": .string(destination),
-            "outcome": .string(outcome),
-        ]
-        if let v = deviceTokenId { o["device_token_id"] = .string(v.uuidString) }
-        // `int` columns: a value outside int4 (a provider's absurd status) is left out, not a failed flush.
-        if let v = httpStatus, Int32(exactly: v) != nil { o["http_status"] = .number(Double(v)) }
-        if let v = errorCode { o["provider_error_code"] = .string(v) }
-        if let v = messageId { o["provider_message_id"] = .string(v) }
-        if let v = error { o["error"] = .string(v) }
-        if let v = latencyMs, Int32(exactly: v) != nil { o["latency_ms"] = .number(Double(v)) }
-        return .object(o)
+/// The deliveries as one array per column (see ``RowColumns``).
+struct DeliveryColumns {
+    var queueIds: [UUID] = [], attempts: [Int32] = [], channels: [String] = [], providers: [String] = []
+    var destinations: [String] = [], deviceTokenIds = PGNullableArray<UUID>([]), outcomes: [String] = []
+    var httpStatuses = PGNullableArray<Int32>([]), errorCodes = PGNullableArray<String>([])
+    var messageIds = PGNullableArray<String>([]), errors = PGNullableArray<String>([])
+    var latencies = PGNullableArray<Int32>([])
+
+    init(_ deliveries: [DeliveryRecord]) {
+        for d in deliveries {
+            queueIds.append(d.queueId)
+            attempts.append(Int32(clamping: d.attempt))
+            channels.append(d.channel)
+            providers.append(d.provider.rawValue)
+            destinations.append(d.destination)
+            deviceTokenIds.elements.append(d.deviceTokenId)
+            outcomes.append(d.outcome)
+            // `int` columns: a value outside int4 (a provider's absurd status) is left out, not a failed flush.
+            httpStatuses.elements.append(d.httpStatus.flatMap { Int32(exactly: $0) })
+            errorCodes.elements.append(d.errorCode)
+            messageIds.elements.append(d.messageId)
+            errors.elements.append(d.error)
+            latencies.elements.append(d.latencyMs.flatMap { Int32(exactly: $0) })
+        }
     }
 }
 
