@@ -288,7 +288,11 @@ import Testing
         // The queue row goes after a day here; its history stays.
         try db.execute("update notification_queue set updated_at = now() - interval '2 days' where id = \(id)")
         let store = QueueStore(db: db, passId: "test-prune")
-        #expect(try store.pruneTerminal(retentionDays: 1) == 1)
+        // The queue row goes by its `updated_at`; the history by the pass's clock: at a `--now` ten days
+        // ago, no entry is a month old yet.
+        #expect(try store.pruneTerminal(retentionDays: 1, now: now.addingTimeInterval(-10 * 86_400)) == 1)
+        #expect(try f.count("select count(*) from notification_history") == 3)
+        #expect(try store.pruneTerminal(retentionDays: 1, now: now) == 0)
         #expect(try f.count("select count(*) from notification_queue") == 0)
         let titles = try db.query("select title from notification_history order by delivered_time").compactMap { $0["title"].string }
         #expect(titles == ["kept", "Hello"])

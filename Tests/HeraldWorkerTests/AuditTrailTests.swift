@@ -18,7 +18,7 @@ import Testing
         _ = Worker(url: tdb.url).run(now: seedInstant)
         #expect(try f.row(id)["status"].string == "sent")
         try db.execute("update notification_queue set updated_at = now() - interval '40 days' where id = \(id)")
-        let pruned = try QueueStore(db: db, passId: "test").pruneTerminal(retentionDays: 30)
+        let pruned = try QueueStore(db: db, passId: "test").pruneTerminal(retentionDays: 30, now: Date())
         #expect(pruned == 1)
         #expect(try f.count("select count(*)::int from notification_queue where id = \(id)") == 0)
         #expect(try f.count("select count(*)::int from notification_deliveries where queue_id = \(id)") == 1)

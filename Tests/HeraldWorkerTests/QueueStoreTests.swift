@@ -39,6 +39,43 @@ import Testing
         #expect(row["locked_by"].isNull)
     }
 
+    /// The record's trail event: the attempt first, then the decision's details as they were, hostile
+    /// text included; details that are empty or not an object leave the attempt alone; a details key
+    /// named `attempt` wins, as jsonb's `||` would have it.
+    @Test func theRecordedEventCarriesTheAttemptAndTheDetails() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let recipient = try f.profile()
+        let ids = try (0..<5).map { _ in try f.enqueue(to: recipient, at: seedInstant) }
+        let store = QueueStore(db: db, passId: "p")
+        #expect(try store.claimRows(limit: 10, now: seedInstant, channels: ["in_app"], leaseSeconds: 60).count == 5)
+        let hostile = "nul\u{0} \"quote\" back\\slash {brace} 日本 🎉"
+        let details: [JSONValue] = [
+            ["rule": "send", "text": .string(hostile), "nested": ["n": 1.5, "list": [true, .null]]],
+            .null, [:], "a string", ["attempt": 9, "rule": "retry"],
+        ]
+        var batch = RecordBatch()
+        for (id, d) in zip(ids, details) {
+            var r = RowRecord(id: id, status: .skipped, event: .skipped)
+            r.details = d
+            batch.rows.append(r)
+        }
+        #expect(try store.record(batch).count == 5)
+        func event(_ id: UUID) throws -> JSONValue {
+            let text = try #require(try db.query("select details::text as d from notification_events where queue_id = \(id)")
+                .first?["d"].string)
+            return try JSONValue.parse(text)
+        }
+        #expect(try event(ids[0]) == ["attempt": 1, "rule": "send", "text": .string(hostile.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}")),
+                                      "nested": ["n": 1.5, "list": [true, .null]]])
+        #expect(try event(ids[1]) == ["attempt": 1])
+        #expect(try event(ids[2]) == ["attempt": 1])
+        #expect(try event(ids[3]) == ["attempt": 1])
+        #expect(try event(ids[4]) == ["attempt": 9, "rule": "retry"])
+    }
+
     @Test func claimTakesNoMoreThanTheLimitInPriorityOrder() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
@@ -98,7 +135,7 @@ import Testing
             update notification_queue set updated_at = now() - interval '40 days'
              where id = any(\([oldSent, oldPending, oldRetrying])::uuid[])
             """)
-        let pruned = try QueueStore(db: db, passId: "p").pruneTerminal(retentionDays: 30)
+        let pruned = try QueueStore(db: db, passId: "p").pruneTerminal(retentionDays: 30, now: Date())
         #expect(pruned == 1)
         let left = Set(try db.query("select id from notification_queue").compactMap { $0["id"].uuid })
         #expect(left == [oldPending, oldRetrying, recentSent])

@@ -182,7 +182,7 @@ public struct Runner {
                     }
                 }
                 isolated("prune", db: db, logger: logger, summary: &summary) { summary in
-                    summary.pruned = try store.pruneTerminal(retentionDays: options.retentionDays)
+                    summary.pruned = try store.pruneTerminal(retentionDays: options.retentionDays, now: clock.now())
                 }
                 isolated("audit", db: db, logger: logger, summary: &summary) { summary in
                     let dropped = try store.maintainAuditTrail(retentionDays: options.auditRetentionDays)

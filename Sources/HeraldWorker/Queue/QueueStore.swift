@@ -79,9 +79,11 @@ public struct QueueStore {
     /// Deletes terminal rows (sent, skipped, failed for good) untouched for `retentionDays`, a chunk at a
     /// time so one pass never holds many locks. Their trail and deliveries stay (kept for the audit
     /// retention): each row leaves a `pruned` event with what it was, without its payload. Then drops
-    /// `notification_history` entries older than `historyRetentionDays` (a chunk of `limit` too).
+    /// `notification_history` entries older than `historyRetentionDays` at the pass's `now` (a chunk of
+    /// `limit` too): their `delivered_time` is the pass's clock too, so a pass run with `--now` in the
+    /// past never takes the history it has just written for a month old.
     @discardableResult
-    public func pruneTerminal(retentionDays: Int, limit: Int = 5000) throws -> Int {
+    public func pruneTerminal(retentionDays: Int, now: Date, limit: Int = 5000) throws -> Int {
         try db.transaction { db in
             guard try db.query("select pg_try_advisory_xact_lock(\(lockKey(QueueStore.housekeepingLock + 1))) as ok")
                 .first?["ok"].bool == true else { return 0 }
@@ -113,7 +115,7 @@ public struct QueueStore {
             try db.execute("""
                 delete from notification_history where id in (
                   select id from notification_history
-                   where delivered_time < now() - make_interval(days => \(QueueStore.historyRetentionDays))
+                   where delivered_time < \(now)::timestamptz - make_interval(days => \(QueueStore.historyRetentionDays))
                    limit \(limit))
                 """)
             return pruned
@@ -341,10 +343,12 @@ public struct QueueStore {
                             r.status, r.event, r.reason, r.details, r.title, r.body
                 ), ev as (
                   insert into notification_events (queue_id, pass_id, event, reason, details)
+                  -- The attempt goes first in the details' text, so one parse makes the jsonb (a key of the
+                  -- details' own named attempt comes later and wins, as with jsonb's ||).
                   select u.id, \(passId), u.event, u.reason,
-                         case when jsonb_typeof(x.details) = 'object' then jsonb_build_object('attempt', u.attempt) || x.details
-                              else jsonb_build_object('attempt', u.attempt) end
-                    from u, lateral (select u.details::jsonb as details) x
+                         case when u.details is null then jsonb_build_object('attempt', u.attempt)
+                              else ('{"attempt":' || u.attempt || ',' || substr(u.details, 2))::jsonb end
+                    from u
                 ), d as (
                   insert into notification_deliveries (queue_id, pass_id, attempt, channel, provider, destination,
                     device_token_id, outcome, http_status, provider_error_code, provider_message_id, error, latency_ms)

@@ -93,8 +93,9 @@ struct RowColumns {
     var runAfter = PGNullableArray<Date>([]), sentAt = PGNullableArray<Date>([])
     var providerMessageIds = PGNullableArray<String>([])
     var attemptsDeltas: [Int32] = [], events: [String] = [], reasons = PGNullableArray<String>([])
-    /// Each row's decision trail as JSON text (NUL written as U+FFFD: jsonb refuses `\u0000`).
-    var details: [String] = []
+    /// Each row's decision trail as the text of a JSON object with at least one key (NUL written as
+    /// U+FFFD: jsonb refuses `\u0000`), or nil when it has none (the event's details then hold only the attempt).
+    var details = PGNullableArray<String>([])
     var titles = PGNullableArray<String>([]), bodies = PGNullableArray<String>([])
 
     init(_ rows: [RowRecord]) {
@@ -110,7 +111,11 @@ struct RowColumns {
             attemptsDeltas.append(Int32(clamping: r.attemptsDelta))
             events.append(r.event.rawValue)
             reasons.elements.append(r.reason)
-            details.append(r.details.pgJSONTextAnyOrder)
+            if case .object(let o) = r.details, !o.isEmpty {
+                details.elements.append(r.details.pgJSONTextAnyOrder)
+            } else {
+                details.elements.append(nil)
+            }
             titles.elements.append(r.title)
             bodies.elements.append(r.body)
         }
