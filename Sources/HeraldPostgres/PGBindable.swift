@@ -18,7 +18,7 @@ extension String: PGArrayElement {
     /// would silently cut the parameter at the first one. Text from outside (a provider's answer) may
     /// carry NULs; it is stored readable instead of truncated or refused.
     public var pgText: String {
-        guard utf8.contains(0) else { return self }
+        guard utf8.withContiguousStorageIfAvailable({ $0.contains(0) }) ?? utf8.contains(0) else { return self }
         return String(String.UnicodeScalarView(unicodeScalars.lazy.map { $0 == "\u{0}" ? "\u{FFFD}" : $0 }))
     }
 }
@@ -84,49 +84,66 @@ extension Date: PGArrayElement {
 
 extension Array: PGBindable where Element: PGArrayElement {
     /// A PostgreSQL array literal with every element double-quoted: `{"a","b\"c","d\\e"}`.
-    public var pgText: String { PGArrayLiteral.text(lazy.map { Optional($0.pgText) }, count: count) }
+    @inlinable public var pgText: String { PGArrayLiteral.text(map { Optional($0.pgText) }) }
 }
 
 /// An array whose elements may be missing, bound as a PostgreSQL array literal with `NULL` for each `nil`:
-/// the column-per-array shape of a batch write.
+/// the column-per-array shape of a batch write. Each element is kept as its text.
 ///
+///     var errors = PGNullableArray()
+///     for row in rows { errors.append(row.error) }
 ///     try conn.execute("""
 ///         update t set error = x.error
-///           from unnest(\(ids)::uuid[], \(PGNullableArray(errors))::text[]) as x(id, error) where t.id = x.id
+///           from unnest(\(ids)::uuid[], \(errors)::text[]) as x(id, error) where t.id = x.id
 ///         """)
-public struct PGNullableArray<Element: PGArrayElement>: PGBindable {
-    public var elements: [Element?]
+public struct PGNullableArray: PGBindable {
+    public private(set) var texts: [String?] = []
 
-    public init(_ elements: [Element?]) { self.elements = elements }
+    public init() {}
 
-    public var pgText: String { PGArrayLiteral.text(elements.lazy.map { $0?.pgText }, count: elements.count) }
+    @inlinable public init<Element: PGArrayElement>(_ elements: [Element?]) {
+        self.init()
+        for element in elements { append(element) }
+    }
+
+    @inlinable public mutating func append<Element: PGArrayElement>(_ element: Element?) {
+        appendText(element?.pgText)
+    }
+
+    @usableFromInline mutating func appendText(_ text: String?) { texts.append(text) }
+
+    public var pgText: String { PGArrayLiteral.text(texts) }
 }
 
 /// Writes array literals: each element double-quoted (backslash before `"` and `\`), `NULL` for `nil`.
-enum PGArrayLiteral {
-    static func text<S: Sequence>(_ elements: S, count: Int) -> String where S.Element == String? {
-        var text = "{"
-        text.reserveCapacity(count * 40 + 2)
+/// Byte by byte: a batch binds arrays of thousands of JSON texts, full of quotes to escape.
+@usableFromInline enum PGArrayLiteral {
+    /// Not generic over the sequence: unspecialised, each element went through generic metadata lookups.
+    @usableFromInline static func text(_ elements: [String?]) -> String {
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(elements.reduce(2) { $0 + ($1?.utf8.count ?? 4) + 3 })
         var first = true
         for element in elements {
-            if !first { text += "," }
+            if !first { out.append(UInt8(ascii: ",")) }
             first = false
-            guard let value = element else {
-                text += "NULL"
+            guard var value = element else {
+                out.append(contentsOf: "NULL".utf8)
                 continue
             }
-            text += "\""
-            if value.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-                for scalar in value.unicodeScalars {
-                    if scalar == "\"" || scalar == "\\" { text.unicodeScalars.append("\\") }
-                    text.unicodeScalars.append(scalar)
+            out.append(UInt8(ascii: "\""))
+            value.withUTF8 { bytes in
+                // Runs without a quote or a backslash are copied whole.
+                var start = 0
+                for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                    out.append(UInt8(ascii: "\\"))
+                    start = index
                 }
-            } else {
-                text += value
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
             }
-            text += "\""
+            out.append(UInt8(ascii: "\""))
         }
-        text += "}"
-        return text
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -129,7 +129,7 @@ func serverConnection() throws -> PGConnection {
         let dates: [Date?] = [nil, Date(timeIntervalSince1970: 1_769_310_000.25)]
         #expect(try conn.query("select v from unnest(\(PGNullableArray(dates))::timestamptz[]) with ordinality as u(v, i) order by i")
             .map { $0["v"].date } == dates)
-        #expect(try conn.query("select cardinality(\(PGNullableArray<String>([]))::text[]) as n")[0]["n"].int == 0)
+        #expect(try conn.query("select cardinality(\(PGNullableArray([String?]()))::text[]) as n")[0]["n"].int == 0)
     }
 
     /// Our own UUID text (no Foundation `snprintf`) is what the server and Foundation read and write.

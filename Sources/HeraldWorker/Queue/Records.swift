@@ -89,35 +89,35 @@ public struct RecordBatch: Sendable {
 /// less to read than a jsonb document of the same rows (only the trail's details are jsonb).
 struct RowColumns {
     var ids: [UUID] = [], statuses: [String] = [], permanent: [Bool] = []
-    var lastErrors = PGNullableArray<String>([]), skipReasons = PGNullableArray<String>([])
-    var runAfter = PGNullableArray<Date>([]), sentAt = PGNullableArray<Date>([])
-    var providerMessageIds = PGNullableArray<String>([])
-    var attemptsDeltas: [Int32] = [], events: [String] = [], reasons = PGNullableArray<String>([])
+    var lastErrors = PGNullableArray(), skipReasons = PGNullableArray()
+    var runAfter = PGNullableArray(), sentAt = PGNullableArray()
+    var providerMessageIds = PGNullableArray()
+    var attemptsDeltas: [Int32] = [], events: [String] = [], reasons = PGNullableArray()
     /// Each row's decision trail as the text of a JSON object with at least one key (NUL written as
     /// U+FFFD: jsonb refuses `\u0000`), or nil when it has none (the event's details then hold only the attempt).
-    var details = PGNullableArray<String>([])
-    var titles = PGNullableArray<String>([]), bodies = PGNullableArray<String>([])
+    var details = PGNullableArray()
+    var titles = PGNullableArray(), bodies = PGNullableArray()
 
     init(_ rows: [RowRecord]) {
         for r in rows {
             ids.append(r.id)
             statuses.append(r.status.rawValue)
             permanent.append(r.permanent)
-            lastErrors.elements.append(r.lastError)
-            skipReasons.elements.append(r.skipReason)
-            runAfter.elements.append(r.runAfter)
-            sentAt.elements.append(r.sentAt)
-            providerMessageIds.elements.append(r.providerMessageId)
+            lastErrors.append(r.lastError)
+            skipReasons.append(r.skipReason)
+            runAfter.append(r.runAfter)
+            sentAt.append(r.sentAt)
+            providerMessageIds.append(r.providerMessageId)
             attemptsDeltas.append(Int32(clamping: r.attemptsDelta))
             events.append(r.event.rawValue)
-            reasons.elements.append(r.reason)
+            reasons.append(r.reason)
             if case .object(let o) = r.details, !o.isEmpty {
-                details.elements.append(r.details.pgJSONTextAnyOrder)
+                details.append(r.details.pgJSONTextAnyOrder)
             } else {
-                details.elements.append(nil)
+                details.append(nil as String?)
             }
-            titles.elements.append(r.title)
-            bodies.elements.append(r.body)
+            titles.append(r.title)
+            bodies.append(r.body)
         }
     }
 }
@@ -125,10 +125,10 @@ struct RowColumns {
 /// The deliveries as one array per column (see ``RowColumns``).
 struct DeliveryColumns {
     var queueIds: [UUID] = [], attempts: [Int32] = [], channels: [String] = [], providers: [String] = []
-    var destinations: [String] = [], deviceTokenIds = PGNullableArray<UUID>([]), outcomes: [String] = []
-    var httpStatuses = PGNullableArray<Int32>([]), errorCodes = PGNullableArray<String>([])
-    var messageIds = PGNullableArray<String>([]), errors = PGNullableArray<String>([])
-    var latencies = PGNullableArray<Int32>([])
+    var destinations: [String] = [], deviceTokenIds = PGNullableArray(), outcomes: [String] = []
+    var httpStatuses = PGNullableArray(), errorCodes = PGNullableArray()
+    var messageIds = PGNullableArray(), errors = PGNullableArray()
+    var latencies = PGNullableArray()
 
     init(_ deliveries: [DeliveryRecord]) {
         for d in deliveries {
@@ -137,14 +137,14 @@ struct DeliveryColumns {
             channels.append(d.channel)
             providers.append(d.provider.rawValue)
             destinations.append(d.destination)
-            deviceTokenIds.elements.append(d.deviceTokenId)
+            deviceTokenIds.append(d.deviceTokenId)
             outcomes.append(d.outcome)
             // `int` columns: a value outside int4 (a provider's absurd status) is left out, not a failed flush.
-            httpStatuses.elements.append(d.httpStatus.flatMap { Int32(exactly: $0) })
-            errorCodes.elements.append(d.errorCode)
-            messageIds.elements.append(d.messageId)
-            errors.elements.append(d.error)
-            latencies.elements.append(d.latencyMs.flatMap { Int32(exactly: $0) })
+            httpStatuses.append(d.httpStatus.flatMap { Int32(exactly: $0) })
+            errorCodes.append(d.errorCode)
+            messageIds.append(d.messageId)
+            errors.append(d.error)
+            latencies.append(d.latencyMs.flatMap { Int32(exactly: $0) })
         }
     }
 }
