@@ -89,6 +89,28 @@ public struct QueueItem: Sendable, Equatable {
 }
 
 extension UUID {
-    /// The lower-case text form PostgreSQL prints, for logs and payloads.
-    public var lowercased: String { uuidString.lowercased() }
+    /// The lower-case text form PostgreSQL prints, for logs and payloads. Written directly: Foundation's
+    /// `uuidString` goes through `snprintf`, a visible cost when every row of a batch needs it. (HeraldPostgres,
+    /// which cannot see this module, writes bound UUIDs the same way in `UUID.pgText`.)
+    public var lowercased: String {
+        withUnsafeBytes(of: uuid) { bytes in
+            String(unsafeUninitializedCapacity: 36) { out in
+                var i = 0
+                for (index, byte) in bytes.enumerated() {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        out[i] = UInt8(ascii: "-")
+                        i += 1
+                    }
+                    out[i] = UUID.hexDigit(byte >> 4)
+                    out[i + 1] = UUID.hexDigit(byte & 0x0F)
+                    i += 2
+                }
+                return i
+            }
+        }
+    }
+
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+    }
 }

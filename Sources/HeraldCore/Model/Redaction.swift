@@ -8,7 +8,8 @@ public enum Redaction {
     /// credentials; nil when `text` is not an http(s) URL. The authority ends at the first `/`, `?` or `#`
     /// after `://` and its userinfo at the last `@` in it (RFC 3986, as libcurl reads URLs).
     public static func url(_ text: String) -> String? {
-        guard let separator = text.range(of: "://") else { return nil }
+        // Most destinations (tokens, ids, phone numbers, addresses) have no colon at all.
+        guard text.utf8.contains(UInt8(ascii: ":")), let separator = text.firstRange(of: "://") else { return nil }
         let scheme = text[..<separator.lowerBound].lowercased()
         guard scheme == "http" || scheme == "https" else { return nil }
         let rest = text[separator.upperBound...]
