@@ -206,25 +206,30 @@ public struct QueueStore {
         -> (rows: [Claimed], contended: Bool) {
         try db.transaction { db in
             let candidates = try db.query("""
-                select id, recipient_user_id, pg_try_advisory_xact_lock(\(QueueStore.recipientLockClass),
+                select id, ctid, recipient_user_id, pg_try_advisory_xact_lock(\(QueueStore.recipientLockClass),
                          hashtext(recipient_user_id::text) & \(QueueStore.recipientBuckets - 1)) as mine
-                  from (select q.id, q.recipient_user_id from \(queue) q
+                  from (select q.id, q.ctid, q.recipient_user_id from \(queue) q
                          where \(QueueStore.due(now)) and \(QueueStore.notPaused)
                            and (q.channel = any(\(channels)::text[]) or not q.channel = any(\(QueueStore.knownChannels)::text[]))
                          order by q.priority_rank, q.run_after, q.id
                          limit \(limit)
                          for update skip locked) c
                 """)
-            let ids = candidates.compactMap { row -> UUID? in
+            var ids: [UUID] = [], tids: [String] = []
+            for row in candidates {
                 guard row["mine"].bool == true, let recipient = row["recipient_user_id"].uuid,
-                      !excluding.contains(recipient) else { return nil }
-                return row["id"].uuid
+                      !excluding.contains(recipient), let id = row["id"].uuid, let tid = row["ctid"].string else { continue }
+                ids.append(id)
+                tids.append(tid)
             }
             guard !ids.isEmpty else { return ([], candidates.count > 0) }
+            // The candidates are found again by their physical address (a TID scan, no index probe): this
+            // transaction holds their row locks, so none of them can have moved. In a partitioned queue a
+            // ctid names a row of each partition, so the id must match too.
             let result = try db.query("""
                 with c as materialized (
-                  select id from \(queue) q
-                   where id = any(\(ids)::uuid[]) and \(QueueStore.due(now)) and \(QueueStore.notPaused)
+                  select tableoid, ctid from \(queue) q
+                   where ctid = any(\(tids)::tid[]) and id = any(\(ids)::uuid[]) and \(QueueStore.due(now)) and \(QueueStore.notPaused)
                      and not exists (select 1 from \(queue) p
                                       where p.recipient_user_id = q.recipient_user_id and p.status = 'processing'
                                         and p.locked_by <> \(passId) and p.locked_until > now())
@@ -234,7 +239,7 @@ public struct QueueStore {
                      set status = 'processing', attempts = q.attempts + 1,
                          locked_until = now() + make_interval(secs => \(leaseSeconds)),
                          locked_by = \(passId), updated_at = now()
-                    from c where q.id = c.id
+                    from c where q.ctid = c.ctid and q.tableoid = c.tableoid
                   returning q.*
                 )
                 select \(unescaped: QueueStore.itemColumns) from u
