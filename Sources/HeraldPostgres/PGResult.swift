@@ -43,9 +43,16 @@ public struct PGResult: Sendable, RandomAccessCollection {
         let indexByName: [String: Int]
         let rowCount: Int
 
-        init(_ result: OpaquePointer) {
+        /// Takes `result`, with the column names of `columnsOf` when given (a streamed query's rows
+        /// all have the first row's columns: they are read once, not once a row).
+        init(_ result: OpaquePointer, columnsOf template: Storage? = nil) {
             self.result = result
             rowCount = Int(PQntuples(result))
+            if let template {
+                columns = template.columns
+                indexByName = template.indexByName
+                return
+            }
             var columns: [String] = []
             var indexByName: [String: Int] = [:]
             for column in 0..<PQnfields(result) {
