@@ -20,8 +20,10 @@ import Foundation
 public final class PGRowStream {
     private let connection: PGConnection
     private let handle: OpaquePointer
-    /// The first row's result, whose column names the later rows share.
-    private var template: PGResult.Storage?
+    /// The column names, read from the first row.
+    private var columns: (names: [String], indexByName: [String: Int])?
+    /// The last row's storage: the next row reuses it when the caller kept no reference to it.
+    private var current: PGResult.Storage?
     private var finished = false
     /// The rows read so far.
     public private(set) var count = 0
@@ -69,10 +71,17 @@ public final class PGRowStream {
         }
         let status = PQresultStatus(result)
         if status == PGRES_SINGLE_TUPLE {
-            let storage = PGResult.Storage(result, columnsOf: template)
-            if template == nil { template = storage }
+            // libpq makes a result for every row; the Swift side reuses one storage for them all
+            // unless the caller keeps rows (a reader of a million rows allocates nothing per row).
+            if current != nil, isKnownUniquelyReferenced(&current) {
+                current!.replace(with: result)
+            } else {
+                let storage = PGResult.Storage(result, columns: columns)
+                if columns == nil { columns = (storage.columns, storage.indexByName) }
+                current = storage
+            }
             count += 1
-            return PGRow(storage: storage, row: 0)
+            return PGRow(storage: current!, row: 0)
         }
         if status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK || status == PGRES_EMPTY_QUERY {
             // The end: a result with no rows, then nil.
@@ -113,6 +122,7 @@ public final class PGRowStream {
             while let result = PQgetResult(handle) { PQclear(result) }
         }
         finished = true
+        current = nil
         connection.isStreaming = false
     }
 }

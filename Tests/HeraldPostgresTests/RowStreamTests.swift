@@ -53,7 +53,8 @@ import Testing
         try expectUsable(conn)
     }
 
-    /// Rows may outlive the closure: each keeps its own result.
+    /// Rows may outlive the closure: a kept row keeps its own result (the stream reuses a row's
+    /// storage for the next one only when nothing else refers to it).
     @Test func keptRowsStayReadable() throws {
         let conn = try serverConnection()
         var kept: [PGRow] = []
@@ -61,6 +62,16 @@ import Testing
         #expect(kept.count == 1000)
         #expect(kept[999]["label"].string == "row 1000")
         #expect(kept.map { $0.int(at: 0) ?? 0 } == Array(1...1000))
+
+        // Every seventh row kept, the others dropped as read.
+        var some: [PGRow] = []
+        var seen = 0
+        try conn.stream("select g, 'row ' || g as label from generate_series(1, 1000) g") { row in
+            #expect(row.int(at: 0) == seen + 1)
+            seen += 1
+            if seen % 7 == 0 { some.append(row) }
+        }
+        #expect(some.map { $0["label"].string ?? "" } == stride(from: 7, through: 1000, by: 7).map { "row \($0)" })
     }
 
     @Test func boundParameters() throws {
