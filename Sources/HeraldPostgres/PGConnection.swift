@@ -365,7 +365,7 @@ public final class PGConnection {
         }
     }
 
-    private func scrub(_ message: String) -> String {
+    func scrub(_ message: String) -> String {
         Self.scrub(message, secrets)
     }
 

@@ -40,7 +40,7 @@ public final class PGRowStream {
             PQsendQueryParams(handle, sql.text, Int32(bindings.count), nil, bindings.isEmpty ? nil : values, nil, nil, 0)
         }
         guard sent == 1 else {
-            throw PGError(message: PGConnection.trimmed(PQerrorMessage(handle)) ?? "could not send the query",
+            throw PGError(message: connection.scrub(PGConnection.trimmed(PQerrorMessage(handle)) ?? "could not send the query"),
                           isConnectionFailure: PQstatus(handle) == CONNECTION_BAD)
         }
         self.connection = connection
