@@ -81,7 +81,7 @@ struct MetricWindows: Sendable {
         let slot = windows.slot
         let stride = metrics.count * days
         var poisoned = Set<Int>()
-        try windows.values.withUnsafeMutableBufferPointer { values in
+        _ = try windows.values.withUnsafeMutableBufferPointer { values in
             try db.stream("""
                 select \(unescaped: key), (metric_date - date '1970-01-01') as d, \(unescaped: columns) from wearable_daily_metrics m
                  where user_id = any(\(users)::uuid[])
