@@ -292,7 +292,7 @@ public final class PGConnection {
     }
 
     /// `; SET LOCAL …` for the timeouts `setTimeouts` asked for, sent with every BEGIN.
-    private var timeoutSettings = ""
+    private(set) var timeoutSettings = ""
     private var timeouts: [String: Int] = [:]
 
     /// Sets `statement_timeout`, `lock_timeout` and `idle_in_transaction_session_timeout`, in
@@ -319,13 +319,23 @@ public final class PGConnection {
 
     // MARK: Results and errors
 
-    private func liveHandle() throws -> OpaquePointer {
+    func liveHandle() throws -> OpaquePointer {
         guard let handle else { throw PGError(isConnectionFailure: true, message: "the connection is closed") }
+        // libpq would silently read and drop the stream's remaining rows to run another statement.
+        guard !isStreaming else {
+            throw PGError(message: "a streamed query is still being read on this connection: finish it first")
+        }
         return handle
     }
 
+    /// The libpq handle, nil once closed: for a `PGRowStream` to read the query it owns.
+    var rawHandle: OpaquePointer? { handle }
+
+    /// Set by a `PGRowStream` while its query is in progress: no other statement may run meanwhile.
+    var isStreaming = false
+
     /// Turns a libpq result into a `PGResult` (which then owns it) or a thrown `PGError` (freeing it).
-    private func consume(_ result: OpaquePointer?, _ connection: OpaquePointer) throws -> PGResult {
+    func consume(_ result: OpaquePointer?, _ connection: OpaquePointer) throws -> PGResult {
         guard let result else {
             throw PGError(
                 message: scrub(Self.trimmed(PQerrorMessage(connection)) ?? "no result from the server"),
@@ -355,7 +365,7 @@ public final class PGConnection {
         }
     }
 
-    private func scrub(_ message: String) -> String {
+    func scrub(_ message: String) -> String {
         Self.scrub(message, secrets)
     }
 
@@ -397,7 +407,7 @@ public final class PGConnection {
     }
 
     /// NUL-terminated copies of the bindings in one buffer, NULL for `nil`.
-    private static func withParameterValues<R>(
+    static func withParameterValues<R>(
         _ bindings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R
     ) throws -> R {
         var total = 0

@@ -35,17 +35,26 @@ public struct PGResult: Sendable, RandomAccessCollection {
     }
 
     /// The `PGresult` and what is read once from it. libpq's result is immutable once made and its
-    /// accessors only read it, so rows may be read from any thread.
+    /// accessors only read it, so rows may be read from any thread. (A `PGRowStream` hands each row
+    /// in a storage of its own, or in the previous row's once nothing else refers to that one:
+    /// `replace` is only ever called on a storage no row or result shares.)
     final class Storage: @unchecked Sendable {
-        private let result: OpaquePointer
+        private var result: OpaquePointer
         let columns: [String]
         /// Column name → first column of that name.
         let indexByName: [String: Int]
-        let rowCount: Int
+        private(set) var rowCount: Int
 
-        init(_ result: OpaquePointer) {
+        /// Takes `result`, with the given column names when known (a streamed query's rows all have
+        /// the first row's columns: they are read once, not once a row).
+        init(_ result: OpaquePointer, columns known: (names: [String], indexByName: [String: Int])? = nil) {
             self.result = result
             rowCount = Int(PQntuples(result))
+            if let known {
+                columns = known.names
+                indexByName = known.indexByName
+                return
+            }
             var columns: [String] = []
             var indexByName: [String: Int] = [:]
             for column in 0..<PQnfields(result) {
@@ -59,6 +68,14 @@ public struct PGResult: Sendable, RandomAccessCollection {
 
         deinit {
             PQclear(result)
+        }
+
+        /// Frees the result held and takes `next`, of the same columns. Only for a storage that
+        /// nothing else refers to (`isKnownUniquelyReferenced`).
+        func replace(with next: OpaquePointer) {
+            PQclear(result)
+            result = next
+            rowCount = Int(PQntuples(next))
         }
 
         /// The cell's bytes (without libpq's terminating NUL), or nil for NULL.

@@ -19,7 +19,8 @@ import Logging
 ///   4. peak memory of a pass at batch 10,000 — beside a pass with nothing to do;
 ///   5. 10,000 APNs pushes to an HTTP/2 fake answering after 20 ms — beside one connection, one
 ///      request at a time (and the sequential rate it implies);
-///   6. pattern evaluation of 10,000 users × 60 days × 4 metrics — beside reading the same rows bare.
+///   6. pattern evaluation of 10,000 users × 60 days × 4 metrics — beside reading the same rows bare
+///      (and streamed); the same pass as a process of its own, for its peak memory.
 @main
 struct Bench {
     static func main() throws {
@@ -363,6 +364,20 @@ struct Bench {
                 for k in 2...5 where row.double(at: k) != nil { cells += 1 }
             }
         }
+        // The same rows streamed (`PGConnection.stream`, libpq's single-row mode), as the pass reads
+        // them: one row in memory at a time instead of one result holding them all.
+        var streamedCells = 0
+        let streamed = try Bench.seconds {
+            try db.stream("""
+                select user_id, (metric_date - date '1970-01-01') as d, sleep_minutes::float8 as a,
+                       steps::float8 as b, hrv_ms::float8 as c, resting_hr::float8 as e
+                  from wearable_daily_metrics
+                """) { row in
+                if row.uuid(at: 0) != nil, row.int(at: 1) != nil { streamedCells += 1 }
+                for k in 2...5 where row.double(at: k) != nil { streamedCells += 1 }
+            }
+        }
+        guard streamedCells == cells else { throw BenchError("the streamed read saw \(streamedCells) cells, the bare one \(cells)") }
         var options = PassOptions()
         options.now = ISO8601.parse("2026-01-26T06:00:00Z")!
         options.phases = [.patterns]
@@ -374,6 +389,8 @@ struct Bench {
         let episodes = try db.query("select count(*)::int as n from pattern_alert_state").first?["n"].int ?? 0
         Bench.line("herald --only patterns", String(format: "%.2f s", full), "read the rows bare", String(format: "%.2f s", bare),
                    "(\(summary.generated[.patternsUsers] ?? 0) users, \(episodes) episodes; aim: no more than the read)")
+        Bench.line("the same rows streamed", String(format: "%.2f s", streamed), "read bare", String(format: "%.2f s", bare),
+                   "(PGConnection.stream, one row at a time)")
 
         // The next pass, as cron runs it: a hundred users have synced a new day since.
         try db.execute("""
@@ -398,6 +415,20 @@ struct Bench {
         Bench.line("the next pass, 100 users synced", String(format: "%.0f ms", nextWall * 1000), "their rows bare",
                    String(format: "%.0f ms", changedBare * 1000),
                    "(\(next.generated[.patternsUsers] ?? 0) users evaluated of \(users): the scan reads what changed)")
+
+        // The first pass again, as a process of its own, for its peak memory (VmHWM): every user
+        // evaluated afresh.
+        try db.execute("truncate pattern_alert_state, pattern_evaluations cascade")
+        try db.execute("update pattern_scan_state set scanned_through = '-infinity'")
+        var env = ProcessInfo.processInfo.environment
+        env["DATABASE_URL"] = url
+        var process: JSONValue = .null
+        let processWall = try Bench.seconds {
+            process = try runProcess(herald, ["run", "--quiet", "--only", "patterns", "--now", "2026-01-27T06:00:00Z"], env: env)
+        }
+        Bench.line("the same pass, a process", String(format: "%.2f s", processWall), "its peak memory",
+                   process["peak_memory_mb"]?.doubleValue.map { String(format: "%.1f MB", $0) } ?? "n/a",
+                   "(\(process["generated"]?["patterns_users"]?.intValue ?? 0) users; aim < 64 MB)")
         db.close()
         print("")
     }

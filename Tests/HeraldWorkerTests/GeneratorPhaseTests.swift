@@ -227,10 +227,24 @@ import Testing
         let inTurn = try outcome { phase, _ in phase.batchSize = 5 }
         #expect(inTurn.count == 12)
         #expect(try outcome { phase, url in phase.batchSize = 5; phase.readerURL = url } == inTurn)
+        // Reads of several chunks each (1, then 2 and 1 chunks of 3 users), streamed ahead.
+        #expect(try outcome { phase, url in phase.batchSize = 3; phase.readUsers = 7; phase.readerURL = url } == inTurn)
         #expect(try outcome { phase, _ in
             phase.batchSize = 5
             phase.readerURL = "postgresql://herald@127.0.0.1:1/none?connect_timeout=2"
         } == inTurn)
+    }
+
+    /// The chunks each metric read covers: the first chunk alone (evaluation starts soon), then as
+    /// many as the read's user budget holds, never none.
+    @Test func metricReadsCoverSeveralChunks() {
+        #expect(PatternPhase.segments(0, chunkSize: 1000, readUsers: 3276) == [])
+        #expect(PatternPhase.segments(1, chunkSize: 1000, readUsers: 3276) == [0..<1])
+        #expect(PatternPhase.segments(10, chunkSize: 1000, readUsers: 3276) == [0..<1, 1..<4, 4..<7, 7..<10])
+        #expect(PatternPhase.segments(3, chunkSize: 1000, readUsers: 10) == [0..<1, 1..<2, 2..<3])
+        #expect(PatternPhase.segments(4, chunkSize: 3, readUsers: 7) == [0..<1, 1..<3, 3..<4])
+        #expect(MetricWindows.maxUsers(metrics: 4) * 4 * PatternEvaluator.windowDays * 8 <= 12 * 1_048_576)
+        #expect(MetricWindows.maxUsers(metrics: 0) > 0)
     }
 
     /// Rows that name their user by the server's `uuid_hash` fill the same windows, value for value,
@@ -274,6 +288,32 @@ import Testing
             #expect(byHash.poisoned == byUUID.poisoned)
             #expect(!byHash.poisoned.isEmpty)
         }
+        // The streamed windows, evaluated where they are read, agree with the rules applied to the
+        // same rows read as one plain result, for every user without an unusable value.
+        let thresholds = [PatternThreshold(metric: "sleep_minutes", pattern: .dropVsBaseline, deviationPercent: 3, minAbsChange: 0),
+                          PatternThreshold(metric: "steps", pattern: .riseVsBaseline, deviationPercent: 2, minAbsChange: 0),
+                          PatternThreshold(metric: "hrv_ms", pattern: .dropVsBaseline, deviationPercent: 1, minAbsChange: 0)]
+        let evaluations = PatternEvaluations(try MetricWindows.read(users: users, latest: latest, metrics: metrics, db: db),
+                                             latest: latest, thresholds: thresholds)
+        var compared = 0
+        for user in users where !evaluations.poisoned.contains(user) {
+            let rows = try db.query("""
+                select metric_date::text as d, sleep_minutes::float8 as s, steps::float8 as st, hrv_ms::float8 as h
+                  from wearable_daily_metrics where user_id = \(user)
+                """)
+            let l = try #require(latest[user])
+            let expected = thresholds.map { t -> EpisodeEvaluation? in
+                let column = ["sleep_minutes": "s", "steps": "st", "hrv_ms": "h"][t.metric] ?? ""
+                let pairs = rows.compactMap { r -> (LocalDate, Double)? in
+                    guard let d = r["d"].string.flatMap(LocalDate.init), let v = r[column].double else { return nil }
+                    return (d, v)
+                }
+                return PatternEvaluator.evaluate(pairs, latest: l, threshold: t)
+            }
+            #expect(evaluations[user] == expected)
+            compared += 1
+        }
+        #expect(compared > 10)
         #expect(try MetricWindows.hashSlots(colliding, db: db) == nil)
         #expect(try MetricWindows.hashSlots(Array(users.prefix(40)), db: db)?.count == 40)
     }

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldPostgres
 import HeraldTestSupport
+@testable import HeraldWorker
 import Testing
 
 /// Real passes through a PgBouncer in transaction pooling mode: whichever server connection each
@@ -51,5 +52,61 @@ import Testing
             """) == 120)
         #expect(try f.count("select count(distinct pass_id)::int from notification_events where event in ('sent', 'deferred')") == 2,
                 "both passes should have claimed rows")
+    }
+
+    /// A streamed query through PgBouncer in transaction mode, with the pass's timeouts: it is one
+    /// transaction, so the server connection it lands on is its own until the end; a closure that
+    /// throws cancels it (PgBouncer passes the cancel on), and the next transaction, on whichever
+    /// server connection, works. The patterns phase reads its metrics this way on a second
+    /// connection, both through one server connection.
+    @Test func streamsAndThePatternsPhaseThroughPgBouncer() throws {
+        guard PgBouncer.binary != nil else {
+            print("PoolerTests: skipped, pgbouncer is not installed (scripts/deps.sh installs it)")
+            return
+        }
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let bouncer = try PgBouncer(database: tdb.url, poolSize: 1)
+        defer { bouncer.stop() }
+        let conn = try PGConnection(bouncer.url(tdb.url))
+        try conn.setTimeouts(statement: 30_000, lock: 10_000, idleInTransaction: 60_000)
+        #expect(try conn.stream("select g from generate_series(1, \(50_000)) g") { _ in } == 50_000)
+        struct Stop: Error {}
+        var rows = 0
+        #expect(throws: Stop.self) {
+            try conn.stream("select generate_series(1, 2000000000) as g") { _ in
+                rows += 1
+                if rows == 100 { throw Stop() }
+            }
+        }
+        #expect(try conn.query("select 1 + \(1) as v")[0]["v"].int == 2, "pgbouncer log: \(bouncer.log.suffix(2000))")
+        let other = try PGConnection(bouncer.url(tdb.url))
+        #expect(try other.query("select 3 as v")[0]["v"].int == 3)
+
+        // The patterns phase, its metrics read ahead on a second connection through the same pooler.
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        for i in 0..<9 {
+            let member = UUID(), admin = UUID(), family = UUID()
+            try f.profile(member, timezone: "UTC", push: false, inApp: false)
+            try f.profile(admin, timezone: "UTC", push: true, inApp: true, championEmail: false)
+            try db.execute("""
+                insert into family_members (family_id, user_id, role) values (\(family), \(member), 'member'), (\(family), \(admin), 'admin')
+                """)
+            try db.execute("""
+                insert into wearable_daily_metrics (user_id, metric_date, sleep_minutes)
+                select \(member), '2026-01-20'::date - g, case when g < \(3 + i) then 150 else 440 + (g % 5) * 5 end
+                  from generate_series(0, 40) g
+                """)
+        }
+        // Chunks of 2 users: the first read alone, the other four chunks in one read ahead.
+        let (summary, code) = Worker(url: bouncer.url(tdb.url)).run(now: instant("2026-01-21T12:00:00Z")) {
+            $0.phases = [.patterns]
+            $0.patternChunk = 2
+        }
+        #expect(code == .ok, "\(summary.error ?? "") pgbouncer log: \(bouncer.log.suffix(2000))")
+        #expect(summary.generated[.patternsUsers] == 9)
+        #expect(try f.count("select count(*)::int from pattern_alert_state") == 9)
+        #expect(try f.count("select count(*)::int from notification_queue where kind = 'pattern_alert'") == 18)
     }
 }

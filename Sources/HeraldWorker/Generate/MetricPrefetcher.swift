@@ -2,25 +2,26 @@ import Foundation
 import HeraldCore
 import HeraldPostgres
 
-/// Reads the next chunk's metric windows on a connection and a thread of its own while the pattern
-/// phase evaluates and writes the current chunk on the pass's connection, so the two overlap.
-/// The connection is opened, used and closed on that thread only.
+/// Reads the next segment's metric windows (`MetricWindows.read`, streamed) and evaluates them
+/// (`PatternEvaluations`) on a connection and a thread of its own, while the pattern phase plans and
+/// writes the current segment on the pass's connection, so the two overlap. The connection is opened
+/// (with the pass's timeouts, so a read that hangs ends), used and closed on that thread only.
 ///
 ///     let reader = MetricPrefetcher(url: url, applicationName: "herald p-1 (metrics)")
 ///     defer { reader.close() }
-///     reader.start(users: next, latest: latest, metrics: metrics)
-///     … evaluate and write the current chunk …
-///     let windows = try reader.take()     // waits for the read; its error if it failed
+///     reader.start(users: next, latest: latest, thresholds: thresholds)
+///     … evaluate and write the current segment …
+///     let evaluations = try reader.take()     // waits for the read; its error if it failed
 final class MetricPrefetcher: @unchecked Sendable {  // every var is read and written under `condition`
     private struct Request: Sendable {
         var users: [UUID]
         var latest: [UUID: LocalDate]
-        var metrics: [String]
+        var thresholds: [PatternThreshold]
     }
 
     private let condition = NSCondition()
     private var request: Request?
-    private var outcome: Result<MetricWindows, any Error>?
+    private var outcome: Result<PatternEvaluations, any Error>?
     private var closed = false
 
     init(url: String, applicationName: String) {
@@ -30,16 +31,16 @@ final class MetricPrefetcher: @unchecked Sendable {  // every var is read and wr
     }
 
     /// Starts reading `users`' windows; the previous result must have been taken.
-    func start(users: [UUID], latest: [UUID: LocalDate], metrics: [String]) {
+    func start(users: [UUID], latest: [UUID: LocalDate], thresholds: [PatternThreshold]) {
         condition.withLock {
             precondition(request == nil && outcome == nil, "MetricPrefetcher: take() the previous read first")
-            request = Request(users: users, latest: latest, metrics: metrics)
+            request = Request(users: users, latest: latest, thresholds: thresholds)
             condition.broadcast()
         }
     }
 
-    /// The windows of the last `start`, once read.
-    func take() throws -> MetricWindows {
+    /// The evaluations of the last `start`, once read and evaluated.
+    func take() throws -> PatternEvaluations {
         try condition.withLock {
             while outcome == nil { condition.wait() }
             defer { outcome = nil }
@@ -64,9 +65,11 @@ final class MetricPrefetcher: @unchecked Sendable {  // every var is read and wr
                 return request
             }
             guard let next else { return }  // closed
-            let result = Result<MetricWindows, any Error> {
-                if db == nil { db = try PGConnection(url, applicationName: applicationName) }
-                return try MetricWindows.read(users: next.users, latest: next.latest, metrics: next.metrics, db: db!)
+            let result = Result<PatternEvaluations, any Error> {
+                if db == nil { db = try Runner.connect(url, applicationName: applicationName) }
+                let windows = try MetricWindows.read(users: next.users, latest: next.latest,
+                                                     metrics: PatternPhase.metrics(of: next.thresholds), db: db!)
+                return PatternEvaluations(windows, latest: next.latest, thresholds: next.thresholds)
             }
             if case .failure = result { db?.close(); db = nil }
             condition.withLock {

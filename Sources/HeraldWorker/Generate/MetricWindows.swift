@@ -9,6 +9,8 @@ import HeraldPostgres
 ///     PatternEvaluator.evaluate(window: windows[user, "sleep_minutes"]!, latest: l, threshold: t)
 struct MetricWindows: Sendable {
     let metrics: [String]
+    /// The users it holds windows of, in the order read.
+    let users: [UUID]
     private let slot: [UUID: Int]
     private let metricIndex: [String: Int]
     private(set) var values: [Double]
@@ -17,8 +19,23 @@ struct MetricWindows: Sendable {
 
     private static let days = PatternEvaluator.windowDays
 
+    /// The most users whose windows one read fills: 12 MiB of values (3,276 users of 4 metrics). Each
+    /// read scans what it must of the table (apps write a day's rows for all users together, so even
+    /// a thousand users' rows lie on most pages), and fewer, larger reads cost the server less; the
+    /// reader evaluates the windows as soon as they are read and drops them (`PatternEvaluations`), so
+    /// the pass holds one such read at a time: its peak stays that of reading one chunk at a time
+    /// with whole results (54 MB at 10,000 users × 4 metrics).
+    ///
+    ///     MetricWindows.maxUsers(metrics: 4)   // 3276
+    static func maxUsers(metrics: Int) -> Int {
+        max(1, cellBudget / (max(1, metrics) * days))
+    }
+
+    static let cellBudget = 12 * 1_048_576 / MemoryLayout<Double>.size
+
     init(users: [UUID], metrics: [String]) {
         self.metrics = metrics
+        self.users = users
         slot = Dictionary(users.enumerated().map { ($1, $0) }) { first, _ in first }
         metricIndex = Dictionary(uniqueKeysWithValues: metrics.enumerated().map { ($1, $0) })
         values = [Double](repeating: .nan, count: users.count * metrics.count * Self.days)
@@ -33,10 +50,15 @@ struct MetricWindows: Sendable {
 
     private func offset(_ u: Int, _ m: Int) -> Int { (u * metrics.count + m) * Self.days }
 
-    /// Reads the users' rows in one plain query, unordered: the planner serves `= any(…)` from the
-    /// (user_id, metric_date) index, and an ORDER BY would add a sort that spills to disk (twice the
-    /// time). `metrics` are numeric columns of wearable_daily_metrics; users without an L are left out.
-    /// `keyByHash: false` reads the uuids themselves, as a chunk whose users share a hash does.
+    /// Reads the users' rows in one query, streamed (`PGConnection.stream`): each row goes into its
+    /// window as it arrives, while the server produces the next, and no result holding every row is
+    /// ever built, so the read's memory is the windows'. Unordered: apps write a day's rows for every
+    /// user together, so a user's rows lie on as many pages as they have days, and an ORDER BY by
+    /// user (an index scan, or a sort) costs the server several times the plain scan; the planner
+    /// serves `= any(…)` from a scan with a hashed filter or, for a few users, from the
+    /// (user_id, metric_date) index. `metrics` are numeric columns of wearable_daily_metrics; users
+    /// without an L are left out. `keyByHash: false` reads the uuids themselves, as a chunk whose
+    /// users share a hash does.
     static func read(users: [UUID], latest: [UUID: LocalDate], metrics: [String], db: PGConnection,
                      keyByHash: Bool = true) throws -> MetricWindows {
         let users = users.filter { latest[$0] != nil }
@@ -53,24 +75,23 @@ struct MetricWindows: Sendable {
         // rows carry the uuid itself.
         let slotByHash = keyByHash ? try hashSlots(users, db: db) : nil
         let key = slotByHash == nil ? "m.user_id" : "uuid_hash(m.user_id)"
-        let rows = try db.query("""
-            select \(unescaped: key), (metric_date - date '1970-01-01') as d, \(unescaped: columns) from wearable_daily_metrics m
-             where user_id = any(\(users)::uuid[])
-               and metric_date > \(earliestLatest.adding(days: -days).description)::date
-            """)
         let firstDay = users.map { latest[$0]!.daysSinceEpoch - (days - 1) }
         // Columns by position, parsed where libpq holds them: this loop reads millions of cells.
         let metricColumns = metrics.enumerated().map { m, _ in 2 + m }
         let slot = windows.slot
         let stride = metrics.count * days
         var poisoned = Set<Int>()
-        windows.values.withUnsafeMutableBufferPointer { values in
-            for row in rows {
+        _ = try windows.values.withUnsafeMutableBufferPointer { values in
+            try db.stream("""
+                select \(unescaped: key), (metric_date - date '1970-01-01') as d, \(unescaped: columns) from wearable_daily_metrics m
+                 where user_id = any(\(users)::uuid[])
+                   and metric_date > \(earliestLatest.adding(days: -days).description)::date
+                """) { row in
                 let user: Int?
                 if let slotByHash { user = row.int(at: 0).flatMap { slotByHash[$0] } } else { user = row.uuid(at: 0).flatMap { slot[$0] } }
                 // Days since 1970 arrive as an integer: no date text to parse for every row.
                 guard let u = user, let day = row.int(at: 1),
-                      case let offset = day - firstDay[u], offset >= 0 && offset < days else { continue }
+                      case let offset = day - firstDay[u], offset >= 0 && offset < days else { return }
                 for (m, column) in metricColumns.enumerated() {
                     guard let v = row.double(at: column) else { continue }
                     if v.isFinite { values[u * stride + m * days + offset] = v } else { poisoned.insert(u) }

@@ -11,8 +11,10 @@ import Logging
 /// found through the updated_at index. They are taken in batches with SKIP LOCKED on
 /// `pattern_evaluations`, so concurrent passes split the work; each batch is one transaction, so a
 /// user's episodes, notifications and raised levels commit together. Dedupe keys (episode + level +
-/// recipient + channel) make a repeat a no-op. While a batch is evaluated and written, the next
-/// batch's metrics are read on a second connection (`MetricPrefetcher`).
+/// recipient + channel) make a repeat a no-op. The metrics are read in segments of several batches,
+/// each one streamed statement, and evaluated where they are read: while one segment's batches are
+/// planned and written, the next segment is read and evaluated on a second connection
+/// (`MetricPrefetcher`).
 struct PatternPhase {
     let db: PGConnection
     let passId: String
@@ -21,9 +23,11 @@ struct PatternPhase {
     var shadowMode = false
     var thresholdsVersion = "v1"
     var batchSize = 1000
-    /// Where a second connection reads the next chunk's metrics while this one evaluates and writes
-    /// the current chunk; nil reads each chunk on `db`, in turn.
+    /// Where a second connection reads and evaluates the next segment's metrics while this one
+    /// plans and writes the current segment; nil reads each chunk on `db`, in turn.
     var readerURL: String?
+    /// The most users whose metrics one statement reads; nil: as many as `MetricWindows.maxUsers` allows.
+    var readUsers: Int?
 
     struct Result {
         var users = 0
@@ -112,25 +116,33 @@ struct PatternPhase {
             candidates = Array(candidates[offset...] + candidates[..<offset])
         }
 
-        let metrics = Array(Set(thresholds.map(\.metric))).sorted()
+        let metrics = Self.metrics(of: thresholds)
         let latest = marks.mapValues(\.latest)
         let settled = scanStart.addingTimeInterval(-Self.lateCommitMargin)
         let chunks = stride(from: 0, to: candidates.count, by: batchSize).map {
             Array(candidates[$0..<min($0 + batchSize, candidates.count)])
         }
-        // With more than one chunk, the next one's metrics are read while this one is evaluated.
-        var reader = chunks.count > 1 ? readerURL.map { MetricPrefetcher(url: $0, applicationName: "herald \(passId) (metrics)") } : nil
+        // The chunks' metrics are read in segments of several chunks, each one streamed statement:
+        // every read scans what it must of the table, so fewer reads cost the server less. The first
+        // segment is one chunk, so writing starts soon; while a segment's chunks are planned and
+        // written, the next segment is read and evaluated on the second connection.
+        let segments = Self.segments(chunks.count, chunkSize: batchSize,
+                                     readUsers: readUsers ?? MetricWindows.maxUsers(metrics: metrics.count))
+        var reader = segments.count > 1 ? readerURL.map { MetricPrefetcher(url: $0, applicationName: "herald \(passId) (metrics)") } : nil
         defer { reader?.close() }
-        reader?.start(users: chunks[0], latest: latest, metrics: metrics)
+        func users(of segment: Range<Int>) -> [UUID] { chunks[segment].flatMap { $0 } }
+        reader?.start(users: users(of: segments[0]), latest: latest, thresholds: thresholds)
 
         var skipped: [UUID] = []
-        for (index, chunk) in chunks.enumerated() {
+        for (index, segment) in segments.enumerated() {
             if StopSignal.requested { return result }
-            var windows: MetricWindows?
+            var evaluations: PatternEvaluations?
             if let prefetcher = reader {
                 do {
-                    windows = try prefetcher.take()
-                    if index + 1 < chunks.count { prefetcher.start(users: chunks[index + 1], latest: latest, metrics: metrics) }
+                    evaluations = try prefetcher.take()
+                    if index + 1 < segments.count {
+                        prefetcher.start(users: users(of: segments[index + 1]), latest: latest, thresholds: thresholds)
+                    }
                 } catch {
                     logger.warning("the second connection for metric reads failed; reading on the pass's connection",
                                    metadata: ["error": .string("\(error)")])
@@ -138,19 +150,37 @@ struct PatternPhase {
                     reader = nil
                 }
             }
-            let r = try db.transaction { db in
-                try evaluate(chunk, windows: windows, metrics: metrics, marks: marks, latest: latest,
-                             thresholds: thresholds, settled: settled, db: db)
+            for chunk in chunks[segment] {
+                if StopSignal.requested { return result }
+                let r = try db.transaction { db in
+                    try evaluate(chunk, evaluations: evaluations, metrics: metrics, marks: marks, latest: latest,
+                                 thresholds: thresholds, settled: settled, db: db)
+                }
+                result.users += r.users
+                result.failedUsers += r.failedUsers
+                result.episodesOpened += r.episodesOpened
+                result.episodesResolved += r.episodesResolved
+                result.enqueued += r.enqueued
+                skipped += r.skipped
             }
-            result.users += r.users
-            result.failedUsers += r.failedUsers
-            result.episodesOpened += r.episodesOpened
-            result.episodesResolved += r.episodesResolved
-            result.enqueued += r.enqueued
-            skipped += r.skipped
         }
         try advanceScan(to: scanStart, unlessPending: skipped, marks: marks, settled: settled)
         return result
+    }
+
+    /// The metrics the thresholds read, each once, sorted.
+    static func metrics(of thresholds: [PatternThreshold]) -> [String] {
+        Array(Set(thresholds.map(\.metric))).sorted()
+    }
+
+    /// The chunks of each metric read, as ranges of chunk indices: the first alone, then as many as
+    /// `readUsers` users allow (at least one).
+    ///
+    ///     PatternPhase.segments(10, chunkSize: 1000, readUsers: 3276)   // [0..<1, 1..<4, 4..<7, 7..<10]
+    static func segments(_ chunks: Int, chunkSize: Int, readUsers: Int) -> [Range<Int>] {
+        guard chunks > 0 else { return [] }
+        let per = max(1, readUsers / max(1, chunkSize))
+        return [0..<1] + stride(from: 1, to: chunks, by: per).map { $0..<min($0 + per, chunks) }
     }
 
     /// How far back of the watermark a pass still looks: a writer's rows carry the time its transaction
@@ -181,12 +211,12 @@ struct PatternPhase {
             """)
     }
 
-    /// One batch of users, inside one transaction. `windows`, read before the lock, must hold every
-    /// user of `chunk` (they are read after the candidates, so they are at least as new as `marks`);
-    /// nil reads them here.
+    /// One batch of users, inside one transaction. `evaluations`, read before the lock, must hold
+    /// every user of `chunk` (they are read after the candidates, so they are at least as new as
+    /// `marks`); nil reads and evaluates them here.
     /// `settled`: updates before it have surely committed; a user's `evaluated_through` goes no
     /// later, so one whose newest update is more recent is evaluated once more by a later pass.
-    func evaluate(_ chunk: [UUID], windows: MetricWindows?, metrics: [String],
+    func evaluate(_ chunk: [UUID], evaluations: PatternEvaluations?, metrics: [String],
                   marks: [UUID: (latest: LocalDate, newest: Date)], latest: [UUID: LocalDate],
                   thresholds: [PatternThreshold], settled: Date, db: PGConnection) throws -> Result {
         var result = Result()
@@ -206,28 +236,27 @@ struct PatternPhase {
         let due = users.filter { u in (marks[u]?.newest ?? .distantPast) > (evaluatedThrough[u] ?? .distantPast) }
         guard !due.isEmpty else { return result }
         result.users = due.count
-        let windows = try windows ?? MetricWindows.read(users: due, latest: latest, metrics: metrics, db: db)
+        let evaluations = try evaluations ?? PatternEvaluations(
+            MetricWindows.read(users: due, latest: latest, metrics: metrics, db: db), latest: latest, thresholds: thresholds)
 
         // Their episodes, and what today's values make of them, decided in memory.
         let store = EpisodeStore(db: db, now: now, thresholdsVersion: thresholdsVersion)
         let stored = try store.load(users: due, since: earliestLatest.adding(days: -days))
         var resolve: [UUID] = []
         var writes: [EpisodeStore.Write] = []
-        if !windows.poisoned.isEmpty {
+        if !evaluations.poisoned.isEmpty {
             // One user's corrupt row fails that user's evaluation, not the phase. They count as
             // evaluated through their newest row, so a corrected row (a newer update) is evaluated again.
-            result.failedUsers = windows.poisoned.count
+            result.failedUsers = evaluations.poisoned.count
             logger.warning("metrics that are not finite numbers (NaN, infinite, or beyond float8); those users were not evaluated",
-                           metadata: ["users": .stringConvertible(windows.poisoned.count),
-                                      "examples": .string(windows.poisoned.prefix(3).map(\.lowercased).joined(separator: ","))])
+                           metadata: ["users": .stringConvertible(evaluations.poisoned.count),
+                                      "examples": .string(evaluations.poisoned.prefix(3).map(\.lowercased).joined(separator: ","))])
         }
-        for user in due where !windows.poisoned.contains(user) {
-            guard let l = latest[user] else { continue }
-            for t in thresholds {
-                guard let window = windows[user, t.metric] else { continue }
+        for user in due where !evaluations.poisoned.contains(user) {
+            guard let l = latest[user], let evaluated = evaluations[user] else { continue }
+            for (t, evaluation) in zip(thresholds, evaluated) {
                 let episodes = stored[user]?[t.metric + "/" + t.pattern.rawValue] ?? EpisodeStore.Stored()
-                let plan = Episodes.plan(active: episodes.active, resolved: episodes.resolved,
-                                         evaluation: PatternEvaluator.evaluate(window: window, latest: l, threshold: t))
+                let plan = Episodes.plan(active: episodes.active, resolved: episodes.resolved, evaluation: evaluation)
                 resolve += plan.resolve
                 guard let e = plan.upsert else { continue }
                 if plan.continuing == nil { result.episodesOpened += 1 }
