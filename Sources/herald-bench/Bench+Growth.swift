@@ -23,15 +23,37 @@ extension Bench {
         try db.execute("vacuum analyze notification_queue")
     }
 
-    /// herald's pass over `rows` due rows with `terminal` terminal rows beside them.
-    func passWithTerminalRows(_ url: String, terminal: Int, rows: Int, batch: Int, now: Date) throws -> Double {
+    /// herald's pass over `rows` due rows with `terminal` terminal rows beside them: the best of
+    /// `runs` passes, each over fresh due rows beside the same terminal rows (one pass on this shared
+    /// machine can be slowed by a neighbour by half; the best of a few tells the queue's own cost).
+    func passWithTerminalRows(_ url: String, terminal: Int, rows: Int, batch: Int, now: Date, runs: Int = 3) throws -> Double {
         let db = try PGConnection(url)
         defer { db.close() }
         try fill(db, rows: rows, channel: "in_app", at: now)
         try addTerminalRows(db, terminal, now: now)
-        let (summary, seconds) = try pass(Settings(["DATABASE_URL": url, "HERALD_CHANNEL_IN_APP": "log"]),
-                                          drainOptions(batch: batch, now: now))
-        return Double(summary.processed) / seconds
+        var best = 0.0
+        for run in 0..<runs {
+            if run > 0 { try refillDue(db, rows: rows, at: now) }
+            let (summary, seconds) = try pass(Settings(["DATABASE_URL": url, "HERALD_CHANNEL_IN_APP": "log"]),
+                                              drainOptions(batch: batch, now: now))
+            best = max(best, Double(summary.processed) / seconds)
+        }
+        return best
+    }
+
+    /// The due rows of `fill` again, leaving every other row (the terminal ones) where it is.
+    func refillDue(_ db: PGConnection, rows n: Int, at: Date) throws {
+        try db.execute("""
+            delete from notification_queue
+             where recipient_user_id in (select md5('bench' || g)::uuid from generate_series(1, \(n)) g)
+            """)
+        try db.execute("""
+            insert into notification_queue (recipient_user_id, member_user_id, channel, kind, payload, scheduled_at, run_after)
+            select md5('bench' || g)::uuid, md5('bench' || g)::uuid, 'in_app', 'system',
+                   jsonb_build_object('title', 'Hello', 'body', 'Bench row ' || g), \(at), \(at)
+              from generate_series(1, \(n)) g
+            """)
+        try db.execute("vacuum analyze notification_queue")
     }
 
     /// `n` herald processes (`run --drain`) started at once on one queue of `rows` due rows: the
