@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 
 /// A PgBouncer in transaction pooling mode in front of a test database, on a private loopback port,
 /// started and stopped by a test. PgBouncer refuses to run as root, so as root it runs as `postgres`
@@ -85,21 +86,9 @@ final class PgBouncer {
 
     /// A loopback port nothing listens on right now.
     static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw BouncerError("socket() failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else { throw BouncerError("no free loopback port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        let socket = try LoopbackSocket()
+        defer { socket.close() }
+        return socket.port
     }
 
     static func accepts(_ port: Int) -> Bool {
