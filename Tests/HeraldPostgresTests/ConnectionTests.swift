@@ -132,6 +132,28 @@ func serverConnection() throws -> PGConnection {
         #expect(try conn.query("select cardinality(\(PGNullableArray([String?]()))::text[]) as n")[0]["n"].int == 0)
     }
 
+    /// The record binds provider answers and app text as array literals: whatever the text (quotes,
+    /// backslashes, braces, NULs, invalid UTF-8 repaired, `NULL` itself), the server reads back each
+    /// element as it was meant, NULs as U+FFFD, and every nil as NULL.
+    @Test func nullableArraysRoundTripHostileText() throws {
+        let conn = try serverConnection()
+        var fuzz = Fuzz(seed: 22)
+        var values: [String?] = ["NULL", "{a,b}", " lead", "trail ", "\\\"", ""]
+        for _ in 0..<Fuzz.iterations {
+            values.append(fuzz.chance(0.1) ? nil : fuzz.hostileText())
+        }
+        let back = try conn.query("""
+            select v, v is null as missing from unnest(\(PGNullableArray(values))::text[]) with ordinality as u(v, i) order by i
+            """)
+        #expect(back.count == values.count)
+        for (row, value) in zip(back, values) {
+            #expect(row["missing"].bool == (value == nil))
+            // By scalar: a NUL followed by a combining mark is one Character, which a String search misses.
+            let want = value.map { String(String.UnicodeScalarView($0.unicodeScalars.map { $0 == "\u{0}" ? "\u{FFFD}" : $0 })) }
+            #expect(row["v"].string == want)
+        }
+    }
+
     /// Our own UUID text (no Foundation `snprintf`) is what the server and Foundation read and write.
     @Test func uuidTextAgreesWithFoundationAndTheServer() throws {
         var ids = (0..<2000).map { _ in UUID() }

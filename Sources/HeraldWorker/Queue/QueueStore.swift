@@ -191,8 +191,9 @@ public struct QueueStore {
     /// A recipient's rows are held by one pass at a time, so the per-recipient rate limits hold across
     /// concurrent passes: the first statement takes a transaction-level advisory lock on each
     /// candidate's recipient (bucket), skipping those another claim holds right now; the second — whose
-    /// snapshot is taken after those locks, so it sees every claim committed before them — leaves out
-    /// recipients with rows another pass holds under a live lease. The first statement already locks
+    /// snapshot is taken after those locks, so it sees every claim committed before them — reads which
+    /// of those recipients have rows another pass holds under a live lease, and they are left out; the
+    /// third updates the rest, found again by `ctid`. The first statement already locks
     /// its candidates (SKIP LOCKED), so claims running at once take different rows instead of the same
     /// first `limit` rows, most of which the other would then leave. `contended` is true when due rows
     /// were left for that reason: the caller may try again shortly rather than take the queue for empty.
