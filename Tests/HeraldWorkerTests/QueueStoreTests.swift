@@ -129,7 +129,9 @@ import Testing
         let oldPending = try f.enqueue(to: p, at: seedInstant)
         let oldRetrying = try f.enqueue(to: p, at: seedInstant)
         let recentSent = try f.enqueue(to: p, at: seedInstant)
-        try db.execute("update notification_queue set status = 'sent' where id = any(\([oldSent, recentSent])::uuid[])")
+        let oldButSentToday = try f.enqueue(to: p, at: seedInstant)  // waited 40 days, sent just now
+        try db.execute("update notification_queue set status = 'sent' where id = any(\([oldSent, recentSent, oldButSentToday])::uuid[])")
+        try db.execute("update notification_queue set created_at = now() - interval '40 days' where id = \(oldButSentToday)")
         try db.execute("update notification_queue set status = 'failed', permanent = false where id = \(oldRetrying)")
         try db.execute("""
             update notification_queue set updated_at = now() - interval '40 days'
@@ -138,6 +140,6 @@ import Testing
         let pruned = try QueueStore(db: db, passId: "p").pruneTerminal(retentionDays: 30, now: Date())
         #expect(pruned == 1)
         let left = Set(try db.query("select id from notification_queue").compactMap { $0["id"].uuid })
-        #expect(left == [oldPending, oldRetrying, recentSent])
+        #expect(left == [oldPending, oldRetrying, recentSent, oldButSentToday])
     }
 }

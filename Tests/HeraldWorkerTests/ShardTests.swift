@@ -48,7 +48,7 @@ import Testing
             """) == 0)
         // The indexes came along, on every partition.
         let parentIndexes = try f.count("select count(*)::int from pg_indexes where tablename = 'notification_queue'")
-        #expect(parentIndexes >= 10)
+        #expect(parentIndexes >= 9)
         #expect(try f.count("select count(*)::int from pg_indexes where tablename = 'notification_queue_p3'") == parentIndexes)
         // Dedupe keys are unique per recipient.
         try f.db.execute("update notification_queue set dedupe_key = 'same' where id = \(id)")

@@ -1,0 +1,13 @@
+-- One index entry fewer per claim (issue 11). Each claim is a non-HOT update of notification_queue (its
+-- status is in seed 000's `(status, created_at)` index and in the partial indexes' predicates), so it
+-- adds an entry to every index whose predicate the new row satisfies.
+--
+-- `notification_queue_recipient_processing` (recipient, rows processing) only held rows that seed 000's
+-- `(status, created_at)` index finds by its leading column: the rows leased right now, at most a batch
+-- per running pass. The claim's "recipients another pass holds" read, lease recovery, `herald status`
+-- and `herald unlock` read them through `status = 'processing'` just as well.
+--
+-- `notification_queue_terminal` stays: pruning through seed 000's index (terminal rows created before
+-- the cutoff) would walk, at every pass, each old row updated since — a million of them in the bench's
+-- queue whose rows were written with a `--now` ten months back.
+drop index if exists notification_queue_recipient_processing;
