@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldPostgres
 import HeraldTestSupport
-import HeraldWorker
+@testable import HeraldWorker
 import Testing
 
 /// The claim, lease and record protocol, statement by statement.
@@ -117,6 +117,25 @@ import Testing
              order by priority_rank, run_after, id limit 50
             """).map { $0[0].string ?? "" }.joined(separator: "\n")
         #expect(plan.contains("notification_queue_due"), "plan:\n\(plan)")
+    }
+
+    /// Statistics taken before a burst say no row is sent; the burst then sends thousands. The rate
+    /// limits' read of recent sends must still probe its index per recipient, not walk every sent row
+    /// (seed 000's `(status, created_at)` index offered that walk at each batch).
+    @Test func recentSendsProbeTheirIndexWhateverTheStatisticsSay() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        try f.enqueueMany(5_000, to: [try f.profile()], channel: "in_app", at: seedInstant)
+        try db.execute("alter table notification_queue set (autovacuum_enabled = false)")
+        try db.execute("vacuum analyze notification_queue")  // every row pending
+        try db.execute("update notification_queue set status = 'sent', sent_at = \(seedInstant)")
+        let recipients = (0..<200).map { _ in UUID() }
+        let query = QueueStore.recentSends(in: "notification_queue", of: recipients, now: seedInstant)
+        let plan = try db.query("explain " + query).map { $0[0].string ?? "" }.joined(separator: "\n")
+        #expect(plan.contains("notification_queue_recipient_sent"), "plan:\n\(plan)")
+        #expect(!plan.contains("status_created") && !plan.contains("Seq Scan"), "plan:\n\(plan)")
     }
 
     @Test func pruningRemovesOldTerminalRowsOnly() throws {
