@@ -74,6 +74,33 @@ import Testing
             """).first?[0].int == 1)
     }
 
+    /// The upkeep's functions run only when the catalog says there is something to do: a month ahead
+    /// missing, or a month past the retention still there.
+    @Test func upkeepRunsOnlyWhenAPartitionIsMissingOrOld() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let store = QueueStore(db: db, passId: "test")
+        try store.maintainAuditTrail(retentionDays: 400)
+        #expect(try !store.auditTrailNeedsUpkeep(retentionDays: 400))
+        // A month ahead gone: due, and the upkeep makes it again.
+        let ahead = try #require(try db.query("select to_char(now() + interval '2 months', 'YYYY_MM')").first?[0].string)
+        try db.execute("drop table \(identifier: "notification_deliveries_" + ahead)")
+        #expect(try store.auditTrailNeedsUpkeep(retentionDays: 400))
+        try store.maintainAuditTrail(retentionDays: 400)
+        #expect(try !store.auditTrailNeedsUpkeep(retentionDays: 400))
+        // A month fourteen months ago: due at a 400-day retention, not at a 500-day one.
+        let old = try #require(try db.query("select (date_trunc('month', now()) - interval '14 months')::date::text").first?[0].string)
+        _ = try db.query("select herald_audit_partitions('notification_events', \(old)::date, \(old)::date, 0)")
+        #expect(try !store.auditTrailNeedsUpkeep(retentionDays: 500))
+        #expect(try store.auditTrailNeedsUpkeep(retentionDays: 400))
+        #expect(try store.maintainAuditTrail(retentionDays: 400) == 1)
+        #expect(try !store.auditTrailNeedsUpkeep(retentionDays: 400))
+        // A partition named like a month that is none is not taken for one (and does not fail the read).
+        try db.execute("create table notification_events_2020_13 partition of notification_events for values from ('1990-01-01') to ('1990-02-01')")
+        #expect(try !store.auditTrailNeedsUpkeep(retentionDays: 400))
+    }
+
     @Test func aPassKeepsThePartitionsAhead() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
