@@ -247,6 +247,23 @@ import Testing
         #expect(MetricWindows.maxUsers(metrics: 0) > 0)
     }
 
+    /// The reads as the phase makes them: one chunk first and one chunk last (the writes nothing
+    /// overlaps), as many as the budget allows in between, every chunk once, in order.
+    @Test func metricReadsStartAndEndWithOneChunk() {
+        #expect(PatternPhase.readSegments(0, chunkSize: 1000, readUsers: 3276) == [])
+        #expect(PatternPhase.readSegments(1, chunkSize: 1000, readUsers: 3276) == [0..<1])
+        #expect(PatternPhase.readSegments(2, chunkSize: 1000, readUsers: 3276) == [0..<1, 1..<2])
+        #expect(PatternPhase.readSegments(10, chunkSize: 1000, readUsers: 3276) == [0..<1, 1..<4, 4..<7, 7..<9, 9..<10])
+        #expect(PatternPhase.readSegments(8, chunkSize: 1000, readUsers: 3276) == [0..<1, 1..<4, 4..<7, 7..<8])
+        #expect(PatternPhase.readSegments(4, chunkSize: 3, readUsers: 7) == [0..<1, 1..<3, 3..<4])
+        for n in 0..<40 {
+            let reads = PatternPhase.readSegments(n, chunkSize: 1000, readUsers: 3276)
+            #expect(reads.flatMap { Array($0) } == Array(0..<n))
+            #expect(reads.allSatisfy { !$0.isEmpty && $0.count <= 3 })
+            #expect(n < 2 || (reads.first?.count == 1 && reads.last?.count == 1))
+        }
+    }
+
     /// The whole-table aggregate that a first scan uses finds the same candidates, with the same
     /// latest day and newest update, as the updated_at index and one probe per user: users whose
     /// newest update is an old day's row, whose rows are all older than the watermark, whose

@@ -105,11 +105,9 @@ struct PatternPhase {
         // The chunks' metrics are read in segments of several chunks, each one streamed statement:
         // every read scans what it must of the table, so fewer reads cost the server less. While a
         // segment's chunks are planned and written, the next segment is read and evaluated on the
-        // second connection. The read is the longer of the two, so the reads follow each other and
-        // the pass ends with the last segment's writes, which nothing overlaps: the segment of one
-        // chunk comes last.
-        let segments = Array(Self.segments(chunks.count, chunkSize: batchSize,
-                                           readUsers: readUsers ?? MetricWindows.maxUsers(metrics: metrics.count)).reversed())
+        // second connection. Nothing overlaps the first read nor the last writes: both are of one chunk.
+        let segments = Self.readSegments(chunks.count, chunkSize: batchSize,
+                                         readUsers: readUsers ?? MetricWindows.maxUsers(metrics: metrics.count))
         var reader = segments.count > 1 ? readerURL.map { MetricPrefetcher(url: $0, applicationName: "herald \(passId) (metrics)") } : nil
         defer { reader?.close() }
         func users(of segment: Range<Int>) -> [UUID] { chunks[segment].flatMap { $0 } }
@@ -165,14 +163,27 @@ struct PatternPhase {
     }
 
     /// The chunks of each metric read, as ranges of chunk indices: the first alone, then as many as
-    /// `readUsers` users allow (at least one). The phase reads them last first, so that the chunk
-    /// alone is the last one written.
+    /// `readUsers` users allow (at least one).
     ///
     ///     PatternPhase.segments(10, chunkSize: 1000, readUsers: 3276)   // [0..<1, 1..<4, 4..<7, 7..<10]
     static func segments(_ chunks: Int, chunkSize: Int, readUsers: Int) -> [Range<Int>] {
         guard chunks > 0 else { return [] }
         let per = max(1, readUsers / max(1, chunkSize))
         return [0..<1] + stride(from: 1, to: chunks, by: per).map { $0..<min($0 + per, chunks) }
+    }
+
+    /// The reads in the order the phase makes them: `segments`, with the last chunk read on its own
+    /// too. The pass starts writing after a read of one chunk and ends with the writes of one chunk;
+    /// in between, each segment's writes overlap the next one's read.
+    ///
+    ///     PatternPhase.readSegments(10, chunkSize: 1000, readUsers: 3276)   // [0..<1, 1..<4, 4..<7, 7..<9, 9..<10]
+    static func readSegments(_ chunks: Int, chunkSize: Int, readUsers: Int) -> [Range<Int>] {
+        var out = segments(chunks, chunkSize: chunkSize, readUsers: readUsers)
+        if let last = out.last, last.count > 1 {
+            out[out.count - 1] = last.lowerBound..<last.upperBound - 1
+            out.append(last.upperBound - 1..<last.upperBound)
+        }
+        return out
     }
 
     /// Users with metrics updated after `since` whose newest update is newer than their last
