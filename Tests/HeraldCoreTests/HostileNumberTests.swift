@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 @testable import HeraldCore
 
@@ -116,6 +117,24 @@ import Testing
         low.alert?.currentLevel = 14
         low.payload = #"{"level":7}"#
         #expect(low.decide().decision == .skip(.superseded))
+    }
+
+    /// `JSONValue.numberText` (what a batch binds to a `numeric[]` column) is the text `pgJSONText`
+    /// writes for the same number (what a jsonb document carried before), hostile numbers included.
+    @Test func numberTextIsWhatJSONWrites() {
+        var values: [Double] = [0, -0.0, 1, -1, 450, 292.5, 0.1, 1e15 - 1, 1e15, -1e15, 1e15 + 0.5, 1e20, -1e20, 1e-7,
+                                .pi, .nan, -.nan, .infinity, -.infinity, .greatestFiniteMagnitude,
+                                -.greatestFiniteMagnitude, .leastNonzeroMagnitude, .leastNormalMagnitude,
+                                Double(Int.max), Double(Int.min), 9_007_199_254_740_993]
+        var fuzz = Fuzz(seed: 11)
+        for _ in 0..<Fuzz.iterations {
+            let bits = fuzz.next()
+            values.append(Double(bitPattern: bits))                      // any bit pattern: NaNs, subnormals, huge
+            values.append(Double(Int64(bitPattern: bits) >> 20) / 100)   // a reading with two decimals
+        }
+        for v in values {
+            #expect((JSONValue.numberText(v) ?? "null") == JSONValue.number(v).pgJSONText, "\(v)")
+        }
     }
 
     @Test func pgJSONTextWritesNulAsTheReplacementCharacter() throws {

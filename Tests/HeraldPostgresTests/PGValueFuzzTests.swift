@@ -76,4 +76,36 @@ import Testing
             _ = cell.date
         }
     }
+
+    /// The fast path for plain decimals gives strtod's Double bit for bit, or leaves the text to
+    /// strtod: numeric cells as the server writes them (any scale, up to 20 digits), signs, stray
+    /// points, exponents and junk.
+    @Test func plainDecimalsReadAsStrtodReadsThem() {
+        var fuzz = Fuzz(seed: 31)
+        var texts = ["0", "-0", "0.00", "-0.0", ".5", "5.", ".", "-", "", "-.", "450", "292.50", "999999999999999",
+                     "9999999999999999", "0.000000000000001", "123456789012345", "1.23456789012345", "-9007199254740993",
+                     "1e5", "NaN", "Infinity", " 1", "1 ", "+1", "1.2.3", "0x10", "00000000000000012"]
+        for _ in 0..<(Fuzz.iterations * 10) {
+            var t = fuzz.chance(0.2) ? "-" : ""
+            let whole = fuzz.int(0...12), frac = fuzz.int(0...8)
+            for _ in 0..<whole { t += String(fuzz.below(10)) }
+            if frac > 0 || fuzz.chance(0.3) { t += "." }
+            for _ in 0..<frac { t += String(fuzz.below(10)) }
+            texts.append(fuzz.chance(0.05) ? fuzz.mutate(t) : t)
+        }
+        texts += (0..<Fuzz.iterations).map { _ in fuzz.numberText() }
+        var fast = 0
+        for text in texts {
+            let viaStrtod: Double? = text.withCString { start in
+                var end: UnsafeMutablePointer<CChar>?
+                let v = strtod(start, &end)
+                return text.utf8.count > 0 && end == UnsafeMutablePointer(mutating: start) + text.utf8.count ? v : nil
+            }
+            let bytes = Array(text.utf8)
+            guard let value = bytes.withUnsafeBufferPointer({ PGRow.plainDecimal($0) }) else { continue }
+            fast += 1
+            #expect(value.bitPattern == viaStrtod?.bitPattern, "\(text)")
+        }
+        #expect(fast > Fuzz.iterations * 8)  // most plain decimals take the fast path
+    }
 }

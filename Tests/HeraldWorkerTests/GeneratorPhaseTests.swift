@@ -247,6 +247,110 @@ import Testing
         #expect(MetricWindows.maxUsers(metrics: 0) > 0)
     }
 
+    /// The reads as the phase makes them: one chunk first and one chunk last (the writes nothing
+    /// overlaps), as many as the budget allows in between, every chunk once, in order.
+    @Test func metricReadsStartAndEndWithOneChunk() {
+        #expect(PatternPhase.readSegments(0, chunkSize: 1000, readUsers: 3276) == [])
+        #expect(PatternPhase.readSegments(1, chunkSize: 1000, readUsers: 3276) == [0..<1])
+        #expect(PatternPhase.readSegments(2, chunkSize: 1000, readUsers: 3276) == [0..<1, 1..<2])
+        #expect(PatternPhase.readSegments(10, chunkSize: 1000, readUsers: 3276) == [0..<1, 1..<4, 4..<7, 7..<9, 9..<10])
+        #expect(PatternPhase.readSegments(8, chunkSize: 1000, readUsers: 3276) == [0..<1, 1..<4, 4..<7, 7..<8])
+        #expect(PatternPhase.readSegments(4, chunkSize: 3, readUsers: 7) == [0..<1, 1..<3, 3..<4])
+        for n in 0..<40 {
+            let reads = PatternPhase.readSegments(n, chunkSize: 1000, readUsers: 3276)
+            #expect(reads.flatMap { Array($0) } == Array(0..<n))
+            #expect(reads.allSatisfy { !$0.isEmpty && $0.count <= 3 })
+            #expect(n < 2 || (reads.first?.count == 1 && reads.last?.count == 1))
+        }
+    }
+
+    /// The whole-table aggregate that a first scan uses finds the same candidates, with the same
+    /// latest day and newest update, as the updated_at index and one probe per user: users whose
+    /// newest update is an old day's row, whose rows are all older than the watermark, whose
+    /// updated_at an app set to ±infinity, and users already evaluated.
+    @Test func theFirstScansAggregateFindsWhatTheIndexFinds() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let users = (0..<8).map { _ in UUID() }
+        // Every user has 20 days; their rows were written on their day, the latest 2026-01-20.
+        try db.execute("""
+            insert into wearable_daily_metrics (user_id, metric_date, updated_at, sleep_minutes)
+            select u, '2026-01-20'::date - d, '2026-01-21T00:00:00Z'::timestamptz - make_interval(days => d), 400
+              from unnest(\(users)::uuid[]) u, generate_series(0, 19) d
+            """)
+        // An old day edited last (its newest update is not its latest day), a user untouched since
+        // long before the watermark, updated_at at ±infinity, a user evaluated since, one evaluated before.
+        try db.execute("alter table wearable_daily_metrics disable trigger wearable_daily_metrics_touch")
+        try db.execute("""
+            update wearable_daily_metrics set updated_at = '2026-01-25T00:00:00Z' where user_id = \(users[0]) and metric_date = '2026-01-05'
+            """)
+        try db.execute("update wearable_daily_metrics set updated_at = updated_at - interval '300 days' where user_id = \(users[1])")
+        try db.execute("""
+            update wearable_daily_metrics set updated_at = 'infinity' where user_id = \(users[2]) and metric_date = '2026-01-03'
+            """)
+        try db.execute("""
+            update wearable_daily_metrics set updated_at = '-infinity' where user_id = \(users[3]) and metric_date = '2026-01-20'
+            """)
+        try db.execute("update wearable_daily_metrics set updated_at = '-infinity' where user_id = \(users[4])")
+        try db.execute("""
+            insert into pattern_evaluations (user_id, evaluated_through) values
+              (\(users[5]), '2026-02-01T00:00:00Z'), (\(users[6]), '2026-01-10T00:00:00Z')
+            """)
+        func candidates(since: Date, wholeTable: Bool) throws -> [String] {
+            try db.query(PatternPhase.candidatesQuery(since: since, wholeTable: wholeTable)).map {
+                [$0[0].uuid?.lowercased ?? "", $0[1].string ?? "", $0[2].string ?? "", $0[3].string ?? ""].joined(separator: " ")
+            }.sorted()
+        }
+        for since in [Date.distantPast.addingTimeInterval(-PatternPhase.rescanMargin), instant("2026-01-15T00:00:00Z"),
+                      instant("2026-01-24T00:00:00Z"), instant("2026-03-01T00:00:00Z")] {
+            let byIndex = try candidates(since: since, wholeTable: false)
+            #expect(try candidates(since: since, wholeTable: true) == byIndex, "since \(since)")
+        }
+        let all = try candidates(since: Date.distantPast.addingTimeInterval(-PatternPhase.rescanMargin), wholeTable: true)
+        #expect(all.count == 6)  // not user 4 (every row at -infinity) nor user 5 (evaluated since)
+        #expect(all.contains { $0.hasPrefix(users[0].lowercased + " 2026-01-20 2026-01-25") })
+    }
+
+    /// Episodes bound as typed arrays store what the jsonb document stored before, value for value:
+    /// a number keeps the text (and so the `numeric` scale) jsonb read, one that is not finite is null.
+    @Test func episodeColumnsStoreWhatJSONStored() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let values: [Double] = [450, 292.5, 0.1, -0.0, 1e20, 1e-7, 1e15 + 0.5, .pi, .nan, .infinity, -.infinity,
+                                .greatestFiniteMagnitude, .leastNonzeroMagnitude]
+        let store = EpisodeStore(db: db, now: instant("2026-01-21T12:00:00Z"), thresholdsVersion: "v1")
+        let threshold = PatternThreshold(metric: "sleep_minutes", pattern: .dropVsBaseline, deviationPercent: 20, minAbsChange: 30)
+        let writes = values.enumerated().map { i, v in
+            EpisodeStore.Write(user: UUID(), threshold: threshold,
+                               evaluation: EpisodeEvaluation(activeSince: LocalDate("2026-01-10")!, duration: 7 + i, level: 7,
+                                                             severity: .attention, baseline: v, recent: -v, deviationPercent: v / 3,
+                                                             latest: LocalDate("2026-01-20")!),
+                               latest: LocalDate("2026-01-20")!, notifiedLevel: i % 2 == 0 ? 7 : nil)
+        }
+        let ids = try store.upsert(writes)
+        #expect(ids.count == (values.count + 1) / 2)
+        for w in writes {
+            let e = w.evaluation
+            let json: JSONValue = ["b": .number(e.baseline), "r": .number(e.recent), "d": .number(e.deviationPercent)]
+            let expected = try db.query("""
+                select x.b::text as b, x.r::text as r, x.d::text as d
+                  from jsonb_to_record(\(json.pgJSONText)::jsonb) as x(b numeric, r numeric, d numeric)
+                """).first
+            let stored = try db.query("""
+                select baseline_value::text as b, recent_value::text as r, deviation_percent::text as d, current_level,
+                       last_notified_level, active_since::text as since, last_evaluated_date::text as latest, severity
+                  from pattern_alert_state where user_id = \(w.user)
+                """).first
+            for k in ["b", "r", "d"] { #expect(stored?[k].string == expected?[k].string, "\(k) of \(e.baseline)") }
+            #expect(stored?["current_level"].int == 7)
+            #expect(stored?["last_notified_level"].int == (w.notifiedLevel ?? 0))
+            #expect(stored?["since"].string == "2026-01-10" && stored?["latest"].string == "2026-01-20")
+            #expect(stored?["severity"].string == "attention")
+        }
+    }
+
     /// Rows that name their user by the server's `uuid_hash` fill the same windows, value for value,
     /// as rows that carry the uuid, hostile values included (NaN, ±Infinity, beyond a Double, missing
     /// days, days outside the window); two users of a chunk that share a hash fall back to the uuid.

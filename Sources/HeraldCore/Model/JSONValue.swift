@@ -95,6 +95,19 @@ public enum JSONValue: Hashable, Sendable {
     private static let nulEscape: [UInt8] = Array("\\u0000".utf8)
     private static let replacementEscape: [UInt8] = Array("\\ufffd".utf8)
 
+    /// A number as `pgJSONText` writes it (the same rule as `write`, tested to agree): a whole number
+    /// below 1e15 without a fraction, another finite one in Swift's shortest form, nil for NaN and
+    /// ±infinity (which JSON writes as null). A batch that binds numbers as a `numeric[]` column
+    /// instead of jsonb stores the same values.
+    ///
+    ///     JSONValue.numberText(450)        // "450"
+    ///     JSONValue.numberText(292.5)      // "292.5"
+    ///     JSONValue.numberText(.nan)       // nil
+    public static func numberText(_ n: Double) -> String? {
+        guard n.isFinite else { return nil }
+        return n == n.rounded() && abs(n) < 1e15 ? String(Int(n)) : String(n)
+    }
+
     /// Written as UTF-8 bytes: the hot path of every batch record, so no per-character String work.
     /// `nul` is what a NUL character in a string becomes.
     private func write(to out: inout [UInt8], nul: [UInt8] = JSONValue.nulEscape, sorted: Bool = true) {

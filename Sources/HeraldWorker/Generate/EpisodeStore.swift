@@ -73,19 +73,14 @@ struct EpisodeStore {
     /// Inserts new episodes and updates continuing (or reopened) ones, raising `last_notified_level`
     /// to each write's `notifiedLevel`, in one statement. Returns the episode id of every write that
     /// notifies, by its `key`: the queue rows refer to it.
+    ///
+    /// The writes are bound as one typed array per column to `unnest(…)` (``Columns``): no jsonb
+    /// document to build here or to parse there. Numbers travel as the text jsonb would have read
+    /// (`JSONValue.numberText`), so a value is stored as it was before, down to its `numeric` scale;
+    /// one that is not finite is stored as null, as jsonb's null was.
     func upsert(_ writes: [Write]) throws -> [String: UUID] {
         guard !writes.isEmpty else { return [:] }
-        let rows = JSONValue.array(writes.map { w in
-            let e = w.evaluation
-            return [
-                "user_id": .string(w.user.lowercased), "metric_type": .string(w.threshold.metric),
-                "pattern_type": .string(w.threshold.pattern.rawValue), "active_since": .string(e.activeSince.description),
-                "current_level": .number(Double(e.level)), "severity": .string(e.severity.rawValue),
-                "baseline_value": .number(e.baseline), "recent_value": .number(e.recent),
-                "deviation_percent": .number(e.deviationPercent), "last_evaluated_date": .string(w.latest.description),
-                "notified_level": .number(Double(w.notifiedLevel ?? 0)),
-            ]
-        })
+        let c = Columns(writes)
         let notifying = Set(writes.filter { $0.notifiedLevel != nil }.map(\.key))
         var ids: [String: UUID] = [:]
         for row in try db.query("""
@@ -95,10 +90,11 @@ struct EpisodeStore {
             select user_id, metric_type, pattern_type, 'active', active_since, current_level, severity,
                    baseline_value, recent_value, deviation_percent, last_evaluated_date, \(thresholdsVersion),
                    notified_level
-              from jsonb_to_recordset(\(rows.pgJSONText)::jsonb) as x(
-                user_id uuid, metric_type text, pattern_type text, active_since date, current_level int,
-                severity text, baseline_value numeric, recent_value numeric, deviation_percent numeric,
-                last_evaluated_date date, notified_level int)
+              from unnest(\(c.users)::uuid[], \(c.metrics)::text[], \(c.patterns)::text[], \(c.since)::date[],
+                          \(c.levels)::int[], \(c.severities)::text[], \(c.baselines)::numeric[], \(c.recents)::numeric[],
+                          \(c.deviations)::numeric[], \(c.evaluatedDates)::date[], \(c.notifiedLevels)::int[])
+                   as x(user_id, metric_type, pattern_type, active_since, current_level, severity, baseline_value,
+                        recent_value, deviation_percent, last_evaluated_date, notified_level)
             on conflict (user_id, metric_type, pattern_type, active_since) do update
               set episode_status = 'active', resolved_at = null, current_level = excluded.current_level,
                   severity = excluded.severity, baseline_value = excluded.baseline_value,
@@ -113,5 +109,30 @@ struct EpisodeStore {
             if notifying.contains(key), let id = row["id"].uuid { ids[key] = id }
         }
         return ids
+    }
+
+    /// The writes as one array per column, in order (see ``upsert(_:)``).
+    struct Columns {
+        var users: [UUID] = [], metrics: [String] = [], patterns: [String] = [], since: [String] = []
+        var levels: [Int32] = [], severities: [String] = []
+        var baselines = PGNullableArray(), recents = PGNullableArray(), deviations = PGNullableArray()
+        var evaluatedDates: [String] = [], notifiedLevels: [Int32] = []
+
+        init(_ writes: [Write]) {
+            for w in writes {
+                let e = w.evaluation
+                users.append(w.user)
+                metrics.append(w.threshold.metric)
+                patterns.append(w.threshold.pattern.rawValue)
+                since.append(e.activeSince.description)
+                levels.append(Int32(clamping: e.level))
+                severities.append(e.severity.rawValue)
+                baselines.append(JSONValue.numberText(e.baseline))
+                recents.append(JSONValue.numberText(e.recent))
+                deviations.append(JSONValue.numberText(e.deviationPercent))
+                evaluatedDates.append(w.latest.description)
+                notifiedLevels.append(Int32(clamping: w.notifiedLevel ?? 0))
+            }
+        }
     }
 }

@@ -74,41 +74,21 @@ struct PatternPhase {
             return result
         }
         // Where the last complete scan got to, and the database's clock now (the clock of updated_at).
-        guard let mark = try db.query("select scanned_through, now() as now from pattern_scan_state").first,
+        guard let mark = try db.query("""
+                select scanned_through, scanned_through = '-infinity' as first_scan, now() as now from pattern_scan_state
+                """).first,
               let scannedThrough = mark["scanned_through"].date, let scanStart = mark["now"].date else {
             throw PGError(message: "pattern_scan_state has no row: run herald migrate", isConnectionFailure: false)
         }
-        // Users with metrics updated since then whose newest update is newer than their last
-        // evaluation, with that update and their latest metric date (L). The updated_at index keeps
-        // this proportional to what changed; when most rows changed, it is a scan and an aggregate
-        // that PostgreSQL may run in parallel workers (a statement that also writes never is, so
-        // users seen for the first time get their row in a statement of its own, just after).
         var marks: [UUID: (latest: LocalDate, newest: Date)] = [:]
         var candidates: [UUID] = []
         var firstSeen: [UUID] = []
-        for row in try db.query("""
-            with changed as (
-              select user_id, max(updated_at) as newest from wearable_daily_metrics
-               where updated_at > \(scannedThrough.addingTimeInterval(-Self.rescanMargin))
-               group by user_id
-            )
-            select c.user_id, l.latest::text as latest, c.newest, e.user_id is null as first_seen from changed c
-              left join pattern_evaluations e on e.user_id = c.user_id
-              cross join lateral (select max(metric_date) as latest from wearable_daily_metrics w
-                                   where w.user_id = c.user_id) l
-             where e.user_id is null or c.newest > e.evaluated_through
-            """) {
+        for row in try db.query(Self.candidatesQuery(since: scannedThrough.addingTimeInterval(-Self.rescanMargin),
+                                                     wholeTable: mark["first_scan"].bool == true)) {
             guard let user = row[0].uuid, let latest = row[1].string.flatMap(LocalDate.init), let newest = row[2].date else { continue }
             marks[user] = (latest, newest)
             candidates.append(user)
             if row[3].bool == true { firstSeen.append(user) }
-        }
-        if !firstSeen.isEmpty {
-            try db.execute("""
-                insert into pattern_evaluations (user_id, evaluated_through)
-                select u, '-infinity'::timestamptz from unnest(\(firstSeen)::uuid[]) as u
-                on conflict (user_id) do nothing
-                """)
         }
         // Concurrent passes start at different places, so they rarely wait on each other's locks.
         if !candidates.isEmpty {
@@ -123,15 +103,24 @@ struct PatternPhase {
             Array(candidates[$0..<min($0 + batchSize, candidates.count)])
         }
         // The chunks' metrics are read in segments of several chunks, each one streamed statement:
-        // every read scans what it must of the table, so fewer reads cost the server less. The first
-        // segment is one chunk, so writing starts soon; while a segment's chunks are planned and
-        // written, the next segment is read and evaluated on the second connection.
-        let segments = Self.segments(chunks.count, chunkSize: batchSize,
-                                     readUsers: readUsers ?? MetricWindows.maxUsers(metrics: metrics.count))
+        // every read scans what it must of the table, so fewer reads cost the server less. While a
+        // segment's chunks are planned and written, the next segment is read and evaluated on the
+        // second connection. Nothing overlaps the first read nor the last writes: both are of one chunk.
+        let segments = Self.readSegments(chunks.count, chunkSize: batchSize,
+                                         readUsers: readUsers ?? MetricWindows.maxUsers(metrics: metrics.count))
         var reader = segments.count > 1 ? readerURL.map { MetricPrefetcher(url: $0, applicationName: "herald \(passId) (metrics)") } : nil
         defer { reader?.close() }
         func users(of segment: Range<Int>) -> [UUID] { chunks[segment].flatMap { $0 } }
         reader?.start(users: users(of: segments[0]), latest: latest, thresholds: thresholds)
+
+        // Users seen for the first time get their row, while the first segment is read.
+        if !firstSeen.isEmpty {
+            try db.execute("""
+                insert into pattern_evaluations (user_id, evaluated_through)
+                select u, '-infinity'::timestamptz from unnest(\(firstSeen)::uuid[]) as u
+                on conflict (user_id) do nothing
+                """)
+        }
 
         var skipped: [UUID] = []
         for (index, segment) in segments.enumerated() {
@@ -181,6 +170,57 @@ struct PatternPhase {
         guard chunks > 0 else { return [] }
         let per = max(1, readUsers / max(1, chunkSize))
         return [0..<1] + stride(from: 1, to: chunks, by: per).map { $0..<min($0 + per, chunks) }
+    }
+
+    /// The reads in the order the phase makes them: `segments`, with the last chunk read on its own
+    /// too. The pass starts writing after a read of one chunk and ends with the writes of one chunk;
+    /// in between, each segment's writes overlap the next one's read.
+    ///
+    ///     PatternPhase.readSegments(10, chunkSize: 1000, readUsers: 3276)   // [0..<1, 1..<4, 4..<7, 7..<9, 9..<10]
+    static func readSegments(_ chunks: Int, chunkSize: Int, readUsers: Int) -> [Range<Int>] {
+        var out = segments(chunks, chunkSize: chunkSize, readUsers: readUsers)
+        if let last = out.last, last.count > 1 {
+            out[out.count - 1] = last.lowerBound..<last.upperBound - 1
+            out.append(last.upperBound - 1..<last.upperBound)
+        }
+        return out
+    }
+
+    /// Users with metrics updated after `since` whose newest update is newer than their last
+    /// evaluation: their id, their latest metric date (L) as text, that newest update, and whether
+    /// they have no `pattern_evaluations` row yet.
+    ///
+    /// The updated_at index keeps this proportional to what changed: an aggregate over the rows
+    /// updated since, and each such user's L from the (user_id, metric_date) index. When the pass
+    /// scans for the first time (`wholeTable`), every row is read anyway, so one aggregate over the
+    /// table gives both the newest update and L, without an index probe per user; it selects the same
+    /// users (those with a row updated after `since`) and the same values. Either may run in parallel
+    /// workers: a statement that also writes never could, so first-seen users get their row in a
+    /// statement of their own.
+    static func candidatesQuery(since: Date, wholeTable: Bool) -> SQL {
+        if wholeTable {
+            return """
+                with users as (
+                  select user_id, max(updated_at) as newest, max(metric_date) as latest
+                    from wearable_daily_metrics group by user_id
+                )
+                select c.user_id, c.latest::text as latest, c.newest, e.user_id is null as first_seen from users c
+                  left join pattern_evaluations e on e.user_id = c.user_id
+                 where c.newest > \(since) and (e.user_id is null or c.newest > e.evaluated_through)
+                """
+        }
+        return """
+            with changed as (
+              select user_id, max(updated_at) as newest from wearable_daily_metrics
+               where updated_at > \(since)
+               group by user_id
+            )
+            select c.user_id, l.latest::text as latest, c.newest, e.user_id is null as first_seen from changed c
+              left join pattern_evaluations e on e.user_id = c.user_id
+              cross join lateral (select max(metric_date) as latest from wearable_daily_metrics w
+                                   where w.user_id = c.user_id) l
+             where e.user_id is null or c.newest > e.evaluated_through
+            """
     }
 
     /// How far back of the watermark a pass still looks: a writer's rows carry the time its transaction
@@ -276,13 +316,16 @@ struct PatternPhase {
             result.enqueued = try notifyAdmins(notices, db: db)
         }
 
-        let through = JSONValue.array(due.compactMap { u in
-            marks[u].map { ["user_id": .string(u.lowercased), "through": .string(ISO8601.string(min($0.newest, settled)))] }
-        }).pgJSONText
+        var evaluated: [UUID] = [], through: [String] = []
+        for u in due {
+            guard let mark = marks[u] else { continue }
+            evaluated.append(u)
+            through.append(ISO8601.string(min(mark.newest, settled)))
+        }
         try db.execute("""
             update pattern_evaluations e set evaluated_through = x.through, evaluated_at = now(),
                    thresholds_version = \(thresholdsVersion)
-              from jsonb_to_recordset(\(through)::jsonb) as x(user_id uuid, through timestamptz)
+              from unnest(\(evaluated)::uuid[], \(through)::timestamptz[]) as x(user_id, through)
              where e.user_id = x.user_id
             """)
         return result
