@@ -316,11 +316,11 @@ struct PatternPhase {
             result.enqueued = try notifyAdmins(notices, db: db)
         }
 
-        var evaluated: [UUID] = [], through: [String] = []
+        var evaluated: [UUID] = [], through: [Date] = []
         for u in due {
             guard let mark = marks[u] else { continue }
             evaluated.append(u)
-            through.append(ISO8601.string(min(mark.newest, settled)))
+            through.append(min(mark.newest, settled))
         }
         try db.execute("""
             update pattern_evaluations e set evaluated_through = x.through, evaluated_at = now(),

@@ -259,13 +259,12 @@ public struct QueueStore {
             let free = mine.filter { !busy.contains($0.recipient) }
             guard !free.isEmpty else { return ([], true) }
             let ids = free.map(\.id), tids = free.map(\.tid)
-            // The candidates are found again by their physical address (a TID scan, no index probe): this
-            // transaction holds their row locks, so none of them can have moved. In a partitioned queue a
-            // ctid names a row of each partition, so the id must match too. Their pages were read a moment
-            // ago: priced as the cache hits they are (not as reads from disk, PostgreSQL's default), a
-            // lookup by address or by key beats reading the whole table on small queues too (20,000
-            // rows: 2.5 ms against 2–9 ms a batch of 1,000). `set local` ends with the transaction, so a
-            // pooler in transaction mode is fine with it.
+            // The candidates are found again by their physical address or their key: this transaction
+            // holds their row locks, so none of them can have moved. In a partitioned queue a ctid names a
+            // row of each partition, so the id must match too. Their pages were read a moment ago: priced
+            // as the cache hits they are (not as reads from disk, PostgreSQL's default), those lookups
+            // beat reading the whole table on small queues too (20,000 rows: 2.5 ms against 2–9 ms a batch
+            // of 1,000). `set local` ends with the transaction, so a pooler in transaction mode is fine.
             try db.execute("set local random_page_cost = 1.1")
             let result = try db.query("""
                 with c as materialized (
