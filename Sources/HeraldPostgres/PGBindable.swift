@@ -7,11 +7,26 @@ import Foundation
 public protocol PGBindable {
     /// The value as PostgreSQL's text input format reads it.
     var pgText: String { get }
+    /// The value as it travels: its text (the default), or binary with its type named.
+    var pgParameter: PGParameter { get }
 }
 
-/// A value that can be an element of a bound array (`[String]`, `[UUID]`, `[Int]`, …), bound as a
-/// PostgreSQL array literal: `= any(\(ids)::uuid[])`.
-public protocol PGArrayElement: PGBindable {}
+extension PGBindable {
+    public var pgParameter: PGParameter { .text(pgText) }
+}
+
+/// A value that can be an element of a bound array (`[String]`, `[UUID]`, `[Int]`, …):
+/// `= any(\(ids)::uuid[])`. Arrays of the types below travel in PostgreSQL's binary array format,
+/// which the server reads without parsing text (a batch binds tens of thousands of elements); the
+/// others as an array literal.
+public protocol PGArrayElement: PGBindable {
+    /// The binary form of an array of these, or nil when they travel as text.
+    static func pgBinaryArray(_ elements: [Self?]) -> PGParameter?
+}
+
+extension PGArrayElement {
+    public static func pgBinaryArray(_ elements: [Self?]) -> PGParameter? { nil }
+}
 
 extension String: PGArrayElement {
     /// The text itself, except that each NUL becomes U+FFFD: PostgreSQL text cannot hold NUL, and libpq
@@ -21,6 +36,14 @@ extension String: PGArrayElement {
         guard utf8.withContiguousStorageIfAvailable({ $0.contains(0) }) ?? utf8.contains(0) else { return self }
         return String(String.UnicodeScalarView(unicodeScalars.lazy.map { $0 == "\u{0}" ? "\u{FFFD}" : $0 }))
     }
+
+    /// `text[]`: each element's UTF-8, NUL written as U+FFFD as in `pgText`.
+    public static func pgBinaryArray(_ elements: [String?]) -> PGParameter? {
+        PGBinaryArray.make(elements, type: .text) { element, out in
+            var text = element.pgText
+            text.withUTF8 { out.append(contentsOf: $0) }
+        }
+    }
 }
 
 extension Substring: PGArrayElement {
@@ -29,14 +52,29 @@ extension Substring: PGArrayElement {
 
 extension Int: PGArrayElement {
     public var pgText: String { String(self) }
+
+    /// `bigint[]` (a statement's `::int[]` narrows it, refusing what does not fit, as for text).
+    public static func pgBinaryArray(_ elements: [Int?]) -> PGParameter? {
+        PGBinaryArray.make(elements, type: .int8) { element, out in PGBinaryArray.appendBigEndian(Int64(element), to: &out) }
+    }
 }
 
 extension Int64: PGArrayElement {
     public var pgText: String { String(self) }
+
+    /// `bigint[]`.
+    public static func pgBinaryArray(_ elements: [Int64?]) -> PGParameter? {
+        PGBinaryArray.make(elements, type: .int8) { element, out in PGBinaryArray.appendBigEndian(element, to: &out) }
+    }
 }
 
 extension Int32: PGArrayElement {
     public var pgText: String { String(self) }
+
+    /// `integer[]`.
+    public static func pgBinaryArray(_ elements: [Int32?]) -> PGParameter? {
+        PGBinaryArray.make(elements, type: .int4) { element, out in PGBinaryArray.appendBigEndian(element, to: &out) }
+    }
 }
 
 extension Double: PGArrayElement {
@@ -50,6 +88,11 @@ extension Double: PGArrayElement {
 
 extension Bool: PGArrayElement {
     public var pgText: String { self ? "t" : "f" }
+
+    /// `boolean[]`.
+    public static func pgBinaryArray(_ elements: [Bool?]) -> PGParameter? {
+        PGBinaryArray.make(elements, type: .bool) { element, out in out.append(element ? 1 : 0) }
+    }
 }
 
 extension UUID: PGArrayElement {
@@ -75,6 +118,13 @@ extension UUID: PGArrayElement {
             }
         }
     }
+
+    /// `uuid[]`: sixteen bytes each.
+    public static func pgBinaryArray(_ elements: [UUID?]) -> PGParameter? {
+        PGBinaryArray.make(elements, type: .uuid) { element, out in
+            withUnsafeBytes(of: element.uuid) { out.append(contentsOf: $0) }
+        }
+    }
 }
 
 extension Date: PGArrayElement {
@@ -85,34 +135,32 @@ extension Date: PGArrayElement {
 extension Array: PGBindable where Element: PGArrayElement {
     /// A PostgreSQL array literal with every element double-quoted: `{"a","b\"c","d\\e"}`.
     @inlinable public var pgText: String { PGArrayLiteral.text(map { Optional($0.pgText) }) }
+
+    /// Binary when the elements have a binary form, else the literal.
+    public var pgParameter: PGParameter { Element.pgBinaryArray(map { $0 }) ?? .text(pgText) }
 }
 
-/// An array whose elements may be missing, bound as a PostgreSQL array literal with `NULL` for each `nil`:
-/// the column-per-array shape of a batch write. Each element is kept as its text.
+/// An array whose elements may be missing, bound with NULL for each `nil`: the column-per-array shape
+/// of a batch write. Binary or a literal, as `[Element]` is.
 ///
-///     var errors = PGNullableArray()
+///     var errors = PGNullableArray<String>()
 ///     for row in rows { errors.append(row.error) }
 ///     try conn.execute("""
 ///         update t set error = x.error
 ///           from unnest(\(ids)::uuid[], \(errors)::text[]) as x(id, error) where t.id = x.id
 ///         """)
-public struct PGNullableArray: PGBindable {
-    public private(set) var texts: [String?] = []
+public struct PGNullableArray<Element: PGArrayElement>: PGBindable {
+    public private(set) var elements: [Element?] = []
 
     public init() {}
 
-    @inlinable public init<Element: PGArrayElement>(_ elements: [Element?]) {
-        self.init()
-        for element in elements { append(element) }
-    }
+    public init(_ elements: [Element?]) { self.elements = elements }
 
-    @inlinable public mutating func append<Element: PGArrayElement>(_ element: Element?) {
-        appendText(element?.pgText)
-    }
+    public mutating func append(_ element: Element?) { elements.append(element) }
 
-    @usableFromInline mutating func appendText(_ text: String?) { texts.append(text) }
+    public var pgText: String { PGArrayLiteral.text(elements.map { $0?.pgText }) }
 
-    public var pgText: String { PGArrayLiteral.text(texts) }
+    public var pgParameter: PGParameter { Element.pgBinaryArray(elements) ?? .text(pgText) }
 }
 
 /// Writes array literals: each element double-quoted (backslash before `"` and `\`), `NULL` for `nil`.

@@ -32,12 +32,8 @@ public final class PGRowStream {
     /// or `cancel`s it.
     public init(_ connection: PGConnection, _ sql: SQL) throws {
         let handle = try connection.liveHandle()
-        let bindings = sql.bindings
-        guard bindings.count <= 65535 else {
-            throw PGError(message: "a statement takes at most 65535 parameters, not \(bindings.count)")
-        }
-        let sent = try PGConnection.withParameterValues(bindings) { values in
-            PQsendQueryParams(handle, sql.text, Int32(bindings.count), nil, bindings.isEmpty ? nil : values, nil, nil, 0)
+        let sent = try PGConnection.withParameters(sql.parameters) { p in
+            PQsendQueryParams(handle, sql.text, p.count, p.types, p.count == 0 ? nil : p.values, p.lengths, p.formats, 0)
         }
         guard sent == 1 else {
             throw PGError(message: connection.scrub(PGConnection.trimmed(PQerrorMessage(handle)) ?? "could not send the query"),

@@ -1,7 +1,8 @@
 import Foundation
 
 /// One SQL statement with its parameters: interpolated values become `$1`, `$2`, … and travel
-/// separately from the text, in PostgreSQL's text format. Nothing a caller interpolates is ever
+/// separately from the text, in PostgreSQL's text format (arrays of uuids, texts, integers and
+/// booleans in its binary format, see ``PGArrayElement``). Nothing a caller interpolates is ever
 /// spliced into the SQL.
 ///
 ///     let sql: SQL = "select name from users where id = \(id) and created_at < \(cutoff)"
@@ -23,12 +24,15 @@ public struct SQL: ExpressibleByStringInterpolation, Sendable, Hashable, CustomS
     /// appending renumbers placeholders without scanning (and misreading) SQL text.
     private var segments: [String]
 
-    /// The text-format parameter values, `bindings[0]` for `$1`; `nil` is NULL.
-    public private(set) var bindings: [String?]
+    /// The parameter values, `parameters[0]` for `$1`; `nil` is NULL.
+    public private(set) var parameters: [PGParameter?]
+
+    /// The parameters as a reader would write them (see ``PGParameter/readable``); `nil` is NULL.
+    public var bindings: [String?] { parameters.map { $0?.readable } }
 
     /// The statement text with `$n` placeholders.
     public var text: String {
-        if bindings.isEmpty { return segments[0] }
+        if parameters.isEmpty { return segments[0] }
         var text = segments[0]
         for index in 1..<segments.count {
             text += "$"
@@ -38,37 +42,37 @@ public struct SQL: ExpressibleByStringInterpolation, Sendable, Hashable, CustomS
         return text
     }
 
-    private init(segments: [String], bindings: [String?]) {
-        precondition(segments.count == bindings.count + 1)
+    private init(segments: [String], parameters: [PGParameter?]) {
+        precondition(segments.count == parameters.count + 1)
         self.segments = segments
-        self.bindings = bindings
+        self.parameters = parameters
     }
 
     /// SQL text without parameters, as written.
     public init(stringLiteral value: String) {
-        self.init(segments: [value], bindings: [])
+        self.init(segments: [value], parameters: [])
     }
 
     /// Raw SQL text with no parameters. Only for text chosen by code, never for values.
     ///
     ///     let order = SQL(unescaped: descending ? "desc" : "asc")
     public init(unescaped text: String) {
-        self.init(segments: [text], bindings: [])
+        self.init(segments: [text], parameters: [])
     }
 
     /// One bound parameter on its own: `$1`.
     ///
     ///     let list = ids.map { SQL(binding: $0) }.joined(separator: ", ")
     public init<Value: PGBindable>(binding value: Value?) {
-        self.init(segments: ["", ""], bindings: [value?.pgText])
+        self.init(segments: ["", ""], parameters: [value?.pgParameter])
     }
 
     public init(stringInterpolation: StringInterpolation) {
-        self.init(segments: stringInterpolation.segments, bindings: stringInterpolation.bindings)
+        self.init(segments: stringInterpolation.segments, parameters: stringInterpolation.parameters)
     }
 
     public var description: String {
-        bindings.isEmpty ? text : "\(text) \(bindings.map { $0 ?? "NULL" })"
+        parameters.isEmpty ? text : "\(text) \(bindings.map { $0 ?? "NULL" })"
     }
 
     // MARK: Building in pieces
@@ -80,7 +84,7 @@ public struct SQL: ExpressibleByStringInterpolation, Sendable, Hashable, CustomS
     public mutating func append(_ other: SQL) {
         segments[segments.count - 1] += other.segments[0]
         segments.append(contentsOf: other.segments.dropFirst())
-        bindings.append(contentsOf: other.bindings)
+        parameters.append(contentsOf: other.parameters)
     }
 
     /// `lhs` followed by `rhs`, with `rhs`'s placeholders renumbered after `lhs`'s.
@@ -103,40 +107,40 @@ public struct SQL: ExpressibleByStringInterpolation, Sendable, Hashable, CustomS
 
     public struct StringInterpolation: StringInterpolationProtocol, Sendable {
         fileprivate var segments: [String]
-        fileprivate var bindings: [String?]
+        fileprivate var parameters: [PGParameter?]
 
         public init(literalCapacity: Int, interpolationCount: Int) {
             segments = [""]
             segments.reserveCapacity(interpolationCount + 1)
             segments[0].reserveCapacity(literalCapacity)
-            bindings = []
-            bindings.reserveCapacity(interpolationCount)
+            parameters = []
+            parameters.reserveCapacity(interpolationCount)
         }
 
         public mutating func appendLiteral(_ literal: String) {
             segments[segments.count - 1] += literal
         }
 
-        private mutating func bind(_ text: String?) {
-            bindings.append(text)
+        private mutating func bind(_ parameter: PGParameter?) {
+            parameters.append(parameter)
             segments.append("")
         }
 
         /// `\(value)` binds the value as the next parameter.
         public mutating func appendInterpolation<Value: PGBindable>(_ value: Value) {
-            bind(value.pgText)
+            bind(value.pgParameter)
         }
 
         /// `\(optional)` binds the value, or NULL for `nil`.
         public mutating func appendInterpolation<Value: PGBindable>(_ value: Value?) {
-            bind(value?.pgText)
+            bind(value?.pgParameter)
         }
 
         /// `\(fragment)` splices another `SQL` in, renumbering its placeholders.
         public mutating func appendInterpolation(_ fragment: SQL) {
             segments[segments.count - 1] += fragment.segments[0]
             segments.append(contentsOf: fragment.segments.dropFirst())
-            bindings.append(contentsOf: fragment.bindings)
+            parameters.append(contentsOf: fragment.parameters)
         }
 
         /// `\(unescaped: "desc")` appends raw SQL text: only for fixed fragments chosen by code.

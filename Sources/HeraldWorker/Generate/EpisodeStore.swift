@@ -115,7 +115,7 @@ struct EpisodeStore {
     struct Columns {
         var users: [UUID] = [], metrics: [String] = [], patterns: [String] = [], since: [String] = []
         var levels: [Int32] = [], severities: [String] = []
-        var baselines = PGNullableArray(), recents = PGNullableArray(), deviations = PGNullableArray()
+        var baselines = PGNullableArray<String>(), recents = PGNullableArray<String>(), deviations = PGNullableArray<String>()
         var evaluatedDates: [String] = [], notifiedLevels: [Int32] = []
 
         init(_ writes: [Write]) {

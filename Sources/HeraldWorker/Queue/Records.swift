@@ -89,14 +89,14 @@ public struct RecordBatch: Sendable {
 /// less to read than a jsonb document of the same rows (only the trail's details are jsonb).
 struct RowColumns {
     var ids: [UUID] = [], statuses: [String] = [], permanent: [Bool] = []
-    var lastErrors = PGNullableArray(), skipReasons = PGNullableArray()
-    var runAfter = PGNullableArray(), sentAt = PGNullableArray()
-    var providerMessageIds = PGNullableArray()
-    var attemptsDeltas: [Int32] = [], events: [String] = [], reasons = PGNullableArray()
+    var lastErrors = PGNullableArray<String>(), skipReasons = PGNullableArray<String>()
+    var runAfter = PGNullableArray<Date>(), sentAt = PGNullableArray<Date>()
+    var providerMessageIds = PGNullableArray<String>()
+    var attemptsDeltas: [Int32] = [], events: [String] = [], reasons = PGNullableArray<String>()
     /// Each row's decision trail as the text of a JSON object with at least one key (NUL written as
     /// U+FFFD: jsonb refuses `\u0000`), or nil when it has none (the event's details then hold only the attempt).
-    var details = PGNullableArray()
-    var titles = PGNullableArray(), bodies = PGNullableArray()
+    var details = PGNullableArray<String>()
+    var titles = PGNullableArray<String>(), bodies = PGNullableArray<String>()
 
     init(_ rows: [RowRecord]) {
         for r in rows {
@@ -114,7 +114,7 @@ struct RowColumns {
             if case .object(let o) = r.details, !o.isEmpty {
                 details.append(r.details.pgJSONTextAnyOrder)
             } else {
-                details.append(nil as String?)
+                details.append(nil)
             }
             titles.append(r.title)
             bodies.append(r.body)
@@ -125,10 +125,10 @@ struct RowColumns {
 /// The deliveries as one array per column (see ``RowColumns``).
 struct DeliveryColumns {
     var queueIds: [UUID] = [], attempts: [Int32] = [], channels: [String] = [], providers: [String] = []
-    var destinations: [String] = [], deviceTokenIds = PGNullableArray(), outcomes: [String] = []
-    var httpStatuses = PGNullableArray(), errorCodes = PGNullableArray()
-    var messageIds = PGNullableArray(), errors = PGNullableArray()
-    var latencies = PGNullableArray()
+    var destinations: [String] = [], deviceTokenIds = PGNullableArray<UUID>(), outcomes: [String] = []
+    var httpStatuses = PGNullableArray<Int32>(), errorCodes = PGNullableArray<String>()
+    var messageIds = PGNullableArray<String>(), errors = PGNullableArray<String>()
+    var latencies = PGNullableArray<Int32>()
 
     init(_ deliveries: [DeliveryRecord]) {
         for d in deliveries {
