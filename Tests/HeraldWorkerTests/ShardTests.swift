@@ -12,6 +12,46 @@ import Testing
         _ = try f.db.transaction { try $0.query("select herald_partition_queue(\(n))") }
     }
 
+    /// Migration 026: new rows' ids are UUID version 7, ordered by their creation time, on the plain
+    /// queue and on its partitions; an id given explicitly is kept.
+    @Test func newRowsGetTimeOrderedIdsAndGivenIdsAreKept() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let user = try f.profile()
+        func idsInCreationOrder() throws -> [UUID] {
+            var ids: [UUID] = []
+            for _ in 0..<3 {
+                ids.append(try f.enqueue(to: user, at: seedInstant))
+                usleep(2_000)   // another millisecond: the ids' time part must grow
+            }
+            return ids
+        }
+        func checkV7(_ ids: [UUID]) {
+            for id in ids {
+                let text = id.uuidString.lowercased()
+                #expect(Array(text)[14] == "7", "version of \(text)")
+                #expect("89ab".contains(Array(text)[19]), "variant of \(text)")
+                // The first 48 bits are Unix milliseconds of about now.
+                let ms = Int(text.prefix(8) + text.dropFirst(9).prefix(4), radix: 16) ?? 0
+                #expect(abs(Double(ms) / 1000 - Date().timeIntervalSince1970) < 600, "time of \(text)")
+            }
+            #expect(ids.map { $0.uuidString.lowercased() } == ids.map { $0.uuidString.lowercased() }.sorted())
+        }
+        checkV7(try idsInCreationOrder())
+        let given = UUID()
+        try f.db.execute("""
+            insert into notification_queue (id, recipient_user_id, channel, kind, payload)
+            values (\(given), \(user), 'in_app', 'system', '{"title":"t","body":"b"}')
+            """)
+        #expect(try f.count("select count(*)::int from notification_queue where id = \(given)") == 1)
+
+        try Self.partition(f, 4)
+        checkV7(try idsInCreationOrder())
+        try Self.partition(f, 1)
+        checkV7(try idsInCreationOrder())
+    }
+
     @Test func partitioningKeepsRowsRestrictionsAndWhatDeletesDid() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
