@@ -212,4 +212,25 @@ import Testing
         limiter.record(SentRecord(recipient: alice, channel: .push, kind: "reminder", at: now))
         #expect(!limiter.check(recipient: alice, channel: .push, kind: "reminder", now: now, zone: ny).isAllowed)
     }
+
+    /// A recipient with nothing sent: allowed with every count zero, in any zone, at any instant — or,
+    /// with a daily cap of zero, held to the next local midnight as the full count says.
+    @Test func aRecipientWithNothingSentIsAllowedUnlessACapIsZero() {
+        let zones = ["UTC", "America/New_York", "Asia/Kathmandu", "Pacific/Chatham", "Australia/Lord_Howe"].map(zone)
+        for (i, z) in zones.enumerated() {
+            let at = now.addingTimeInterval(Double(i) * 7_919)
+            // Other recipients' sends and this one's far future do not count.
+            let history = today(3).map { var r = $0; r.recipient = bob; return r }
+                + [SentRecord(recipient: alice, channel: .push, kind: "k", at: at.addingTimeInterval(7_200))]
+            let check = RateLimiter(history: history).check(recipient: alice, channel: .sms, kind: "reminder:dose",
+                                                            group: "g", now: at, zone: z)
+            #expect(check == RateCheck(until: nil, reason: nil,
+                                       counters: RateCounters(sentToday: 0, minutesSinceLastSameType: nil, sentLastMinute: 0)))
+            let closed = RateLimiter(limits: RateLimits(perDay: 0), history: history)
+                .check(recipient: alice, channel: .sms, kind: "reminder:dose", now: at, zone: z)
+            #expect(closed.reason == .dailyLimit)
+            #expect(closed.until == Zone.instant(of: Zone.localDate(at, in: z).adding(days: 1),
+                                                 LocalTime(hour: 0, minute: 0), in: z))
+        }
+    }
 }

@@ -124,6 +124,12 @@ public struct RateLimiter: Sendable {
             r.at = min(r.at, now)
             return r
         }
+        // Nothing sent to this recipient: every count is zero, and with limits above zero none holds
+        // the row back (the same answer as below, without working out the recipient's local day).
+        if sent.isEmpty, limits.perDay > 0, limits.perMinute > 0 {
+            return RateCheck(until: nil, reason: nil,
+                             counters: RateCounters(sentToday: 0, minutesSinceLastSameType: nil, sentLastMinute: 0))
+        }
         var deferrals: [(until: Date, reason: DeferReason)] = []
         let exempt = limits.exemptTypes.contains(kind)
         let counted = sent.filter { !limits.exemptTypes.contains($0.kind) }
