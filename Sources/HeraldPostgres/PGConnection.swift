@@ -406,7 +406,8 @@ public final class PGConnection {
     /// The parameters as libpq takes them, pointing into one buffer that lives as long as the call.
     struct ParameterArrays {
         var count: Int32
-        var values: UnsafePointer<UnsafePointer<CChar>?>
+        /// nil when there is no parameter.
+        var values: UnsafePointer<UnsafePointer<CChar>?>?
         /// nil when every parameter is text: the server then infers each one's type.
         var types: UnsafePointer<Oid>?
         var lengths: UnsafePointer<Int32>?
@@ -473,7 +474,7 @@ public final class PGConnection {
             types.withUnsafeBufferPointer { types in
                 lengths.withUnsafeBufferPointer { lengths in
                     formats.withUnsafeBufferPointer { formats in
-                        body(ParameterArrays(count: Int32(parameters.count), values: values.baseAddress!,
+                        body(ParameterArrays(count: Int32(parameters.count), values: parameters.isEmpty ? nil : values.baseAddress,
                                              types: anyBinary ? types.baseAddress : nil,
                                              lengths: anyBinary ? lengths.baseAddress : nil,
                                              formats: anyBinary ? formats.baseAddress : nil))

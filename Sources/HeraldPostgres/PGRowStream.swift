@@ -33,7 +33,7 @@ public final class PGRowStream {
     public init(_ connection: PGConnection, _ sql: SQL) throws {
         let handle = try connection.liveHandle()
         let sent = try PGConnection.withParameters(sql.parameters) { p in
-            PQsendQueryParams(handle, sql.text, p.count, p.types, p.count == 0 ? nil : p.values, p.lengths, p.formats, 0)
+            PQsendQueryParams(handle, sql.text, p.count, p.types, p.values, p.lengths, p.formats, 0)
         }
         guard sent == 1 else {
             throw PGError(message: connection.scrub(PGConnection.trimmed(PQerrorMessage(handle)) ?? "could not send the query"),
