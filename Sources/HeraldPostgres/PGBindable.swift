@@ -1,6 +1,7 @@
 import Foundation
 
-/// A Swift value that can be bound as a query parameter, in PostgreSQL's text format.
+/// A Swift value that can be bound as a query parameter: in PostgreSQL's text format, or (arrays of
+/// some types, see ``PGArrayElement``) in its binary format.
 ///
 ///     extension Severity: PGBindable { public var pgText: String { rawValue } }
 ///     try conn.execute("update t set severity = \(severity) where id = \(id)")
