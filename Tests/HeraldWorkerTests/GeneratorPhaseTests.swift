@@ -201,8 +201,9 @@ import Testing
         #expect(try f.count("select count(*)::int from pattern_scan_state where scanned_through > now() - interval '1 minute'") == 1)
     }
 
-    /// Chunks read ahead on a second connection give what one connection reading each chunk in turn
-    /// gives; when the second connection cannot be had, the pass reads on its own.
+    /// Chunks read ahead on connections of their own, one to three of them taking turns, give what one
+    /// connection reading each chunk in turn gives; when those connections cannot be had, the pass
+    /// reads on its own.
     @Test func readingAheadChangesNothing() throws {
         func outcome(_ configure: (inout PatternPhase, _ url: String) -> Void) throws -> [String] {
             let tdb = try TestDatabase.create()
@@ -227,8 +228,13 @@ import Testing
         let inTurn = try outcome { phase, _ in phase.batchSize = 5 }
         #expect(inTurn.count == 12)
         #expect(try outcome { phase, url in phase.batchSize = 5; phase.readerURL = url } == inTurn)
-        // Reads of several chunks each (1, then 2 and 1 chunks of 3 users), streamed ahead.
-        #expect(try outcome { phase, url in phase.batchSize = 3; phase.readUsers = 7; phase.readerURL = url } == inTurn)
+        for readers in 1...3 {
+            #expect(try outcome { phase, url in phase.batchSize = 2; phase.readers = readers; phase.readerURL = url } == inTurn)
+            // Reads of several chunks each (1, then 2 and 1 chunks of 3 users), streamed ahead.
+            #expect(try outcome { phase, url in
+                phase.batchSize = 3; phase.readUsers = 7; phase.readers = readers; phase.readerURL = url
+            } == inTurn)
+        }
         #expect(try outcome { phase, _ in
             phase.batchSize = 5
             phase.readerURL = "postgresql://herald@127.0.0.1:1/none?connect_timeout=2"

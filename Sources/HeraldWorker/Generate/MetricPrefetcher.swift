@@ -2,10 +2,11 @@ import Foundation
 import HeraldCore
 import HeraldPostgres
 
-/// Reads the next segment's metric windows (`MetricWindows.read`, streamed) and evaluates them
+/// Reads a coming segment's metric windows (`MetricWindows.read`, streamed) and evaluates them
 /// (`PatternEvaluations`) on a connection and a thread of its own, while the pattern phase plans and
-/// writes the current segment on the pass's connection, so the two overlap. The connection is opened
-/// (with the pass's timeouts, so a read that hangs ends), used and closed on that thread only.
+/// writes the current segment on the pass's connection, so the two overlap; the phase keeps two,
+/// taking turns. The connection is opened (with the pass's timeouts, so a read that hangs ends), used
+/// and closed on that thread only.
 ///
 ///     let reader = MetricPrefetcher(url: url, applicationName: "herald p-1 (metrics)")
 ///     defer { reader.close() }

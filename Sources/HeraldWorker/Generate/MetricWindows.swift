@@ -19,12 +19,13 @@ struct MetricWindows: Sendable {
 
     private static let days = PatternEvaluator.windowDays
 
-    /// The most users whose windows one read fills: 12 MiB of values (3,276 users of 4 metrics). Each
-    /// read scans what it must of the table (apps write a day's rows for all users together, so even
-    /// a thousand users' rows lie on most pages), and fewer, larger reads cost the server less; the
-    /// reader evaluates the windows as soon as they are read and drops them (`PatternEvaluations`), so
-    /// the pass holds one such read at a time: its peak stays that of reading one chunk at a time
-    /// with whole results (54 MB at 10,000 users × 4 metrics).
+    /// The most users whose windows fill 12 MiB of values (3,276 users of 4 metrics): what the
+    /// pattern phase's readers share. Each read scans what it must of the table (apps write a day's
+    /// rows for all users together, so even a thousand users' rows lie on most pages); a reader
+    /// evaluates its windows as soon as they are read and drops them (`PatternEvaluations`), so two
+    /// readers with half of it each hold no more than one reader with all of it: the pass's peak
+    /// stays under that of reading one chunk at a time with whole results (54 MB at 10,000 users ×
+    /// 4 metrics).
     ///
     ///     MetricWindows.maxUsers(metrics: 4)   // 3276
     static func maxUsers(metrics: Int) -> Int {

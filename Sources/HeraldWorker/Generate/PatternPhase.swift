@@ -11,10 +11,10 @@ import Logging
 /// found through the updated_at index. They are taken in batches with SKIP LOCKED on
 /// `pattern_evaluations`, so concurrent passes split the work; each batch is one transaction, so a
 /// user's episodes, notifications and raised levels commit together. Dedupe keys (episode + level +
-/// recipient + channel) make a repeat a no-op. The metrics are read in segments of several batches,
-/// each one streamed statement, and evaluated where they are read: while one segment's batches are
-/// planned and written, the next segment is read and evaluated on a second connection
-/// (`MetricPrefetcher`).
+/// recipient + channel) make a repeat a no-op. The metrics are read in segments of one or more
+/// batches, each one streamed statement, and evaluated where they are read: while one segment's
+/// batches are planned and written, the next ones are read and evaluated on two more connections,
+/// taking turns (`MetricPrefetcher`).
 struct PatternPhase {
     let db: PGConnection
     let passId: String
@@ -23,10 +23,12 @@ struct PatternPhase {
     var shadowMode = false
     var thresholdsVersion = "v1"
     var batchSize = 1000
-    /// Where a second connection reads and evaluates the next segment's metrics while this one
+    /// Where connections of their own read and evaluate the next segments' metrics while this one
     /// plans and writes the current segment; nil reads each chunk on `db`, in turn.
     var readerURL: String?
-    /// The most users whose metrics one statement reads; nil: as many as `MetricWindows.maxUsers` allows.
+    /// How many such connections take turns (at `readerURL`).
+    var readers = 2
+    /// The most users whose metrics one statement reads; nil: `MetricWindows.maxUsers` shared by the readers.
     var readUsers: Int?
 
     struct Result {
@@ -102,18 +104,30 @@ struct PatternPhase {
         let chunks = stride(from: 0, to: candidates.count, by: batchSize).map {
             Array(candidates[$0..<min($0 + batchSize, candidates.count)])
         }
-        // The chunks' metrics are read in segments of several chunks, each one streamed statement:
-        // every read scans what it must of the table, so fewer reads cost the server less. While a
-        // segment's chunks are planned and written, the next segment is read and evaluated on the
-        // second connection. Nothing overlaps the first read nor the last writes: both are of one chunk.
+        // The chunks' metrics are read in segments, each one streamed statement, by `readers`
+        // connections of their own taking turns: while this one plans and writes a segment's chunks,
+        // the next segments are read and evaluated beside it. One reader alone was the pass's path (its
+        // server scanning while its thread parsed, then evaluated, the next read waiting for both); two
+        // keep both cores busy. They share the windows' memory budget, so the pass's peak stays that of
+        // one reader. Nothing overlaps the first read nor the last writes: both are of one chunk.
         let segments = Self.readSegments(chunks.count, chunkSize: batchSize,
-                                         readUsers: readUsers ?? MetricWindows.maxUsers(metrics: metrics.count))
-        var reader = segments.count > 1 ? readerURL.map { MetricPrefetcher(url: $0, applicationName: "herald \(passId) (metrics)") } : nil
-        defer { reader?.close() }
+                                         readUsers: readUsers ?? max(1, MetricWindows.maxUsers(metrics: metrics.count) / max(1, readers)))
+        var ahead: [MetricPrefetcher] = []
+        if segments.count > 1, let readerURL {
+            ahead = (0..<min(max(1, readers), segments.count)).map {
+                MetricPrefetcher(url: readerURL, applicationName: "herald \(passId) (metrics \($0 + 1))")
+            }
+        }
+        defer { ahead.forEach { $0.close() } }
         func users(of segment: Range<Int>) -> [UUID] { chunks[segment].flatMap { $0 } }
-        reader?.start(users: users(of: segments[0]), latest: latest, thresholds: thresholds)
+        /// Segment k is read by reader k mod n, once that reader's previous segment was taken.
+        func startRead(_ k: Int) {
+            guard !ahead.isEmpty, k < segments.count else { return }
+            ahead[k % ahead.count].start(users: users(of: segments[k]), latest: latest, thresholds: thresholds)
+        }
+        for k in ahead.indices { startRead(k) }
 
-        // Users seen for the first time get their row, while the first segment is read.
+        // Users seen for the first time get their row, while the first segments are read.
         if !firstSeen.isEmpty {
             try db.execute("""
                 insert into pattern_evaluations (user_id, evaluated_through)
@@ -126,17 +140,15 @@ struct PatternPhase {
         for (index, segment) in segments.enumerated() {
             if StopSignal.requested { return result }
             var evaluations: PatternEvaluations?
-            if let prefetcher = reader {
+            if !ahead.isEmpty {
                 do {
-                    evaluations = try prefetcher.take()
-                    if index + 1 < segments.count {
-                        prefetcher.start(users: users(of: segments[index + 1]), latest: latest, thresholds: thresholds)
-                    }
+                    evaluations = try ahead[index % ahead.count].take()
+                    startRead(index + ahead.count)
                 } catch {
-                    logger.warning("the second connection for metric reads failed; reading on the pass's connection",
+                    logger.warning("a connection for metric reads failed; reading on the pass's connection",
                                    metadata: ["error": .string("\(error)")])
-                    prefetcher.close()
-                    reader = nil
+                    ahead.forEach { $0.close() }
+                    ahead = []
                 }
             }
             for chunk in chunks[segment] {
