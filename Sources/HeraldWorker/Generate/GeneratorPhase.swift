@@ -36,6 +36,7 @@ struct PatternsGenerator: GeneratorPhase {
         p.thresholdsVersion = c.options.thresholdsVersion
         p.readerURL = try c.settings.databaseURL()
         p.batchSize = max(1, c.options.patternChunk)
+        p.readers = max(1, c.options.patternReaders)
         let r = try p.run()
         summary.generated[.patterns] = r.enqueued
         summary.generated[.patternsUsers] = r.users

@@ -42,6 +42,8 @@ public struct PassOptions: Sendable {
     public var thresholdsVersion = "v1"
     /// Users evaluated per pattern transaction; each chunk's metrics are read while the one before is evaluated.
     public var patternChunk = 1000
+    /// Connections that read the next chunks' metrics while the pass writes (the bench compares 1 and 2).
+    public var patternReaders = 2
     /// The Open-Meteo-style weather API for missing forecasts (WEATHER_URL).
     public var weatherURL: String? = "https://api.open-meteo.com"
     public var render = RenderOptions()
