@@ -204,3 +204,46 @@ func days(_ values: [Double?], _ threshold: PatternThreshold = sleep) -> [DayEva
         #expect(PatternEvaluator.days([], latest: latest, threshold: sleep).isEmpty)
     }
 }
+
+/// The baseline's sorted window, with its values on the stack, against sorting the latest values.
+@Suite struct BaselineWindowTests {
+    @Test func itsMedianIsTheMedianOfTheLatestValues() {
+        var rng = SystemRandomNumberGenerator()
+        for round in 0..<300 {
+            let capacity = round < 30 ? round % 30 + 1 : Int.random(in: 1...40, using: &rng)
+            // Few distinct values some rounds, so that equal values come and go.
+            let values = (0..<Int.random(in: 0...200, using: &rng)).map { _ in
+                round % 2 == 0 ? Double(Int.random(in: 0...3, using: &rng)) : Double.random(in: -1e6...1e6, using: &rng)
+            }
+            BaselineWindow.with(capacity: capacity) { w in
+                #expect(w.median == nil)
+                for (i, v) in values.enumerated() {
+                    w.push(v)
+                    let latest = Array(values[max(0, i + 1 - capacity)...i])
+                    #expect(w.count == latest.count)
+                    #expect(w.median == median(latest), "capacity \(capacity), value \(i)")
+                }
+            }
+        }
+    }
+
+    /// A reader's window (a slice of its memory) is evaluated as a copy of it is.
+    @Test func aSliceIsEvaluatedAsAnArray() {
+        var rng = SystemRandomNumberGenerator()
+        let n = PatternEvaluator.windowDays
+        let latest = day("2026-03-10")
+        for _ in 0..<200 {
+            let base = Double.random(in: 10...20_000, using: &rng)
+            let drop = Int.random(in: 0...30, using: &rng)
+            let memory = (0..<3 * n).map { i -> Double in
+                if Int.random(in: 0..<10, using: &rng) == 0 { return .nan }
+                return base * (i % n >= n - drop ? 0.6 : 1 + Double.random(in: -0.05...0.05, using: &rng))
+            }
+            for t in PatternThreshold.defaults {
+                let slice = memory[n..<2 * n]
+                #expect(PatternEvaluator.evaluate(window: slice, latest: latest, threshold: t)
+                        == PatternEvaluator.evaluate(window: Array(slice), latest: latest, threshold: t))
+            }
+        }
+    }
+}

@@ -53,9 +53,20 @@ public enum PatternEvaluator {
     ///     window[PatternEvaluator.windowDays - 1] = 310   // L's value
     public static func evaluate(window: some RandomAccessCollection<Double>, latest: LocalDate,
                                 threshold: PatternThreshold) -> EpisodeEvaluation? {
+        Array(window).withUnsafeBufferPointer { evaluate(window: $0, latest: latest, threshold: threshold) }
+    }
+
+    /// The same for a slice of a reader's memory (`MetricWindows`): walked where it is, not copied.
+    public static func evaluate(window: ArraySlice<Double>, latest: LocalDate,
+                                threshold: PatternThreshold) -> EpisodeEvaluation? {
+        window.withUnsafeBufferPointer { evaluate(window: $0, latest: latest, threshold: threshold) }
+    }
+
+    static func evaluate(window: UnsafeBufferPointer<Double>, latest: LocalDate,
+                         threshold: PatternThreshold) -> EpisodeEvaluation? {
         var runStart: Int? = nil
         var last: Step? = nil
-        walk(window: Array(window), latest: latest, threshold: threshold) { s in
+        walk(window: window, latest: latest, threshold: threshold) { s in
             runStart = s.deviates ? (runStart ?? s.day) : nil
             last = s
         }
@@ -111,40 +122,49 @@ public enum PatternEvaluator {
 
     /// The walk over a window of `windowDays` values ending at `latest`; non-finite values are missing.
     static func walk(window: [Double], latest: LocalDate, threshold: PatternThreshold, _ visit: (Step) -> Void) {
+        window.withUnsafeBufferPointer { walk(window: $0, latest: latest, threshold: threshold, visit) }
+    }
+
+    /// The same over the window's memory, allocating nothing: a pass walks 40,000 windows.
+    static func walk(window: UnsafeBufferPointer<Double>, latest: LocalDate, threshold: PatternThreshold,
+                     _ visit: (Step) -> Void) {
         let n = windowDays
         precondition(window.count == n, "a pattern window holds \(n) days")
         let day0 = latest.daysSinceEpoch - (n - 1)
-        var value = window
-        var first = n
-        for i in 0..<n {
-            if !value[i].isFinite { value[i] = .nan } else if first == n { first = i }
+        /// Day i's value; NaN when it has none, or one that is not finite.
+        func value(_ i: Int) -> Double {
+            let v = window[i]
+            return v.isFinite ? v : .nan
         }
-        guard first < n else { return }
+        guard let first = (0..<n).first(where: { window[$0].isFinite }) else { return }
 
-        var normal = [Bool](repeating: true, count: n)
-        var pool = BaselineWindow(capacity: baselineDays)
-        for i in first..<n {
-            // Day i − 3 is settled now; a normal one with a value joins the baseline.
-            let j = i - baselineGap
-            if j >= first, normal[j], !value[j].isNaN { pool.push(value[j]) }
-            let baseline = pool.count >= minBaselineDays ? pool.median : nil
+        withUnsafeTemporaryAllocation(of: Bool.self, capacity: n) { normal in
+            normal.initialize(repeating: true)
+            BaselineWindow.with(capacity: baselineDays) { pool in
+                for i in first..<n {
+                    // Day i − 3 is settled now; a normal one with a value joins the baseline.
+                    let j = i - baselineGap
+                    if j >= first, normal[j], !value(j).isNaN { pool.push(value(j)) }
+                    let baseline = pool.count >= minBaselineDays ? pool.median : nil
 
-            var sum = 0.0, count = 0
-            for k in max(first, i - 2)...i where !value[k].isNaN {
-                sum += value[k]
-                count += 1
+                    var sum = 0.0, count = 0
+                    for k in max(first, i - 2)...i where !value(k).isNaN {
+                        sum += value(k)
+                        count += 1
+                    }
+                    let recent = count >= 2 ? sum / Double(count) : nil
+
+                    var deviation: Double? = nil
+                    var deviates = false
+                    if let b = baseline, let r = recent, let d = threshold.deviation(recent: r, baseline: b) {
+                        deviation = d.percent
+                        deviates = d.deviates
+                    }
+                    normal[i] = !deviates
+                    visit(Step(day: day0 + i, value: value(i), baseline: baseline, recent: recent, deviation: deviation,
+                               deviates: deviates))
+                }
             }
-            let recent = count >= 2 ? sum / Double(count) : nil
-
-            var deviation: Double? = nil
-            var deviates = false
-            if let b = baseline, let r = recent, let d = threshold.deviation(recent: r, baseline: b) {
-                deviation = d.percent
-                deviates = d.deviates
-            }
-            normal[i] = !deviates
-            visit(Step(day: day0 + i, value: value[i], baseline: baseline, recent: recent, deviation: deviation,
-                       deviates: deviates))
         }
     }
 }

@@ -105,15 +105,14 @@ struct MetricWindows: Sendable {
 
     /// Each user's position in `users`, by the server's `uuid_hash` of their id; nil when two of
     /// them share a hash (about one chunk of 10,000 in a thousand users) or an answer is missing.
-    static func hashSlots(_ users: [UUID], db: PGConnection) throws -> [Int: Int]? {
+    static func hashSlots(_ users: [UUID], db: PGConnection) throws -> HashSlots? {
         let rows = try db.query("""
             select uuid_hash(u) from unnest(\(users)::uuid[]) with ordinality as x(u, i) order by i
             """)
         guard rows.count == users.count else { return nil }
-        var slots: [Int: Int] = [:]
-        slots.reserveCapacity(users.count)
+        var slots = HashSlots(capacity: users.count)
         for (i, row) in rows.enumerated() {
-            guard let h = row.int(at: 0), slots.updateValue(i, forKey: h) == nil else { return nil }
+            guard let h = row.int(at: 0), slots.insert(h, slot: i) else { return nil }
         }
         return slots
     }
