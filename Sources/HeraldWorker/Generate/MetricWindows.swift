@@ -49,6 +49,16 @@ struct MetricWindows: Sendable {
         return values[start..<start + Self.days]
     }
 
+    /// The window of `users[slot]` for `metrics[metric]`: what a walk over every user reads, with
+    /// no dictionary to hash a uuid or a metric's name in.
+    func window(slot: Int, metric: Int) -> ArraySlice<Double> {
+        let start = offset(slot, metric)
+        return values[start..<start + Self.days]
+    }
+
+    /// The position of `metric` in `metrics`; nil if it was not read.
+    func metricPosition(_ metric: String) -> Int? { metricIndex[metric] }
+
     private func offset(_ u: Int, _ m: Int) -> Int { (u * metrics.count + m) * Self.days }
 
     /// Reads the users' rows in one query, streamed (`PGConnection.stream`): each row goes into its

@@ -19,12 +19,14 @@ struct PatternEvaluations: Sendable {
     init(_ windows: MetricWindows, latest: [UUID: LocalDate], thresholds: [PatternThreshold]) {
         poisoned = windows.poisoned
         byUser.reserveCapacity(windows.users.count)
-        for user in windows.users where !poisoned.contains(user) {
-            guard let l = latest[user] else { continue }
+        let metric = thresholds.map { windows.metricPosition($0.metric) }
+        for (slot, user) in windows.users.enumerated() where poisoned.isEmpty || !poisoned.contains(user) {
+            // A user listed twice has their rows in their first slot.
+            guard let l = latest[user], byUser[user] == nil else { continue }
             var row: [EpisodeEvaluation?] = []
             row.reserveCapacity(thresholds.count)
-            for t in thresholds {
-                row.append(windows[user, t.metric].flatMap { PatternEvaluator.evaluate(window: $0, latest: l, threshold: t) })
+            for (t, m) in zip(thresholds, metric) {
+                row.append(m.flatMap { PatternEvaluator.evaluate(window: windows.window(slot: slot, metric: $0), latest: l, threshold: t) })
             }
             byUser[user] = row
         }
