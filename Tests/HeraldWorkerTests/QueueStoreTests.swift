@@ -42,6 +42,34 @@ import Testing
     /// The record's trail event: the attempt first, then the decision's details as they were, hostile
     /// text included; details that are empty or not an object leave the attempt alone; a details key
     /// named `attempt` wins, as jsonb's `||` would have it.
+    /// A pause an operator sets while a claim holds its candidates locked is honoured by that claim:
+    /// the claim's update checks the pauses again, with a snapshot taken after its candidates were
+    /// found. The paused kind's rows stay pending and untouched; the rest are claimed.
+    @Test func aPauseSetDuringAClaimIsHonouredByIt() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        var recipients: [UUID] = []
+        for _ in 0..<6 { recipients.append(try f.profile()) }
+        try f.enqueueMany(6, to: recipients, channel: "in_app", at: seedInstant)
+        try f.enqueueMany(6, to: recipients, channel: "in_app", kind: "prompt", at: seedInstant)
+        var store = QueueStore(db: try tdb.connect(), passId: "pass-a")
+        var paused = false
+        store.afterCandidates = {
+            // Another session, committed before the claim's update runs.
+            paused = try Operator(db: db, actor: "t", reason: "bad copy").pause(channel: nil, kind: "prompt")
+        }
+        let (rows, _) = try store.claim(limit: 50, now: seedInstant, channels: ["in_app"], leaseSeconds: 60)
+        #expect(paused)
+        #expect(rows.count == 6 && rows.allSatisfy { $0.item.kind == .system })
+        #expect(try f.count("""
+            select count(*)::int from notification_queue
+             where kind = 'prompt' and status = 'pending' and attempts = 0 and locked_by is null
+            """) == 6)
+        #expect(try f.count("select count(*)::int from notification_queue where kind = 'system' and status = 'processing'") == 6)
+    }
+
     @Test func theRecordedEventCarriesTheAttemptAndTheDetails() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }

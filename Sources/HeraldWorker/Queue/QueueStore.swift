@@ -16,6 +16,9 @@ public struct QueueStore {
     public let passId: String
     /// The partition a pinned pass (`--shard K/N`) works in; nil: the whole queue.
     public let shard: Shard?
+    /// Runs inside the claim, once its candidates are locked and before they are updated: where a
+    /// test does what an operator or another pass could do at that moment. Nil outside tests.
+    var afterCandidates: (() throws -> Void)?
 
     public init(db: PGConnection, passId: String, shard: Shard? = nil) {
         self.db = db
@@ -247,6 +250,7 @@ public struct QueueStore {
                 mine.append((id, tid, recipient))
             }
             guard !mine.isEmpty else { return ([], candidates.count > 0) }
+            try afterCandidates?()
             // Recipients with rows another pass holds under a live lease: this statement's snapshot is
             // taken after the locks above, so it sees every claim committed before them. One read for
             // the batch, whatever plan the planner picks (as a per-candidate anti-join, it could rescan
