@@ -11,16 +11,16 @@ import Logging
 ///
 ///   1. claim → decide → record, log adapter, batch 1,000 over 20,000 rows — beside the same claim and
 ///      record SQL run bare (no context, no decisions, no rendering), a bare claim + record on a plain
-///      table (the physical floor) and PgQueuer draining as many no-op jobs; the rows and WAL each
-///      writes per notification; the pass with 1,000,000 terminal rows beside 10,000; 1, 2 and 4
+///      table (the physical floor) and PgQueuer draining as many no-op jobs, the four taking turns
+///      (the best of 3 each); the rows and WAL each writes per notification; the pass with 1,000,000 terminal rows beside 10,000; 1, 2 and 4
 ///      passes at once;
 ///   2. 2,000 webhook sends to a loopback receiver that waits 20 ms each — beside the sequential time;
 ///   3. a pass with nothing to do, process start to exit — beside `herald --help` (starting the binary);
 ///   4. peak memory of a pass at batch 10,000 — beside a pass with nothing to do;
 ///   5. 10,000 APNs pushes to an HTTP/2 fake answering after 20 ms — beside one connection, one
 ///      request at a time (and the sequential rate it implies);
-///   6. pattern evaluation of 10,000 users × 60 days × 4 metrics — beside reading the same rows bare
-///      (and streamed); the same pass as a process of its own, for its peak memory.
+///   6. pattern evaluation of 10,000 users × 60 days × 4 metrics — beside reading the same rows bare,
+///      the two taking turns (the best of 3 each), and streamed; the same pass as a process of its own, for its peak memory.
 @main
 struct Bench {
     static func main() throws {
@@ -119,35 +119,51 @@ struct Bench {
         let now = ISO8601.parse("2026-01-25T12:00:00Z")!
         print("1. claim → decide → record, log adapter, batch \(batch), \(rows) rows (one recipient each)")
 
-        // The same claim and record statements, bare: tells the Swift side from the SQL side.
-        try fill(db, rows: rows, channel: "in_app", at: now)
-        let store = QueueStore(db: db, passId: "bench-bare")
-        var bareCount = 0
-        var meter = try WriteMeter(url, flushing: db)
-        let bare = try Bench.seconds {
-            while true {
-                let claimed = try store.claimRows(limit: batch, now: now, channels: ["in_app"], leaseSeconds: 600)
-                if claimed.isEmpty { break }
-                var records = RecordBatch()
-                for c in claimed {
-                    var r = RowRecord(id: c.item.id, status: .sent, event: .sent)
-                    r.sentAt = now
-                    records.rows.append(r)
+        // The four drains take turns, three rounds, and the best of each is compared: the machine's
+        // speed moves by ±20 % from one second to the next, and measured once each, whichever drain a
+        // neighbour slowed lost (PgQueuer measured 9,233 and 15,466 jobs/s in two runs of the same code).
+        var sameSQL: Drain?, herald: Drain?, plain: Drain?, queuer: Drain?
+        var summary: Summary?
+        var queuerVersion = "?", skipped: String?
+        func best(_ a: Drain?, _ b: Drain) -> Drain { a.map { $0.rate >= b.rate ? $0 : b } ?? b }
+        for _ in 0..<3 {
+            // The same claim and record statements, bare: tells the Swift side from the SQL side.
+            try fill(db, rows: rows, channel: "in_app", at: now)
+            let store = QueueStore(db: db, passId: "bench-bare")
+            var bareCount = 0
+            var meter = try WriteMeter(url, flushing: db)
+            let bare = try Bench.seconds {
+                while true {
+                    let claimed = try store.claimRows(limit: batch, now: now, channels: ["in_app"], leaseSeconds: 600)
+                    if claimed.isEmpty { break }
+                    var records = RecordBatch()
+                    for c in claimed {
+                        var r = RowRecord(id: c.item.id, status: .sent, event: .sent)
+                        r.sentAt = now
+                        records.rows.append(r)
+                    }
+                    bareCount += try store.record(records).count
                 }
-                bareCount += try store.record(records).count
+            }
+            sameSQL = best(sameSQL, Drain(rows: bareCount, seconds: bare, writes: try meter.per(bareCount, flushing: db)))
+
+            try fill(db, rows: rows, channel: "in_app", at: now)
+            meter = try WriteMeter(url, flushing: db)
+            let (s, full) = try pass(Settings(["DATABASE_URL": url, "HERALD_CHANNEL_IN_APP": "log"]),
+                                     drainOptions(batch: batch, now: now))
+            summary = s
+            herald = best(herald, Drain(rows: s.sent, seconds: full, writes: try meter.per(s.sent)))
+
+            plain = best(plain, try bareClaimRecord(url, rows: rows, batch: batch, now: now))
+            if skipped == nil {
+                let (q, version, why) = pgQueuer(rows: rows, batch: 500)
+                queuerVersion = version
+                skipped = why
+                if let q { queuer = best(queuer, q) }
             }
         }
-        let sameSQL = Drain(rows: bareCount, seconds: bare, writes: try meter.per(bareCount, flushing: db))
-
-        try fill(db, rows: rows, channel: "in_app", at: now)
-        meter = try WriteMeter(url, flushing: db)
-        let (summary, full) = try pass(Settings(["DATABASE_URL": url, "HERALD_CHANNEL_IN_APP": "log"]),
-                                       drainOptions(batch: batch, now: now))
-        let herald = Drain(rows: summary.sent, seconds: full, writes: try meter.per(summary.sent))
         db.close()
-
-        let plain = try bareClaimRecord(url, rows: rows, batch: batch, now: now)
-        let (queuer, queuerVersion, skipped) = pgQueuer(rows: rows, batch: 500)
+        guard let sameSQL, let herald, let plain, let summary else { throw BenchError("section 1 measured nothing") }
 
         func rate(_ d: Drain) -> String { "\(Int(d.rate)) rows/s" }
         func pct(_ a: Drain, _ b: Drain) -> String {
@@ -155,7 +171,7 @@ struct Bench {
             return p.isFinite ? "\(Int(p))%" : "—"
         }
         Bench.line("herald pass", rate(herald), "same SQL bare", rate(sameSQL),
-                   "(herald: \(pct(herald, sameSQL)) of it — above 100% the pipelined drain overlaps the Swift side with the SQL, which the bare loop runs one after the other; \(summary.sent) sent)")
+                   "(each the best of 3, the four drains taking turns; herald: \(pct(herald, sameSQL)) of it — above 100% the pipelined drain overlaps the Swift side with the SQL, which the bare loop runs one after the other; \(summary.sent) sent)")
         Bench.line("bare claim + record", rate(plain), "plain table", "1 UPDATE … SKIP LOCKED to claim, 1 UPDATE to record",
                    "(herald: \(pct(herald, plain)) of it; aim ≥ 50%)")
         if let queuer {
