@@ -37,6 +37,7 @@ public struct Decider: Sendable {
     public mutating func decide(_ item: QueueItem, _ context: DecisionContext) -> DecisionResult {
         let now = options.now
         var trail: [String: JSONValue] = [:]
+        trail.reserveCapacity(16)  // a dozen keys at most: no rehash as they come
         func result(_ d: Decision, _ rule: String) -> DecisionResult {
             trail["rule"] = .string(rule)
             return DecisionResult(decision: d, trail: .object(trail))

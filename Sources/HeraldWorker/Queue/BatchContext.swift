@@ -29,6 +29,7 @@ extension QueueStore {
         let alertIds = Array(Set(items.compactMap(\.alertStateId)))
         let needsTokens = items.contains { $0.channelRaw == Channel.push.rawValue }
         let retried = items.filter { $0.attempts > 1 }.map(\.id)
+        ctx.profiles.reserveCapacity(recipients.count)
 
         for row in try db.query("""
             select user_id, timezone, locale, email, phone_e164, notify_in_app, notify_push, notify_email,
