@@ -6,13 +6,11 @@ import HeraldPostgres
 /// ending at the user's latest metric date (L), NaN where a day has no value.
 ///
 ///     let windows = try MetricWindows.read(users: chunk, latest: latestByUser, metrics: ["sleep_minutes"], db: db)
-///     PatternEvaluator.evaluate(window: windows[user, "sleep_minutes"]!, latest: l, threshold: t)
+///     PatternEvaluator.evaluate(window: windows.window(slot: 0, metric: 0), latest: l, threshold: t)   // users[0]
 struct MetricWindows: Sendable {
     let metrics: [String]
     /// The users it holds windows of, in the order read.
     let users: [UUID]
-    private let slot: [UUID: Int]
-    private let metricIndex: [String: Int]
     private(set) var values: [Double]
     /// Users with a value no rule can use (NaN, infinite, beyond float8): their evaluation fails.
     private(set) var poisoned: Set<UUID> = []
@@ -37,16 +35,7 @@ struct MetricWindows: Sendable {
     init(users: [UUID], metrics: [String]) {
         self.metrics = metrics
         self.users = users
-        slot = Dictionary(users.enumerated().map { ($1, $0) }) { first, _ in first }
-        metricIndex = Dictionary(uniqueKeysWithValues: metrics.enumerated().map { ($1, $0) })
         values = [Double](repeating: .nan, count: users.count * metrics.count * Self.days)
-    }
-
-    /// `user`'s window for `metric`; nil if either was not read.
-    subscript(user: UUID, metric: String) -> ArraySlice<Double>? {
-        guard let u = slot[user], let m = metricIndex[metric] else { return nil }
-        let start = offset(u, m)
-        return values[start..<start + Self.days]
     }
 
     /// The window of `users[slot]` for `metrics[metric]`: what a walk over every user reads, with
@@ -57,7 +46,7 @@ struct MetricWindows: Sendable {
     }
 
     /// The position of `metric` in `metrics`; nil if it was not read.
-    func metricPosition(_ metric: String) -> Int? { metricIndex[metric] }
+    func metricPosition(_ metric: String) -> Int? { metrics.firstIndex(of: metric) }
 
     private func offset(_ u: Int, _ m: Int) -> Int { (u * metrics.count + m) * Self.days }
 
@@ -89,7 +78,8 @@ struct MetricWindows: Sendable {
         let firstDay = users.map { latest[$0]!.daysSinceEpoch - (days - 1) }
         // Columns by position, parsed where libpq holds them: this loop reads millions of cells.
         let metricColumns = metrics.enumerated().map { m, _ in 2 + m }
-        let slot = windows.slot
+        // Without hashes, rows name the uuid itself: a user listed twice fills their first slot.
+        let slot = slotByHash == nil ? Dictionary(users.enumerated().map { ($1, $0) }) { first, _ in first } : [:]
         let stride = metrics.count * days
         var poisoned = Set<Int>()
         _ = try windows.values.withUnsafeMutableBufferPointer { values in
