@@ -67,8 +67,25 @@ import Testing
             insert into inbox (user_id, queue_id, type, title, body) values (\(owner), \(id), 'system', 't', 'b')
             """)
 
+        // Room on each page for a claim's new row versions (migration 027), kept through both rebuilds.
+        func fillfactors() throws -> [String] {
+            try f.db.query("""
+                select c.relname::text || ':' || coalesce(o.option_value, 'none') as v from pg_class c
+                  left join pg_options_to_table(c.reloptions) o on o.option_name = 'fillfactor'
+                 where c.relname ~ '^notification_queue(_p[0-9]+)?$' and c.relkind = 'r'
+                 order by c.relname
+                """).compactMap { $0["v"].string }
+        }
+        #expect(try fillfactors() == ["notification_queue:45"])
+
         try Self.partition(f, 4)
         #expect(try f.count("select herald_queue_partitions()") == 4)
+        #expect(try fillfactors() == (0..<4).map { "notification_queue_p\($0):45" })
+        // Migration 027 run on a queue partitioned before it: each partition takes the setting.
+        for k in 0..<4 { try f.db.execute("alter table notification_queue_p\(unescaped: "\(k)") set (fillfactor = 70)") }
+        try f.db.executeScript(String(contentsOf: TestDatabase.migrationsDirectory
+            .appendingPathComponent("027_queue_fillfactor.sql"), encoding: .utf8))
+        #expect(try fillfactors() == (0..<4).map { "notification_queue_p\($0):45" })
         #expect(try f.count("select count(*)::int from notification_queue") == 200)
         #expect(try f.count("""
             select count(*)::int from pg_inherits where inhparent = 'notification_queue'::regclass
@@ -105,6 +122,7 @@ import Testing
         // Back to one table: the rows, and the foreign keys.
         try Self.partition(f, 1)
         #expect(try f.count("select herald_queue_partitions()") == 1)
+        #expect(try fillfactors() == ["notification_queue:45"])
         #expect(try f.count("select count(*)::int from notification_queue") == 199)
         #expect(try f.count("""
             select count(*)::int from pg_constraint where confrelid = 'notification_queue'::regclass and contype = 'f'
