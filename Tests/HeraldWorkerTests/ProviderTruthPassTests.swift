@@ -140,6 +140,49 @@ import Testing
         #expect(twilio.accepted.count == sent)
     }
 
+    /// A message the provider does not know (404), or whose stored id cannot be asked about, is closed
+    /// as `unknown` with the provider's code; another queue row's delivery is left as it was.
+    @Test func messagesTheProviderDoesNotKnowAreClosedAsUnknown() throws {
+        let lab = try Lab()
+        defer { lab.cleanup() }
+        let sid = "AC" + String(repeating: "0123456789abcdef", count: 2)
+        let authToken = "twilio-auth-" + UUID().uuidString
+        let twilio = try FakeTwilio(tls: lab.certificates, accountSid: sid, authToken: authToken)
+        defer { twilio.shutdown() }
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+
+        let now = ProviderPassTests.now()
+        let users = try ["+15555550301", "+15555550302", "+15555550303"].map { try f.profile(phone: $0, sms: true) }
+        let rows = try users.map { try f.enqueue(to: $0, channel: "sms", at: now.addingTimeInterval(-10)) }
+        var settings = lab.base
+        settings["TWILIO_ACCOUNT_SID"] = sid
+        settings["TWILIO_AUTH_TOKEN"] = authToken
+        settings["TWILIO_FROM"] = "+15005550006"
+        settings["TWILIO_URL"] = twilio.baseURL
+        let (s1, _) = Self.pass(tdb.url, settings, now: now, phases: [.deliver])
+        #expect(s1.sent == 3)
+        // One id Twilio never issued (a well-formed SID: asked, 404), one that is no SID at all (not asked).
+        try db.execute("update notification_deliveries set provider_message_id = \("SM" + String(repeating: "f", count: 32)) where queue_id = \(rows[0])")
+        try db.execute("update notification_deliveries set provider_message_id = 'not-a-sid' where queue_id = \(rows[1])")
+        let known = try #require(try Self.delivery(db, rows[2])["provider_message_id"].string)
+        twilio.setStatus(known, "sent")
+
+        let (s2, c2) = Self.pass(tdb.url, settings, now: now.addingTimeInterval(180), phases: [.statuses])
+        #expect(c2 == .ok, "\(s2.phaseErrors)")
+        #expect(s2.generated["statuses_checked"] == 2)
+        #expect(s2.generated["statuses_final"] == 2)
+        for row in rows[0...1] {
+            let d = try Self.delivery(db, row)
+            #expect(d["final_status"].string == "unknown")
+            #expect(d["final_error_code"].string == "20404")
+            #expect(d["final_source"].string == "poll")
+        }
+        #expect(try Self.delivery(db, rows[2])["final_status"].string == nil)
+    }
+
     // MARK: - SendGrid events
 
     /// Signs a SendGrid Event Webhook body as SendGrid does: ECDSA P-256 over timestamp + body.

@@ -168,8 +168,10 @@ import Testing
         let f = Fixtures(db: try tdb.connect())
         let server = try FakeHTTPServer(threads: 2) { _ in FakeResponse(status: 200, delay: 0.002) }
         defer { server.shutdown() }
+        // A recipient's rows are held by one pass at a time (the rate limits): with more recipients than
+        // a batch holds, a batch leaves others for the other passes to take meanwhile.
         var recipients: [UUID] = []
-        for _ in 0..<50 { recipients.append(try f.profile()) }
+        for _ in 0..<400 { recipients.append(try f.profile()) }
         try f.enqueueMany(3000, to: recipients, channel: "webhook", at: seedInstant.addingTimeInterval(-60))
         let worker = Worker(url: tdb.url, settings: Self.settings(server))
 

@@ -52,12 +52,12 @@ struct TruthStore {
                     status text, code text, error text, opt_out boolean, rank int, reason text)
                 ), m as (
                   -- By message id (index notification_deliveries_provider_message)…
-                  select d.id as delivery_id, x.* from x
+                  select d.queue_id as delivery_queue_id, d.id as delivery_id, x.* from x
                     join notification_deliveries d
                       on d.provider = x.provider and d.provider_message_id = x.message_id and d.outcome = 'delivered'
                   union all
-                  -- …or, for a delivery stored without one, by queue row and address (index notification_deliveries_queue).
-                  select d.id as delivery_id, x.* from x
+                  -- …or, for a delivery stored without one, by queue row (the primary key) and address.
+                  select d.queue_id as delivery_queue_id, d.id as delivery_id, x.* from x
                     join notification_deliveries d
                       on d.queue_id = x.queue_id and d.provider = x.provider and d.provider_message_id is null
                      and lower(d.destination) = lower(x.destination) and d.outcome = 'delivered'
@@ -69,7 +69,7 @@ struct TruthStore {
                          final_at = \(now), final_source = \(source), final_event_id = p.event_id,
                          final_opt_out = p.opt_out
                     from pick p
-                   where d.id = p.delivery_id
+                   where d.queue_id = p.delivery_queue_id and d.id = p.delivery_id
                      and p.rank > case when d.final_status is null or d.final_status in ('expired', 'unknown') then 0
                                        when d.final_status = 'delivered' then 1
                                        when d.final_opt_out then 3 else 2 end
@@ -145,6 +145,12 @@ struct StatusPollPhase {
     var giveUpAfter: TimeInterval = 48 * 3600
     var limit = 500
 
+    /// A delivery row by its primary key's leading columns: its queue row and its own id.
+    struct DeliveryKey {
+        let queueId: UUID
+        let id: Int
+    }
+
     struct Result {
         var checked = 0
         var final = 0
@@ -172,14 +178,15 @@ struct StatusPollPhase {
             update notification_deliveries
                set final_status = 'expired', final_error_code = 'poll_window', final_at = \(now), final_source = 'poll',
                    final_error = \("the provider gave no final status within \(Int(giveUpAfter / 3600)) h")
-             where id in (select id from notification_deliveries
+             where (queue_id, id) in (select queue_id, id from notification_deliveries
                            where \(pending) and at < \(now.addingTimeInterval(-giveUpAfter))
                            limit 5000)
             """)
-        let claimed: [(id: Int, provider: Provider, messageId: String)] = try db.transaction { db in
+        // A delivery is named by its queue row and its id: the primary key (queue_id, id, at).
+        let claimed: [(id: DeliveryKey, provider: Provider, messageId: String)] = try db.transaction { db in
             try db.query("""
                 with c as materialized (
-                  select id from notification_deliveries
+                  select queue_id, id from notification_deliveries
                    where \(pending)
                      and at <= \(now.addingTimeInterval(-minimumAge)) and at >= \(now.addingTimeInterval(-giveUpAfter))
                      and (truth_checked_at is null
@@ -189,19 +196,20 @@ struct StatusPollPhase {
                    for update skip locked
                 )
                 update notification_deliveries d set truth_checked_at = \(now), truth_checks = d.truth_checks + 1
-                  from c where d.id = c.id
-                returning d.id, d.provider, d.provider_message_id
+                  from c where d.queue_id = c.queue_id and d.id = c.id
+                returning d.queue_id, d.id, d.provider, d.provider_message_id
                 """).compactMap { row in
-                guard let id = row["id"].int, let provider = row["provider"].string.flatMap(Provider.init(rawValue:)),
+                guard let queueId = row["queue_id"].uuid, let id = row["id"].int,
+                      let provider = row["provider"].string.flatMap(Provider.init(rawValue:)),
                       let messageId = row["provider_message_id"].string else { return nil }
-                return (id, provider, messageId)
+                return (DeliveryKey(queueId: queueId, id: id), provider, messageId)
             }
         }
         guard !claimed.isEmpty else { return result }
 
         // An id the provider cannot be asked about (not a Twilio Message SID) is closed as unknown.
-        var unknown: [Provider: [Int]] = [:]
-        var polled: [(id: Int, poller: any StatusPolling, messageId: String)] = []
+        var unknown: [Provider: [DeliveryKey]] = [:]
+        var polled: [(id: DeliveryKey, poller: any StatusPolling, messageId: String)] = []
         for d in claimed {
             guard let poller = byProvider[d.provider] else { continue }
             if poller.isPollable(messageId: d.messageId) { polled.append((d.id, poller, d.messageId)) }
@@ -235,13 +243,14 @@ struct StatusPollPhase {
         let applied = try TruthStore(db: db).apply(items, source: "poll", now: now)
         result.final = applied.updated
         result.optedOut = applied.optedOut
-        for (provider, ids) in unknown.sorted(by: { $0.key < $1.key }) {
+        for (provider, keys) in unknown.sorted(by: { $0.key < $1.key }) {
             guard let poller = byProvider[provider] else { continue }
             result.final += try db.execute("""
                 update notification_deliveries
                    set final_status = 'unknown', final_error_code = \(poller.notFoundCode), final_at = \(now),
                        final_source = 'poll', final_error = \("\(provider.rawValue) does not know this message")
-                 where id = any(\(ids)::bigint[]) and final_status is null
+                 where (queue_id, id) in (select * from unnest(\(keys.map(\.queueId))::uuid[], \(keys.map(\.id))::bigint[]))
+                   and final_status is null
                 """)
         }
         if applied.optedOut > 0 {
