@@ -269,6 +269,30 @@ import Testing
         #expect(history.first?["channel"]?.stringValue == "in_app")
     }
 
+    /// An older in-app copy with an id of its own, whose notification has a history entry: acting on
+    /// the copy marks that entry (the insert meets it as a conflict on (user_id, id)), not a new one.
+    @Test func anOlderInboxCopyMarksItsNotificationsHistoryEntry() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let a = try f.profile()
+        let queued = try f.enqueue(to: a, channel: "push", at: Date())
+        try db.execute("""
+            insert into notification_history (id, user_id, channel, notification_type, title, body, scheduled_time, delivered_time)
+            values (\(queued), \(a), 'push', 'system', 'Hello', 'there', now(), now())
+            """)
+        let copy = try #require(try db.query("""
+            insert into inbox (user_id, queue_id, type, title, body) values (\(a), \(queued), 'system', 't', 'b') returning id
+            """).first?["id"].uuid)
+        try Self.asUser(db, a)
+        let answer = try Self.json(db, "select record_notification_action(\(copy), 'dismissed')")
+        #expect(answer["id"]?.stringValue == queued.uuidString.lowercased())
+        let history = Self.array(try Self.json(db, "select get_notification_history()"))
+        #expect(history.count == 1)
+        #expect(history.first?["action"]?.stringValue == "dismissed")
+    }
+
     // MARK: - Retention (seed 001 §Storage)
 
     @Test func historyIsKeptThirtyDaysWhateverTheQueueKeeps() throws {
