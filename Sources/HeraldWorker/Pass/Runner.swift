@@ -157,6 +157,27 @@ public struct Runner {
         }
         defer { db.close() }
 
+        // A schema behind this binary is refused before anything is claimed (see `SchemaVersion`);
+        // one ahead of it is run against, with a warning: deploy the matching release.
+        do {
+            let applied = try SchemaVersion.check(db)
+            if applied > SchemaVersion.required {
+                logger.warning("the database's schema is newer than this herald: deploy the release that matches it",
+                               metadata: ["schema": "\(applied)", "herald_schema": "\(SchemaVersion.required)"])
+            }
+        } catch let error as SchemaBehind {
+            summary.ok = false
+            summary.error = "\(error)"
+            logger.error("configuration error", metadata: ["error": .string("\(error)")])
+            heartbeat?.ping("\(ExitCode.configuration.rawValue)", transport: transport, logger: logger)
+            return (summary, .configuration)
+        } catch {
+            summary.ok = false
+            summary.error = "cannot read the database's schema version: \(error)"
+            logger.error("cannot read the database's schema version", metadata: ["error": .string("\(error)")])
+            heartbeat?.ping("\(ExitCode.database.rawValue)", transport: transport, logger: logger)
+            return (summary, .database)
+        }
         if let shard = options.shard {
             do { try QueueStore.checkShard(shard, db: db) } catch {
                 summary.ok = false

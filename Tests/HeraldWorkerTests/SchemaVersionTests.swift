@@ -1,0 +1,74 @@
+import Foundation
+import HeraldCore
+import HeraldPostgres
+import HeraldTestSupport
+import HeraldWorker
+import Testing
+
+/// A pass against a database whose schema is behind the binary claims nothing: its record could fail
+/// after the sends, and the rows would go out again at each lease expiry.
+@Suite struct SchemaVersionTests {
+    /// The migration files' versions.
+    static func versions() throws -> [Int] {
+        try FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory.path)
+            .filter { $0.hasSuffix(".sql") }.compactMap { Int($0.prefix { $0.isNumber }) }
+    }
+
+    @Test func theRequiredVersionIsTheNewestMigration() throws {
+        #expect(SchemaVersion.required == (try Self.versions().max()))
+    }
+
+    @Test func aPassRefusesASchemaBehindItAndClaimsNothing() throws {
+        // The migrations but the newest, in a folder of their own.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("herald-schema-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for file in try FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory.path)
+        where file.hasSuffix(".sql") && Int(file.prefix { $0.isNumber }) != SchemaVersion.required {
+            try FileManager.default.copyItem(at: TestDatabase.migrationsDirectory.appendingPathComponent(file),
+                                             to: dir.appendingPathComponent(file))
+        }
+        let tdb = try TestDatabase.create(migrationsDirectory: dir)
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let user = try f.profile()
+        let row = try f.enqueue(to: user, channel: "in_app", at: seedInstant)
+
+        let (behind, code) = Worker(url: tdb.url).run(now: seedInstant)
+        #expect(code == .configuration)
+        #expect(behind.error?.contains("herald migrate") == true, "\(behind.error ?? "")")
+        #expect(behind.error?.contains("\(SchemaVersion.required)") == true)
+        #expect(try f.row(row)["status"].string == "pending")
+        #expect(try f.count("select count(*)::int from herald_passes") == 0)
+
+        // Without any recorded migration: refused the same way.
+        try f.db.execute("alter table schema_migrations rename to schema_migrations_away")
+        let (none, noneCode) = Worker(url: tdb.url).run(now: seedInstant)
+        #expect(noneCode == .configuration)
+        #expect(none.error?.contains("no herald migrations recorded") == true, "\(none.error ?? "")")
+        try f.db.execute("alter table schema_migrations_away rename to schema_migrations")
+
+        // Migrated, the same pass sends it.
+        let newest = try #require(try FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory.path)
+            .first { Int($0.prefix { $0.isNumber }) == SchemaVersion.required })
+        try FileManager.default.copyItem(at: TestDatabase.migrationsDirectory.appendingPathComponent(newest),
+                                         to: dir.appendingPathComponent(newest))
+        _ = try Migrator(directory: dir).migrate(f.db)
+        let (summary, okCode) = Worker(url: tdb.url).run(now: seedInstant)
+        #expect(okCode == .ok, "\(summary.error ?? "")")
+        #expect(summary.sent == 1)
+    }
+
+    @Test func aSchemaAheadOfTheBinaryIsRunAgainst() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        try f.db.execute("""
+            insert into schema_migrations (version, name, checksum) values (\(SchemaVersion.required + 1), 'from_a_later_release', 'x')
+            """)
+        let row = try f.enqueue(to: try f.profile(), channel: "in_app", at: seedInstant)
+        let (summary, code) = Worker(url: tdb.url).run(now: seedInstant)
+        #expect(code == .ok, "\(summary.error ?? "")")
+        #expect(try f.row(row)["status"].string == "sent")
+    }
+}
