@@ -270,7 +270,7 @@ import Testing
     }
 
     /// An older in-app copy with an id of its own, whose notification has a history entry: acting on
-    /// the copy marks that entry (the insert meets it as a conflict on (user_id, id)), not a new one.
+    /// the copy marks that entry (the insert meets it as a conflict), not a new one.
     @Test func anOlderInboxCopyMarksItsNotificationsHistoryEntry() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
@@ -291,6 +291,25 @@ import Testing
         let history = Self.array(try Self.json(db, "select get_notification_history()"))
         #expect(history.count == 1)
         #expect(history.first?["action"]?.stringValue == "dismissed")
+    }
+
+    /// A row sent whose history entry already exists (sent before, and put back by hand): the record
+    /// skips the entry and records the row.
+    @Test func aSentRowWithAHistoryEntryAlreadyIsRecorded() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let a = try f.profile()
+        let row = try f.enqueue(to: a, channel: "in_app", at: seedInstant)
+        try db.execute("""
+            insert into notification_history (id, user_id, channel, notification_type, title, body, scheduled_time, delivered_time)
+            values (\(row), \(a), 'in_app', 'system', 'before', 'before', now(), now())
+            """)
+        let (summary, code) = Worker(url: tdb.url).run(now: seedInstant)
+        #expect(code == .ok, "\(summary.error ?? "")")
+        #expect(try f.row(row)["status"].string == "sent")
+        #expect(try f.count("select count(*)::int from notification_history") == 1)
     }
 
     // MARK: - Retention (seed 001 §Storage)

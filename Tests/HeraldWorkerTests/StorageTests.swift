@@ -3,7 +3,7 @@ import HeraldPostgres
 import HeraldTestSupport
 import Testing
 
-/// Storage settings of the tables whose rows are updated in place by every pass (migrations 027, 030):
+/// Storage settings of the tables whose rows are updated in place by every pass (migrations 027, 029):
 /// room on each page for a row's next version keeps the update on its page.
 @Suite struct StorageTests {
     @Test func tablesUpdatedInPlaceLeaveRoomOnTheirPages() throws {

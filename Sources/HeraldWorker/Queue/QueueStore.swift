@@ -116,8 +116,8 @@ public struct QueueStore {
                 """).first?["n"].int ?? 0
             // Seed 001 §Storage: the notification history is kept 30 days, whatever the queue's retention.
             try db.execute("""
-                delete from notification_history where (user_id, id) in (
-                  select user_id, id from notification_history
+                delete from notification_history where id in (
+                  select id from notification_history
                    where delivered_time < \(now)::timestamptz - make_interval(days => \(QueueStore.historyRetentionDays))
                    limit \(limit))
                 """)
@@ -427,7 +427,8 @@ public struct QueueStore {
                   select u.id, u.recipient_user_id, u.channel, u.kind, u.title, u.body, u.scheduled_at,
                          coalesce(u.sent_at, now()), u.related_entity_id, u.related_entity_type, u.created_at
                     from u where u.status = 'sent'
-                  on conflict (user_id, id) do nothing
+                  -- No conflict target: a repeat is skipped whichever unique key the history has.
+                  on conflict do nothing
                 ), t as (
                   -- Dead destinations are facts about the destination, whoever recorded the row (but
                   -- only written by a flush that recorded something, as before).
