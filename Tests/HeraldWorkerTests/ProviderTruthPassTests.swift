@@ -49,12 +49,23 @@ import Testing
 
     // MARK: - Twilio polling
 
-    @Test func twilioPollingRecordsFinalStatusesAndTurnsDeadNumbersOff() throws {
-        let lab = try Lab()
-        defer { lab.cleanup() }
+    /// A fake Twilio over TLS, and the settings that send SMS through it.
+    static func twilio(_ lab: Lab) throws -> (FakeTwilio, [String: String]) {
         let sid = "AC" + String(repeating: "0123456789abcdef", count: 2)
         let authToken = "twilio-auth-" + UUID().uuidString
         let twilio = try FakeTwilio(tls: lab.certificates, accountSid: sid, authToken: authToken)
+        var settings = lab.base
+        settings["TWILIO_ACCOUNT_SID"] = sid
+        settings["TWILIO_AUTH_TOKEN"] = authToken
+        settings["TWILIO_FROM"] = "+15005550006"
+        settings["TWILIO_URL"] = twilio.baseURL
+        return (twilio, settings)
+    }
+
+    @Test func twilioPollingRecordsFinalStatusesAndTurnsDeadNumbersOff() throws {
+        let lab = try Lab()
+        defer { lab.cleanup() }
+        let (twilio, settings) = try Self.twilio(lab)
         defer { twilio.shutdown() }
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
@@ -65,11 +76,6 @@ import Testing
         let phones = ["+15555550201", "+15555550202", "+15555550203", "+15555550204"]
         let users = try phones.map { try f.profile(phone: $0, sms: true) }
         let rows = try users.map { try f.enqueue(to: $0, channel: "sms", at: now.addingTimeInterval(-10)) }
-        var settings = lab.base
-        settings["TWILIO_ACCOUNT_SID"] = sid
-        settings["TWILIO_AUTH_TOKEN"] = authToken
-        settings["TWILIO_FROM"] = "+15005550006"
-        settings["TWILIO_URL"] = twilio.baseURL
 
         let (s1, c1) = Self.pass(tdb.url, settings, now: now, phases: [.deliver, .statuses])
         #expect(c1 == .ok, "\(s1.error ?? "")")
@@ -145,9 +151,7 @@ import Testing
     @Test func messagesTheProviderDoesNotKnowAreClosedAsUnknown() throws {
         let lab = try Lab()
         defer { lab.cleanup() }
-        let sid = "AC" + String(repeating: "0123456789abcdef", count: 2)
-        let authToken = "twilio-auth-" + UUID().uuidString
-        let twilio = try FakeTwilio(tls: lab.certificates, accountSid: sid, authToken: authToken)
+        let (twilio, settings) = try Self.twilio(lab)
         defer { twilio.shutdown() }
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
@@ -157,11 +161,6 @@ import Testing
         let now = ProviderPassTests.now()
         let users = try ["+15555550301", "+15555550302", "+15555550303"].map { try f.profile(phone: $0, sms: true) }
         let rows = try users.map { try f.enqueue(to: $0, channel: "sms", at: now.addingTimeInterval(-10)) }
-        var settings = lab.base
-        settings["TWILIO_ACCOUNT_SID"] = sid
-        settings["TWILIO_AUTH_TOKEN"] = authToken
-        settings["TWILIO_FROM"] = "+15005550006"
-        settings["TWILIO_URL"] = twilio.baseURL
         let (s1, _) = Self.pass(tdb.url, settings, now: now, phases: [.deliver])
         #expect(s1.sent == 3)
         // One id Twilio never issued (a well-formed SID: asked, 404), one that is no SID at all (not asked).
