@@ -39,9 +39,6 @@ import Testing
         #expect(row["locked_by"].isNull)
     }
 
-    /// The record's trail event: the attempt first, then the decision's details as they were, hostile
-    /// text included; details that are empty or not an object leave the attempt alone; a details key
-    /// named `attempt` wins, as jsonb's `||` would have it.
     /// A pause an operator sets while a claim holds its candidates locked is honoured by that claim:
     /// the claim's update checks the pauses again, with a snapshot taken after its candidates were
     /// found. The paused kind's rows stay pending and untouched; the rest are claimed.
@@ -70,6 +67,49 @@ import Testing
         #expect(try f.count("select count(*)::int from notification_queue where kind = 'system' and status = 'processing'") == 6)
     }
 
+    /// A flush rolled back because a table it writes was held past `lock_timeout` (by a migration, say)
+    /// is written again once the lock is gone: its rows were sent, and unrecorded they would go out
+    /// again when their lease expires. Without the new tries, the same lock fails the flush.
+    @Test func aFlushThatMeetsALockIsWrittenAgain() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        var ids: [UUID] = []
+        for _ in 0..<3 { ids.append(try f.enqueue(to: try f.profile(), at: seedInstant)) }
+        let conn = try tdb.connect()
+        try conn.setTimeouts(statement: nil, lock: 100, idleInTransaction: nil)
+        let store = QueueStore(db: conn, passId: "p")
+        #expect(try store.claimRows(limit: 10, now: seedInstant, channels: ["in_app"], leaseSeconds: 60).count == 3)
+        var batch = RecordBatch()
+        for id in ids {
+            var r = RowRecord(id: id, status: .sent, event: .sent)
+            r.sentAt = seedInstant
+            batch.rows.append(r)
+        }
+        // Another session holds the history table for 0.6 s, as a migration rebuilding one of its
+        // indexes would, while a writer (on a thread of its own) records the batch.
+        func whileHeld(_ writer: RecordWriter) throws -> Result<[(RecordBatch, Set<UUID>)], any Error> {
+            let holder = try tdb.connect()
+            defer { holder.close() }
+            try holder.execute("begin")
+            try holder.execute("lock table notification_history in access exclusive mode")
+            writer.submit(batch)
+            Thread.sleep(forTimeInterval: 0.6)
+            try holder.execute("commit")
+            return Result { try writer.finish() }
+        }
+        let once = try whileHeld(RecordWriter(store: store, retryDelays: []))
+        #expect(throws: PGError.self) { _ = try once.get() }
+        #expect(try f.count("select count(*)::int from notification_queue where status = 'processing'") == 3)
+        let again = try whileHeld(RecordWriter(store: store, retryDelays: [0.2, 0.2, 0.2, 0.2, 0.2, 0.2]))
+        #expect(Set(try again.get().flatMap { $0.1 }) == Set(ids))
+        #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == 3)
+        #expect(try f.count("select count(*)::int from notification_history") == 3)
+    }
+
+    /// The record's trail event: the attempt first, then the decision's details as they were, hostile
+    /// text included; details that are empty or not an object leave the attempt alone; a details key
+    /// named `attempt` wins, as jsonb's `||` would have it.
     @Test func theRecordedEventCarriesTheAttemptAndTheDetails() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }

@@ -15,9 +15,12 @@ import HeraldPostgres
 ///     let writer = RecordWriter(store: QueueStore(db: second, passId: id))
 ///     writer.submit(batchN); writer.waitUntilPickedUp(); claim(N+1) …; for (b, r) in writer.takeResults() { … }
 ///
-/// Flushes queued while one is being written are merged into the next transaction. Once a flush
-/// fails, nothing more is written (those rows stay leased and come back when the lease expires),
-/// `failed` turns true so the caller starts no new request, and `finish()` throws the error.
+/// Flushes queued while one is being written are merged into the next transaction. A flush whose
+/// transaction was rolled back for a reason that passes (a deadlock, a serialization failure, a lock
+/// wait past `lock_timeout`, such as a migration holding a table) is written again after a pause, a few
+/// times: its rows were sent, and unrecorded they would go out again once their lease expires. Once a
+/// flush fails for good, nothing more is written (those rows stay leased and come back when the lease
+/// expires), `failed` turns true so the caller starts no new request, and `finish()` throws the error.
 final class RecordWriter: @unchecked Sendable {  // every var is read and written under `condition`
     let store: QueueStore
     private let condition = NSCondition()
@@ -27,9 +30,16 @@ final class RecordWriter: @unchecked Sendable {  // every var is read and writte
     private var finished = false
     private var error: (any Error)?
     private var results: [(RecordBatch, Set<UUID>)] = []
+    /// The pauses before each new try of a flush rolled back for a passing reason.
+    let retryDelays: [TimeInterval]
 
-    init(store: QueueStore) {
+    /// SQLSTATEs after which the same flush is simply written again: the transaction was rolled back
+    /// whole, so nothing of it was written, and the fence still holds the rows for this pass.
+    static let passingErrors: Set<String> = [PGError.deadlockDetected, PGError.serializationFailure, PGError.lockNotAvailable]
+
+    init(store: QueueStore, retryDelays: [TimeInterval] = [0.2, 0.5, 1, 2]) {
         self.store = store
+        self.retryDelays = retryDelays
         let thread = Thread { [self] in run() }
         thread.name = "herald record writer"
         thread.start()
@@ -96,7 +106,7 @@ final class RecordWriter: @unchecked Sendable {  // every var is read and writte
             }
             guard let batch else { break }
             do {
-                let recorded = try store.record(batch)
+                let recorded = try write(batch)
                 condition.withLock {
                     results.append((batch, recorded))
                     writing = false
@@ -114,6 +124,18 @@ final class RecordWriter: @unchecked Sendable {  // every var is read and writte
         condition.withLock {
             finished = true
             condition.broadcast()
+        }
+    }
+
+    /// Records `batch`, again after each pause of `retryDelays` while it fails for a passing reason.
+    private func write(_ batch: RecordBatch) throws -> Set<UUID> {
+        var delays = retryDelays[...]
+        while true {
+            do {
+                return try store.record(batch)
+            } catch let error as PGError where Self.passingErrors.contains(error.sqlState ?? "") && !delays.isEmpty {
+                Thread.sleep(forTimeInterval: delays.removeFirst())
+            }
         }
     }
 }
