@@ -50,4 +50,5 @@ public struct PGError: Error, CustomStringConvertible, Sendable {
     public static let queryCanceled = "57014"   // statement_timeout, or cancelled
     public static let lockNotAvailable = "55P03" // lock_timeout, NOWAIT
     public static let undefinedTable = "42P01"
+    public static let insufficientPrivilege = "42501"
 }

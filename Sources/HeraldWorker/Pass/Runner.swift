@@ -158,12 +158,17 @@ public struct Runner {
         defer { db.close() }
 
         // A schema behind this binary is refused before anything is claimed (see `SchemaVersion`);
-        // one ahead of it is run against, with a warning: deploy the matching release.
+        // one ahead of it, or one whose migrations cannot be read, is run against, with a warning.
         do {
-            let applied = try SchemaVersion.check(db)
-            if applied > SchemaVersion.required {
+            switch try SchemaVersion.check(db) {
+            case nil:
+                logger.warning("cannot read which migrations the database has (schema_migrations): run `herald migrate`, or grant select on it, so a pass can tell a schema behind its release",
+                               metadata: ["herald_schema": "\(SchemaVersion.required)"])
+            case let applied? where applied > SchemaVersion.required:
                 logger.warning("the database's schema is newer than this herald: deploy the release that matches it",
                                metadata: ["schema": "\(applied)", "herald_schema": "\(SchemaVersion.required)"])
+            default:
+                break
             }
         } catch let error as SchemaBehind {
             summary.ok = false
