@@ -112,6 +112,18 @@ import Testing
         #expect(folded.row.runAfter == Self.now.addingTimeInterval(60))
     }
 
+    /// Returned to the queue after one destination got it: the attempt is kept, so the next claim (attempt
+    /// 2 or later) looks up the delivered destination and does not send there again.
+    @Test func aRowReleasedAfterADeliveryKeepsItsAttempt() {
+        var sent = Self.sentRow(Case(answer: .notSent, lastAttempt: false, critical: false, status: .pending,
+                                     permanent: false, reason: "", escalates: false))
+        sent.answers.append(DestinationAnswer(destination: Self.phone, provider: .twilio,
+                                              response: ClassifiedResponse(.delivered(messageId: "SM1"))))
+        let folded = DeliveryFold.fold(sent, escalation: EscalationPolicy(), now: Self.now, random: 0.5)
+        #expect(folded.row.status == .pending)
+        #expect(folded.row.attemptsDelta == 0)
+    }
+
     @Test func aRowDeliveredEarlierIsSentDespiteAFailureNow() {
         var sent = Self.sentRow(Case(answer: .permanent, lastAttempt: false, critical: true, status: .failed,
                                      permanent: true, reason: "", escalates: false))

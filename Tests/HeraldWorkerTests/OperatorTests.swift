@@ -60,6 +60,26 @@ import Testing
         #expect(try f.row(r.live)["status"].string == "processing")
     }
 
+    /// A retrying row that already reached one of its destinations keeps one attempt, so the next
+    /// claim (attempt 2) looks up where it was delivered and does not send there again.
+    @Test func retryKeepsAnAttemptOnARowThatReachedSomeone() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let r = try rows(f)
+        try db.execute("""
+            insert into notification_deliveries (queue_id, pass_id, attempt, channel, provider, destination, outcome)
+            values (\(r.retrying), 'p', 2, 'sms', 'twilio', '+15550100', 'delivered'),
+                   (\(r.dead), 'p', 5, 'sms', 'twilio', '+15550100', 'retry')
+            """)
+        var filter = RowFilter()
+        filter.channel = "sms"
+        #expect(Set(try ops(db).apply(.retry, to: filter, dryRun: false)) == [r.dead, r.retrying])
+        #expect(try f.row(r.retrying)["attempts"].int == 1)
+        #expect(try f.row(r.dead)["attempts"].int == 0, "only a delivered destination keeps an attempt")
+    }
+
     @Test func cancelAndRescheduleTouchOnlyWaitingRowsAndNeverALiveLease() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }

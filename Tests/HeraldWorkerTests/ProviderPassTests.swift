@@ -236,6 +236,53 @@ import Testing
         #expect(ds.last?["attempt"].int == 2)
     }
 
+    /// A row returned to the queue because one destination's provider was throttled for the pass, after
+    /// another destination got it, is not sent there again: the delivered destination is remembered
+    /// however the row comes back (here its attempt was once given back, so it came back as attempt 1).
+    @Test func aReleasedRowIsNotSentAgainWhereItWasDelivered() throws {
+        let lab = try Lab()
+        defer { lab.cleanup() }
+        let apns = try FakeAPNs(certificates: lab.certificates)
+        defer { apns.shutdown() }
+        let fcm = try FakeFCM(certificates: lab.certificates)
+        defer { fcm.shutdown() }
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+
+        let now = Self.now()
+        // First in the queue: a row whose FCM answer throttles the whole project for a minute.
+        let first = try f.profile()
+        let throttling = "fcm-" + UUID().uuidString
+        try f.token(first, throttling, provider: "fcm")
+        fcm.script(throttling, .quotaExceeded(.project, retryAfter: 60))
+        _ = try f.enqueue(to: first, channel: "push", at: now.addingTimeInterval(-20))
+        // Then a row to an APNs token (delivered) and an FCM token (not sent: FCM is throttled).
+        let user = try f.profile()
+        let apnsToken = Self.apnsToken(), fcmToken = "fcm-" + UUID().uuidString
+        try f.token(user, apnsToken)
+        try f.token(user, fcmToken, provider: "fcm")
+        let id = try f.enqueue(to: user, channel: "push", at: now.addingTimeInterval(-10))
+        let settings = lab.base.merging(try lab.apns(apns)) { $1 }.merging(try lab.fcm(fcm)) { $1 }
+
+        let (s1, c1) = Self.pass(tdb.url, settings, now: now, batchSize: 1, drain: true)
+        #expect(c1 == .ok, "\(s1.error ?? "")")
+        var row = try f.row(id)
+        #expect(row["status"].string == "pending")
+        #expect(Self.paths(apns.requests) == [apnsToken])
+
+        // A minute later FCM takes requests again: the row goes to the FCM token only.
+        fcm.script(throttling, .raw(.json(200, #"{"name":"projects/herald-test/messages/0:1"}"#)))
+        let (s2, c2) = Self.pass(tdb.url, settings, now: now.addingTimeInterval(120), drain: true)
+        #expect(c2 == .ok, "\(s2.error ?? "")")
+        row = try f.row(id)
+        #expect(row["status"].string == "sent")
+        #expect(Self.paths(apns.requests) == [apnsToken], "the APNs token got it in the first pass")
+        let delivered = try Self.deliveries(db, id).filter { $0["outcome"].string == "delivered" }
+        #expect(delivered.compactMap { $0["destination"].string }.sorted() == [apnsToken, fcmToken].sorted())
+    }
+
     /// On the last attempt, a row that reached some of its destinations (now or earlier) is sent — the
     /// recipient got it — with the destinations that never answered in last_error, not failed.
     @Test func lastAttemptWithAnEarlierDeliveryIsSent() throws {

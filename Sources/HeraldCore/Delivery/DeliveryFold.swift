@@ -112,9 +112,12 @@ public enum DeliveryFold {
         var r: RowRecord
         if !sent.unsent.isEmpty && retries.isEmpty {
             // Some destinations were never sent to (and nothing failed transiently): back to the
-            // queue, the attempt given back; the destinations already delivered are not sent again.
+            // queue; the destinations already delivered are not sent again. The attempt is given back
+            // only when nothing was delivered: the next claim looks up delivered destinations only
+            // for rows past their first attempt (BatchContext), so a row that reached someone must
+            // come back as attempt 2 or later.
             r = RowRecord(id: item.id, status: .pending, event: .released)
-            r.attemptsDelta = -1
+            r.attemptsDelta = delivered.isEmpty ? -1 : 0
             r.runAfter = unsentUntil ?? now
             r.reason = sent.unsent[0].reason
             r.details = ["not_sent": .number(Double(sent.unsent.count)),

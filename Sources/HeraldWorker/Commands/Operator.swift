@@ -67,7 +67,13 @@ public enum OperatorAction: Sendable, Equatable {
     var set: SQL {
         switch self {
         case .retry:
-            "status = 'pending', permanent = false, attempts = 0, run_after = now(), skip_reason = null"
+            // A row that reached a destination keeps one attempt: the next claim makes it attempt 2,
+            // so its delivered destinations are looked up and not sent to again (BatchContext).
+            """
+            status = 'pending', permanent = false, run_after = now(), skip_reason = null,
+            attempts = case when exists (select from notification_deliveries d
+                                          where d.queue_id = q.id and d.outcome = 'delivered') then 1 else 0 end
+            """
         case .cancel:
             "status = 'skipped', skip_reason = 'cancelled', permanent = false"
         case .reschedule(let at):
