@@ -156,6 +156,43 @@ import Testing
         #expect(try f.row(another)["skip_reason"].string == "expired")
     }
 
+    /// A backend that schedules with `run_after` alone (the insert's time left in `scheduled_at`) gets
+    /// its row sent when it comes due days later, not skipped as `expired`; so do rows an operator
+    /// reschedules or retries long after their first time (migration 030, `herald reschedule/retry`).
+    @Test func aRowScheduledAheadIsNotExpiredWhenItComesDue() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let p = try f.profile()
+        let ahead = try db.query("""
+            insert into notification_queue (recipient_user_id, member_user_id, channel, kind, payload, run_after)
+            values (\(p), \(p), 'in_app', 'system', '{"title":"Refill","body":"Two days"}', now() + interval '2 days')
+            returning id
+            """).first!["id"].uuid!
+        let row = try #require(try db.query("select scheduled_at, run_after from notification_queue where id = \(ahead)").first)
+        #expect(row["scheduled_at"].date == row["run_after"].date)
+        let due = try #require(row["run_after"].date)
+        _ = Worker(url: tdb.url).run(now: due.addingTimeInterval(60))
+        #expect(try f.row(ahead)["status"].string == "sent")
+
+        // Moved three days ahead by an operator, and retried two days after it failed.
+        // (Each its own recipient, so no rate limit sees the others' sends.)
+        let moved = try f.enqueue(to: try f.profile(), at: seedInstant)
+        let later = seedInstant.addingTimeInterval(3 * 86_400)
+        var filter = RowFilter()
+        filter.ids = [moved]
+        _ = try Operator(db: db, actor: "ops", reason: nil).apply(.reschedule(later), to: filter, dryRun: false)
+        _ = Worker(url: tdb.url).run(now: later.addingTimeInterval(60))
+        #expect(try f.row(moved)["status"].string == "sent")
+        let failed = try f.enqueue(to: try f.profile(), at: Date().addingTimeInterval(-2 * 86_400))
+        try db.execute("update notification_queue set status = 'failed', permanent = true, attempts = 5 where id = \(failed)")
+        filter.ids = [failed]
+        _ = try Operator(db: db, actor: "ops", reason: nil).apply(.retry, to: filter, dryRun: false)
+        _ = Worker(url: tdb.url).run(now: Date().addingTimeInterval(60))
+        #expect(try f.row(failed)["status"].string == "sent")
+    }
+
     @Test func supersededAndResolvedAlerts() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }

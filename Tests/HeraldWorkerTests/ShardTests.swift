@@ -114,6 +114,12 @@ import Testing
                 insert into notification_queue (recipient_user_id, channel, dedupe_key) values (\(owner), 'in_app', 'same')
                 """)
         }
+        // A row enqueued ahead is scheduled at its run_after (migration 030's trigger came along).
+        let ahead = try #require(try f.db.query("""
+            insert into notification_queue (recipient_user_id, channel, run_after) values (\(owner), 'in_app', now() + interval '1 day')
+            returning scheduled_at = run_after as same
+            """).first)
+        #expect(ahead["same"].bool == true)
         // What the foreign keys' ON DELETE did: the receipt goes, the inbox entry stays unlinked.
         try f.db.execute("delete from notification_queue where id = \(id)")
         #expect(try f.count("select count(*)::int from push_receipts") == 0)
@@ -123,7 +129,7 @@ import Testing
         try Self.partition(f, 1)
         #expect(try f.count("select herald_queue_partitions()") == 1)
         #expect(try fillfactors() == ["notification_queue:45"])
-        #expect(try f.count("select count(*)::int from notification_queue") == 199)
+        #expect(try f.count("select count(*)::int from notification_queue") == 200)
         #expect(try f.count("""
             select count(*)::int from pg_constraint where confrelid = 'notification_queue'::regclass and contype = 'f'
             """) == 2)

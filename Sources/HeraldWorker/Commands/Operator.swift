@@ -37,11 +37,12 @@ public struct RowFilter: Sendable {
 /// What an operator does to rows. Each verb acts only on the rows it applies to, never on a row a pass
 /// holds under a live lease (the same fence as records), and writes a trail event with who and why.
 public enum OperatorAction: Sendable, Equatable {
-    /// Failed rows (retrying or failed for good) back to due now, attempts reset.
+    /// Failed rows (retrying or failed for good) back to due now, attempts reset. Their scheduled time
+    /// becomes now, so `--max-age` counts from the operator's decision, not the original time.
     case retry
     /// Rows waiting to be sent → skipped, reason `cancelled`.
     case cancel
-    /// Rows waiting to be sent → due at this instant.
+    /// Rows waiting to be sent → due at this instant, which becomes their scheduled time (`--max-age`).
     case reschedule(Date)
     /// Rows whose lease expired (their pass died) → due now.
     case unlock
@@ -70,14 +71,14 @@ public enum OperatorAction: Sendable, Equatable {
             // A row that reached a destination keeps one attempt: the next claim makes it attempt 2,
             // so its delivered destinations are looked up and not sent to again (BatchContext).
             """
-            status = 'pending', permanent = false, run_after = now(), skip_reason = null,
+            status = 'pending', permanent = false, run_after = now(), scheduled_at = now(), skip_reason = null,
             attempts = case when exists (select from notification_deliveries d
                                           where d.queue_id = q.id and d.outcome = 'delivered') then 1 else 0 end
             """
         case .cancel:
             "status = 'skipped', skip_reason = 'cancelled', permanent = false"
         case .reschedule(let at):
-            "status = 'pending', run_after = \(at)"
+            "status = 'pending', run_after = \(at), scheduled_at = \(at)"
         case .unlock:
             "status = 'pending', run_after = now(), locked_until = null, locked_by = null"
         }
