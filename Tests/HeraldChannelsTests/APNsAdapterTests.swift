@@ -208,12 +208,13 @@ final class APNsAdapterTests {
         #expect(Set(jwts).count == 3)
     }
 
-    @Test func configurationErrorsArePermanentWithWhatToFix() throws {
+    /// herald's own key, topic or environment: refused (the pass stops calling APNs, rows wait), with what to fix.
+    @Test func configurationErrorsAreRefusalsWithWhatToFix() throws {
         let wrongTopic = try APNsAdapter(keyPEM: apns.keyPEM, keyId: apns.keyId, teamId: apns.teamId,
                                          topic: "com.example.other", baseURL: apns.baseURL)
         let (topic, _) = try send(pushEnvelope(token: "aa", provider: .apns), with: wrongTopic)
-        guard case .permanent(let code, let message) = topic.outcome else {
-            Issue.record("expected permanent, got \(topic.outcome)")
+        guard case .refused(let code, let message) = topic.outcome else {
+            Issue.record("expected refused, got \(topic.outcome)")
             return
         }
         #expect(code == "BadTopic")
@@ -226,7 +227,7 @@ final class APNsAdapterTests {
                                        topic: apns.topic, baseURL: apns.baseURL)
         let (key, _) = try send(pushEnvelope(token: "aa", provider: .apns), with: wrongKey)
         #expect(key.outcome.code == "InvalidProviderToken")
-        #expect(key.outcome.label == "permanent")
+        #expect(key.outcome.isRefused)
         #expect(key.outcome.message?.contains("APNS_KEY_ID") == true)
         expectNoSecrets(key.outcome, secrets + [other.keyPEM])
 
@@ -235,7 +236,7 @@ final class APNsAdapterTests {
         apns.script("env2", .error(403, "BadEnvironmentKeyInToken"))
         for token in ["env1", "env2"] {
             let (env, _) = try send(pushEnvelope(token: token, provider: .apns))
-            #expect(env.outcome.label == "permanent")
+            #expect(env.outcome.isRefused)
             #expect(env.outcome.message?.contains("APNS_ENV") == true)
         }
         apns.script("large", .error(413, "PayloadTooLarge"))

@@ -98,11 +98,11 @@ struct SendGridAdapterTests {
         #expect(try send(mail, rig).outcome == .permanent(code: "http_413", message: "sendgrid answered 413: content too large"))
         fake.enqueue(FakeSendGrid.error(403, "access forbidden"))
         let forbidden = try send(mail, rig).outcome
-        #expect(forbidden.label == "permanent" && forbidden.message!.contains("SENDGRID_API_KEY"))
+        #expect(forbidden.isRefused && forbidden.message!.contains("SENDGRID_API_KEY"))
 
         let wrong = try SendGridAdapter(apiKey: "SG.wrong-key-3333", from: "no-reply@herald.example", baseURL: fake.baseURL)
         let denied = try send(wrong, rig).outcome
-        #expect(denied.label == "permanent" && denied.code == "http_401" && denied.message!.contains("SENDGRID_API_KEY"))
+        #expect(denied.isRefused && denied.code == "http_401" && denied.message!.contains("SENDGRID_API_KEY"))
         expectNoSecret([invalid, limited, r500, forbidden, denied], [Self.apiKey, "SG.wrong-key-3333"])
     }
 

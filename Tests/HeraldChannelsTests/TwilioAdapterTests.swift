@@ -103,7 +103,7 @@ struct TwilioAdapterTests {
         // Wrong token: 20003, with what to fix, without the token.
         let wrong = try adapter(fake, token: "twilio-wrong-token-1111")
         let denied = try send(wrong, rig, to: "+14155552671").outcome
-        #expect(denied.label == "permanent" && denied.code == "20003" && denied.message!.contains("TWILIO_AUTH_TOKEN"))
+        #expect(denied.isRefused && denied.code == "20003" && denied.message!.contains("TWILIO_AUTH_TOKEN"))
         expectNoSecret([stop, invalid, geo, other, r1, r2, r3, denied], [Self.authToken, "twilio-wrong-token-1111"])
     }
 

@@ -100,14 +100,14 @@ struct WhatsAppAdapterTests {
         #expect(try outcome(3).label == "retry")
         #expect(try outcome(4).label == "retry")
         let blocked = try outcome(5)
-        #expect(blocked.label == "permanent" && blocked.code == "368")
+        #expect(blocked.isRefused && blocked.code == "368")
         #expect(try outcome(6) == .permanent(code: "100", message: "whatsapp 100: (#100) Invalid parameter"))
         #expect(try outcome(7).label == "permanent")
         let template = try outcome(8)
         #expect(template.label == "permanent" && template.message!.contains("WHATSAPP_TEMPLATE_"))
         let down = try outcome(9)
         #expect(down.label == "retry" && down.code == "2")
-        #expect(try outcome(10).label == "permanent")
+        #expect(try outcome(10).isRefused)
 
         fake.enqueue(FakeWhatsApp.error(429, code: 130429, message: "Rate limit hit"))
         var limited = FakeWhatsApp.error(429, code: 130429, message: "Rate limit hit")
@@ -128,10 +128,10 @@ struct WhatsAppAdapterTests {
         #expect(try send(wa, rig, to: "+14155552671").throttle == .destination(wait: 6))
         #expect(try send(wa, rig, to: "+15555550101").throttle == nil)
 
-        // A wrong token: 190, permanent, naming WHATSAPP_TOKEN and not quoting the token.
+        // A wrong token: 190, refused, naming WHATSAPP_TOKEN and not quoting the token.
         let wrong = try WhatsAppAdapter(token: "EAAG-wrong-token-2222", phoneNumberId: Self.phoneId, baseURL: fake.baseURL)
         let denied = try send(wrong, rig, to: "+14155552671").outcome
-        #expect(denied.label == "permanent" && denied.code == "190" && denied.message!.contains("WHATSAPP_TOKEN"))
+        #expect(denied.isRefused && denied.code == "190" && denied.message!.contains("WHATSAPP_TOKEN"))
         expectNoSecret([gone, blocked, template, down, denied], [Self.token, "EAAG-wrong-token-2222"])
     }
 

@@ -124,6 +124,31 @@ import Testing
         #expect(folded.row.attemptsDelta == 0)
     }
 
+    /// The provider refused herald's credentials: back to the queue after the refusal's pause, the
+    /// attempt given back, the refusal's text as last_error and its delivery recorded.
+    @Test func aRefusalReleasesTheRowWithNoAttemptCharged() {
+        var sent = Self.sentRow(Case(answer: .delivered, lastAttempt: true, critical: true, status: .sent,
+                                     permanent: false, reason: "", escalates: false))
+        sent.answers[0].response.outcome = .refused(code: "InvalidProviderToken", message: "check APNS_KEY_ID")
+        let folded = DeliveryFold.fold(sent, escalation: EscalationPolicy(), now: Self.now, random: 0.5)
+        #expect(folded.row.status == .pending)
+        #expect(folded.row.attemptsDelta == -1)
+        #expect(folded.row.runAfter == Self.now.addingTimeInterval(DeliveryFold.refusedPause))
+        #expect(folded.row.reason == DeliveryFold.refusedReason)
+        #expect(folded.row.lastError == "check APNS_KEY_ID")
+        #expect(folded.escalation == nil, "not failed: a critical row does not escalate")
+        #expect(folded.deliveries.map(\.outcome) == ["retry"])
+    }
+
+    /// A provider-wide wait of a day holds the rows it kept from being sent for an hour at most.
+    @Test func anUnsentRowWaitsAtMostAnHour() {
+        var sent = Self.sentRow(Case(answer: .notSent, lastAttempt: false, critical: false, status: .pending,
+                                     permanent: false, reason: "", escalates: false))
+        sent.unsent[0].until = Self.now.addingTimeInterval(86_400)
+        let folded = DeliveryFold.fold(sent, escalation: EscalationPolicy(), now: Self.now, random: 0.5)
+        #expect(folded.row.runAfter == Self.now.addingTimeInterval(DeliveryFold.maxHold))
+    }
+
     @Test func aRowDeliveredEarlierIsSentDespiteAFailureNow() {
         var sent = Self.sentRow(Case(answer: .permanent, lastAttempt: false, critical: true, status: .failed,
                                      permanent: true, reason: "", escalates: false))

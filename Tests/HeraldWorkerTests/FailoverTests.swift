@@ -97,6 +97,63 @@ import Testing
         for id in ids { #expect(try f.row(id)["status"].string == "sent") }
     }
 
+    /// SendGrid refuses the API key (401): the row it answered and every later row go through SMTP in the
+    /// same pass, SendGrid is not called again, and the pass ends degraded (exit 4).
+    @Test func aRefusedSendGridKeyFailsOverToSMTP() throws {
+        let email = try Email()
+        defer { email.cleanup() }
+        var settings = email.settings
+        settings["SENDGRID_API_KEY"] = "SG.rotated-" + UUID().uuidString
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let now = P.now()
+        var ids: [UUID] = []
+        for i in 0..<3 {
+            let user = try f.profile(email: "user\(i)@example.com", emailOn: true)
+            ids.append(try f.enqueue(to: user, channel: "email", at: now.addingTimeInterval(Double(-60 + i))))
+        }
+        let (summary, code) = P.pass(tdb.url, settings, now: now, batchSize: 1, drain: true)
+        #expect(code == .degraded)
+        #expect(summary.phaseErrors["deliver"]?.contains("sendgrid") == true)
+        #expect(email.sendgrid.server.requests.count == 1)
+        #expect(email.smtp.mails.count == 3)
+        for id in ids { #expect(try f.row(id)["status"].string == "sent") }
+        let attempts = try db.query("""
+            select provider, outcome from notification_deliveries where queue_id = \(ids[0]) order by id
+            """).map { "\($0["provider"].string ?? "")/\($0["outcome"].string ?? "")" }
+        #expect(attempts == ["sendgrid/retry", "smtp/delivered"])
+    }
+
+    /// APNs 429 `TooManyRequests` is about one device token: a dozen such answers in a pass say nothing of
+    /// APNs itself, so its breaker stays closed and the next row's token gets its push.
+    @Test func slowDownsAboutOneDestinationDoNotOpenTheBreaker() throws {
+        let lab = try P.Lab()
+        defer { lab.cleanup() }
+        let apns = try FakeAPNs(certificates: lab.certificates)
+        defer { apns.shutdown() }
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let now = P.now()
+        for i in 0..<12 {
+            let user = try f.profile()
+            let token = P.apnsToken()
+            try f.token(user, token)
+            apns.script(token, .error(429, "TooManyRequests"))
+            _ = try f.enqueue(to: user, channel: "push", at: now.addingTimeInterval(Double(-60 + i)))
+        }
+        let user = try f.profile()
+        let good = P.apnsToken()
+        try f.token(user, good)
+        let last = try f.enqueue(to: user, channel: "push", at: now)
+        let (summary, code) = P.pass(tdb.url, lab.base.merging(try lab.apns(apns)) { $1 }, now: now, batchSize: 1, drain: true)
+        #expect(code == .ok, "\(summary.error ?? "")")
+        #expect(summary.breakerOpen.isEmpty)
+        #expect(try f.row(last)["status"].string == "sent")
+    }
+
     /// With one provider and every answer a 500, the breaker opens at its threshold: the provider is
     /// not called again this pass, and the rows never sent keep their attempt.
     @Test func theBreakerOpensAtItsThresholdAndChargesNothingForUnsentRows() throws {

@@ -99,7 +99,9 @@ import Testing
         #expect(delay >= 119 && delay <= 125)
     }
 
-    @Test func clientErrorFailsPermanentlyWithTheReason() throws {
+    /// providers.md §7: an answer other than a redirect, 410 or a refused secret is a failure to retry
+    /// (a 404 or 422 while the receiver deploys), with its reason.
+    @Test func clientErrorIsRetriedWithTheReason() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
         let db = try tdb.connect()
@@ -112,15 +114,43 @@ import Testing
         _ = Worker(url: tdb.url, settings: Self.settings(server)).run(now: seedInstant)
         let row = try f.row(id)
         #expect(row["status"].string == "failed")
-        #expect(row["permanent"].bool == true)
+        #expect(row["permanent"].bool == false)
         #expect((row["last_error"].string ?? "").contains("422"))
         #expect((row["last_error"].string ?? "").contains("unknown recipient"))
         let d = try db.query("select outcome, http_status from notification_deliveries where queue_id = \(id)").first
-        #expect(d?["outcome"].string == "permanent")
+        #expect(d?["outcome"].string == "retry")
         #expect(d?["http_status"].int == 422)
-        // Not claimed again.
+        // Claimed again when its backoff is over.
         _ = Worker(url: tdb.url, settings: Self.settings(server)).run(now: seedInstant.addingTimeInterval(3600))
-        #expect(server.requests.count == 1)
+        #expect(server.requests.count == 2)
+    }
+
+    /// A receiver that refuses herald's signature (401) would refuse every webhook: the first answer stops
+    /// the pass calling it; every row waits for a later pass with no attempt charged, the error naming
+    /// WEBHOOK_SECRET, and the pass ends degraded (exit 4).
+    @Test func aRefusedSecretStopsThePassCallingTheReceiverAndChargesNoAttempt() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let server = try FakeHTTPServer { _ in FakeResponse.json(401, #"{"error":"bad signature"}"#) }
+        defer { server.shutdown() }
+        var ids: [UUID] = []
+        for _ in 0..<5 { ids.append(try f.enqueue(to: try f.profile(), channel: "webhook", at: seedInstant)) }
+        let (summary, code) = Worker(url: tdb.url, settings: Self.settings(server)).run(now: seedInstant, batchSize: 1, drain: true)
+        #expect(code == .degraded)
+        #expect(summary.breakerOpen.contains(.webhook))
+        #expect(summary.phaseErrors["deliver"]?.contains("webhook refused herald's credentials or configuration (http_401)") == true)
+        #expect(server.requests.count == 1, "no request after the first refusal")
+        for id in ids {
+            let row = try f.row(id)
+            #expect(row["status"].string == "pending")
+            #expect(row["attempts"].int == 0)
+            let wait = try #require(row["run_after"].date).timeIntervalSince(seedInstant)
+            #expect(wait >= 299 && wait <= 301)
+        }
+        #expect((try f.row(ids[0])["last_error"].string ?? "").contains("WEBHOOK_SECRET"))
+        #expect(try f.count("select count(*)::int from notification_deliveries") == 1)
     }
 
     @Test func retriesStopAtMaxAttempts() throws {

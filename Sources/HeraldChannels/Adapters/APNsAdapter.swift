@@ -158,6 +158,7 @@ public struct APNsAdapter: HTTPAdapter {
         case retry
         case refreshTokenAndRetry
         case fail
+        /// herald's key, team, topic or environment: every push would be refused (`DeliveryOutcome.refused`).
         case config
     }
 
@@ -268,8 +269,10 @@ public struct APNsAdapter: HTTPAdapter {
         case .refreshTokenAndRetry:
             tokens.invalidate()
             return .retry(after: after, code: reason, message: message)
-        case .fail, .config:
+        case .fail:
             return .permanent(code: reason, message: message)
+        case .config:
+            return .refused(code: reason, message: message)
         }
     }
 }

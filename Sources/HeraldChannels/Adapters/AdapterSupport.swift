@@ -109,6 +109,7 @@ enum AdapterSupport {
             return .retry(after: after.flatMap(Backoff.clampedWait), code: code(c), message: message(m))
         case .permanent(let c, let m): return .permanent(code: code(c), message: message(m))
         case .destinationInvalid(let c, let m): return .destinationInvalid(code: code(c), message: message(m))
+        case .refused(let c, let m): return .refused(code: code(c), message: message(m))
         }
     }
 

@@ -238,7 +238,7 @@ public struct FCMAdapter: HTTPAdapter {
             return .retry(after: after, code: code, message: message("the access token was refused; a new one is fetched"))
         }
         if status == 403 || rpcStatus == "PERMISSION_DENIED" {
-            return .permanent(code: code, message: message(
+            return .refused(code: code, message: message(
                 "the service account lacks cloudmessaging.messages.create on the project (wording unconfirmed)"))
         }
         if status == 429 || rpcStatus == "RESOURCE_EXHAUSTED" {

@@ -140,9 +140,9 @@ public struct SendGridAdapter: HTTPAdapter {
         case 500..<600:
             return .retry(after: AdapterSupport.retryAfter(response, now: now), code: code, message: text)
         case 401:
-            return .permanent(code: code, message: "\(text) — check SENDGRID_API_KEY (invalid, deleted or without mail.send permission)")
+            return .refused(code: code, message: "\(text) — check SENDGRID_API_KEY (invalid, deleted or without mail.send permission)")
         case 403:
-            return .permanent(code: code, message: "\(text) — check SENDGRID_API_KEY's permissions, the account and EMAIL_FROM's sender verification")
+            return .refused(code: code, message: "\(text) — check SENDGRID_API_KEY's permissions, the account and EMAIL_FROM's sender verification")
         case 451:
             return .permanent(code: code, message: "\(text) — data residency: check SENDGRID_URL (EU subusers use https://api.eu.sendgrid.com)")
         default:

@@ -100,7 +100,9 @@ public struct TwilioAdapter: HTTPAdapter {
     /// classification keys on the code, so it does not matter here.
     public static let deactivatingCodes: Set<Int> = [21211, 21610, 21614, 21635]
 
-    /// Codes that an operator must fix, with what to fix.
+    /// Codes that an operator must fix, with what to fix. Those about the account or its sender refuse
+    /// every message (`refused`, see `accountCodes`); the others are about this destination's region or
+    /// a trial account's unverified number, and fail only this message.
     static let configCodes: [Int: String] = [
         20003: "authentication failed: check TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN (and the account's region and status)",
         20403: "the account may not use this API (suspended or closed?): check the Twilio account",
@@ -113,6 +115,10 @@ public struct TwilioAdapter: HTTPAdapter {
         21703: "the Messaging Service has no senders: check TWILIO_MESSAGING_SERVICE_SID",
         21704: "the Messaging Service has no senders: check TWILIO_MESSAGING_SERVICE_SID",
     ]
+
+    /// The configuration codes about the account or its sender (credentials, a closed account, a From
+    /// that cannot send): every message would be refused alike (providers.md §4.4: 20003, 20403 config).
+    static let accountCodes: Set<Int> = [20003, 20403, 20404, 21606, 21212, 21659]
 
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
         AdapterSupport.classify(result, provider: .twilio, secrets: secrets, now: now,
@@ -155,7 +161,7 @@ public struct TwilioAdapter: HTTPAdapter {
             switch status {
             case 429, 500..<600: return .retry(after: retryAfter, code: "http_\(status)", message: text)
             case 401, 403:
-                return .permanent(code: "http_\(status)", message: text + " (check TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN)")
+                return .refused(code: "http_\(status)", message: text + " (check TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN)")
             default: return .permanent(code: "http_\(status)", message: text)
             }
         }
@@ -166,7 +172,8 @@ public struct TwilioAdapter: HTTPAdapter {
             return .destinationInvalid(code: label, message: text)
         }
         if let fix = configCodes[code] {
-            return .permanent(code: label, message: "\(text) — \(fix)")
+            return accountCodes.contains(code) ? .refused(code: label, message: "\(text) — \(fix)")
+                                               : .permanent(code: label, message: "\(text) — \(fix)")
         }
         switch code {
         case 20429:

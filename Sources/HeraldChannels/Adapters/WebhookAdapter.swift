@@ -107,12 +107,17 @@ public struct WebhookAdapter: HTTPAdapter {
         case 408, 429, 500..<600:
             let after = response.header("retry-after").flatMap { Backoff.parseRetryAfter($0, now: now) }
             return .retry(after: after, code: "http_\(status)", message: "webhook answered \(status)\(reason)")
+        // What only the operator can fix — a moved or gone endpoint, a secret the receiver no longer
+        // takes — would be answered alike to every webhook: the pass stops calling it, rows wait.
         case 300..<400:
-            return .permanent(code: "http_\(status)", message: "webhook answered a redirect (\(status)); update WEBHOOK_URL")
+            return .refused(code: "http_\(status)", message: "webhook answered a redirect (\(status)); update WEBHOOK_URL")
         case 410:
-            return .permanent(code: "http_410", message: "webhook endpoint is gone (410)\(reason)")
+            return .refused(code: "http_410", message: "webhook endpoint is gone (410)\(reason); update WEBHOOK_URL")
+        case 401, 403:
+            return .refused(code: "http_\(status)", message: "webhook answered \(status)\(reason); check WEBHOOK_SECRET")
         default:
-            return .permanent(code: "http_\(status)", message: "webhook answered \(status)\(reason)")
+            // providers.md §7: any other answer is a failure to retry (a 404 during the receiver's deploy).
+            return .retry(after: nil, code: "http_\(status)", message: "webhook answered \(status)\(reason)")
         }
     }
 

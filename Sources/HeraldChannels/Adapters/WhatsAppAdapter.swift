@@ -171,7 +171,7 @@ public struct WhatsAppAdapter: HTTPAdapter {
             let text = "whatsapp answered \(status)" + (snippet.isEmpty ? "" : ": \(snippet)")
             switch status {
             case 429, 500..<600: return .retry(after: retryAfter, code: "http_\(status)", message: text)
-            case 401, 403: return .permanent(code: "http_\(status)", message: text + " (check WHATSAPP_TOKEN)")
+            case 401, 403: return .refused(code: "http_\(status)", message: text + " (check WHATSAPP_TOKEN)")
             default: return .permanent(code: "http_\(status)", message: text)
             }
         }
@@ -192,11 +192,16 @@ public struct WhatsAppAdapter: HTTPAdapter {
         case 131049:
             // Meta: wait at least 24 h before sending this user another marketing-like message.
             return .retry(after: retryAfter ?? 24 * 3600, code: label, message: text)
+        // The token, its permissions, the business account: every message would be refused alike.
         case 0, 190:
-            return .permanent(code: label, message: "\(text) — the access token is invalid or expired: set WHATSAPP_TOKEN to a valid system-user token")
+            return .refused(code: label, message: "\(text) — the access token is invalid or expired: set WHATSAPP_TOKEN to a valid system-user token")
         case 3, 10, 200...299:
-            return .permanent(code: label, message: "\(text) — the token lacks permission (whatsapp_business_messaging): fix the app's permissions")
-        case 368, 131031, 131042, 131005, 131030, 131045, 131048, 131064, 133010:
+            return .refused(code: label, message: "\(text) — the token lacks permission (whatsapp_business_messaging): fix the app's permissions")
+        case 368, 131031, 131042, 131005, 131045, 133010:
+            return .refused(code: label, message: "\(text) — a WhatsApp Business account problem an operator must fix")
+        case 131030, 131048, 131064:
+            // 131030: this recipient is not on a test number's allow list; 131048 and 131064 are not
+            // known to be account-wide: this message fails, the provider keeps being called.
             return .permanent(code: label, message: "\(text) — a WhatsApp Business account problem an operator must fix")
         case 132000...132999:
             return .permanent(code: label, message: "\(text) — check the template (WHATSAPP_TEMPLATE_<KIND>): name, language, approval, one body parameter")

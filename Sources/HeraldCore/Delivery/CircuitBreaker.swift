@@ -36,6 +36,15 @@ public struct CircuitBreaker: Sendable, Equatable {
         return false
     }
 
+    /// Opens the breaker at once, whatever the tally: the provider refused herald's own credentials or
+    /// configuration (`DeliveryOutcome.refused`). Returns true when this call opened it.
+    @discardableResult
+    public mutating func trip(_ provider: Provider) -> Bool {
+        answers[provider, default: 0] += 1
+        failures[provider, default: 0] += 1
+        return open.insert(provider).inserted
+    }
+
     public func isOpen(_ provider: Provider) -> Bool { open.contains(provider) }
 
     public func tally(_ provider: Provider) -> (answers: Int, failures: Int) {

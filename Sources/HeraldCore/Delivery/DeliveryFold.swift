@@ -86,6 +86,17 @@ public struct FoldedRow: Sendable {
 ///     let folded = DeliveryFold.fold(row, escalation: policy, now: now, random: 0.5)
 ///     folded.row.status       // .sent / .failed / .pending
 public enum DeliveryFold {
+    /// How long a row waits after its provider refused herald's credentials or configuration: until a
+    /// later pass (cron's interval), by when an operator may have fixed the setting.
+    public static let refusedPause: TimeInterval = 300
+    /// The longest a row never sent waits. A provider-wide wait longer than that (a `Retry-After` of a
+    /// day on a 503) holds the provider back for the rest of the pass, but the rows it kept from being
+    /// sent come back within the hour and a later pass asks again: one header does not hold a whole
+    /// queue past its `--max-age`.
+    public static let maxHold: TimeInterval = 3600
+    /// The reason of a row released because its provider refused herald's credentials.
+    public static let refusedReason = "provider_refused"
+
     /// `random` (0..<1) is the backoff's jitter, injected so the result is reproducible.
     public static func fold(_ sent: SentRow, escalation policy: EscalationPolicy, now: Date, random: Double) -> FoldedRow {
         let item = sent.item
@@ -104,23 +115,26 @@ public enum DeliveryFold {
         let failures = outcomes.filter {
             switch $0 { case .permanent, .destinationInvalid: return true; default: return false }
         }
-        let messages = (retries + failures).compactMap(\.message)
+        // Refusals of herald's own credentials or configuration: not the message's fault.
+        let refused = outcomes.filter { if case .refused = $0 { return true } else { return false } }
+        let messages = (retries + failures + refused).compactMap(\.message)
         let reached = !delivered.isEmpty || sent.previouslyDelivered
         let attemptsLeft = item.attempts < sent.maxAttempts
-        let unsentUntil = sent.unsent.compactMap(\.until).max()
+        let unsentUntil = (sent.unsent.compactMap(\.until) + (refused.isEmpty ? [] : [now.addingTimeInterval(refusedPause)])).max()
 
         var r: RowRecord
-        if !sent.unsent.isEmpty && retries.isEmpty {
-            // Some destinations were never sent to (and nothing failed transiently): back to the
-            // queue; the destinations already delivered are not sent again. The attempt is given back
-            // only when nothing was delivered: the next claim looks up delivered destinations only
-            // for rows past their first attempt (BatchContext), so a row that reached someone must
-            // come back as attempt 2 or later.
+        if (!sent.unsent.isEmpty || !refused.isEmpty) && retries.isEmpty {
+            // Some destinations were never sent to, or their provider refused herald's credentials (and
+            // nothing failed transiently): back to the queue; the destinations already delivered are
+            // not sent again. The attempt is given back only when nothing was delivered: the next claim
+            // looks up delivered destinations only for rows past their first attempt (BatchContext), so
+            // a row that reached someone must come back as attempt 2 or later.
             r = RowRecord(id: item.id, status: .pending, event: .released)
             r.attemptsDelta = delivered.isEmpty ? -1 : 0
-            r.runAfter = unsentUntil ?? now
-            r.reason = sent.unsent[0].reason
-            r.details = ["not_sent": .number(Double(sent.unsent.count)),
+            r.runAfter = min(unsentUntil ?? now, now.addingTimeInterval(maxHold))
+            r.reason = sent.unsent.first?.reason ?? refusedReason
+            r.lastError = refused.first?.message
+            r.details = ["not_sent": .number(Double(sent.unsent.count + refused.count)),
                          "delivered": .number(Double(delivered.count))]
         } else if let firstRetry = retries.first, attemptsLeft {
             // Transient failures remain: try again later (only the destinations not yet delivered).

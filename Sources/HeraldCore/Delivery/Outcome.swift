@@ -10,6 +10,12 @@ public enum DeliveryOutcome: Sendable, Equatable {
     case permanent(code: String?, message: String)
     /// The destination is dead (unregistered token, unsubscribed phone): deactivate it, never retry.
     case destinationInvalid(code: String?, message: String)
+    /// The provider refused herald itself — its credentials or its configuration (a revoked APNs key, a
+    /// rotated Twilio token, an expired WhatsApp token, a topic the key may not push to) — so it would
+    /// refuse every message until an operator fixes the setting `message` names. Not the message's
+    /// fault: the pass stops calling that provider, the row goes to the channel's next provider or back
+    /// to the queue with no attempt charged, and the pass ends degraded.
+    case refused(code: String?, message: String)
 
     public var label: String {
         switch self {
@@ -17,20 +23,28 @@ public enum DeliveryOutcome: Sendable, Equatable {
         case .retry: "retry"
         case .permanent: "permanent"
         case .destinationInvalid: "destination_invalid"
+        // Stored as a retry in notification_deliveries (its outcomes are these four): the destination
+        // is tried again; the provider's code says why.
+        case .refused: "retry"
         }
+    }
+
+    /// The provider refused herald's own credentials or configuration.
+    public var isRefused: Bool {
+        if case .refused = self { true } else { false }
     }
 
     public var code: String? {
         switch self {
         case .delivered: nil
-        case .retry(_, let c, _), .permanent(let c, _), .destinationInvalid(let c, _): c
+        case .retry(_, let c, _), .permanent(let c, _), .destinationInvalid(let c, _), .refused(let c, _): c
         }
     }
 
     public var message: String? {
         switch self {
         case .delivered: nil
-        case .retry(_, _, let m), .permanent(_, let m), .destinationInvalid(_, let m): m
+        case .retry(_, _, let m), .permanent(_, let m), .destinationInvalid(_, let m), .refused(_, let m): m
         }
     }
 }

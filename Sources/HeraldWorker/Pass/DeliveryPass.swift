@@ -354,8 +354,11 @@ final class DeliveryPass {
         let failure: Failover.Failure
         switch result {
         case .answered(_, let response):
-            guard case .retry = response.outcome else { return nil }  // delivered, or a permanent answer: stays
-            failure = .transient
+            switch response.outcome {
+            case .retry: failure = .transient
+            case .refused: failure = .breakerOpen  // the provider refused herald itself: out for the pass
+            default: return nil  // delivered, or a permanent answer: stays
+            }
         case .notSent(_, let reason):
             guard let kind = Failover.Failure(rawValue: reason), kind == .throttled || kind == .breakerOpen else { return nil }
             failure = kind
@@ -376,16 +379,36 @@ final class DeliveryPass {
     /// How long rows held back by an open breaker wait: until a later pass (cron's interval).
     static let breakerPause: TimeInterval = 300
 
-    /// Counts an answer for the provider's circuit breaker; logs when it opens.
+    /// Counts an answer for the provider's circuit breaker; logs when it opens. A refusal of herald's own
+    /// credentials or configuration opens it at once and makes the pass degraded (exit 4): every
+    /// message to that provider would be refused until an operator fixes the setting the answer names.
     func noteForBreaker(_ provider: Provider, _ answer: ClassifiedResponse) {
+        if case .refused(let code, let message) = answer.outcome {
+            if breaker.trip(provider) {
+                // The code and what to look at; the provider's own text (which could quote anything)
+                // goes to the rows' last_error and to debug.
+                let code = code ?? "no code"
+                summary.breakerOpen.insert(provider)
+                summary.phaseErrors[Phase.deliver.rawValue] = "\(provider.rawValue) refused herald's credentials or configuration (\(code)); its rows wait with no attempt charged: their last_error says what to fix"
+                logger.error("a provider refused herald's credentials or configuration; it is not called again this pass and its rows wait, no attempt charged",
+                             metadata: ["provider": .string(provider.rawValue), "code": .string(code)])
+                logger.debug("the provider's refusal", metadata: ["provider": .string(provider.rawValue), "error": .string(message)])
+            }
+            return
+        }
+        // A "slow down" about one destination (one device, one recipient) says nothing of the provider's health.
         let failed: Bool
-        if case .retry = answer.outcome { failed = true } else { failed = false }
+        if case .retry = answer.outcome, !Self.aboutOneDestination(answer.throttle) { failed = true } else { failed = false }
         if breaker.record(provider, failed: failed) {
             let t = breaker.tally(provider)
             summary.breakerOpen.insert(provider)
             logger.error("circuit breaker open: this provider's requests mostly fail; it is not called again this pass",
                          metadata: ["provider": .string(provider.rawValue), "answers": "\(t.answers)", "failures": "\(t.failures)"])
         }
+    }
+
+    static func aboutOneDestination(_ scope: ThrottleScope?) -> Bool {
+        if case .destination? = scope { true } else { false }
     }
 
     func sendRound(_ jobs: [Job], writer: RecordWriter? = nil, done: (Job, JobResult) -> Void) {
