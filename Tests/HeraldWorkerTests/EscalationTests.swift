@@ -106,6 +106,30 @@ import Testing
         #expect(back["row"]?["escalated_from"]?.stringValue == original.uuidString.lowercased())
     }
 
+    /// A critical alert's copies on several channels share a group: when its push copy reaches no one,
+    /// it does not escalate to SMS where the alert already has an SMS copy — one SMS, not two.
+    @Test func aGroupWithAnSMSCopyAlreadyDoesNotEscalateToASecondSMS() throws {
+        let setup = try Setup()
+        defer { setup.cleanup() }
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let user = try f.profile(phone: "+15555550123", push: true, sms: true)
+        let now = P.now()
+        let push = try f.enqueue(to: user, channel: "push", severity: "critical", at: now, priority: "high")
+        let sms = try f.enqueue(to: user, channel: "sms", severity: "critical", at: now, priority: "high")
+        let group = "alert:\(UUID().uuidString.lowercased()):14:\(user.uuidString.lowercased())"
+        try db.execute("update notification_queue set notification_group = \(group) where id in (\(push), \(sms))")
+        try db.execute("update notification_queue set dedupe_key = \(group + ":sms") where id = \(sms)")
+
+        _ = P.pass(tdb.url, setup.settings, now: now, batchSize: 10, drain: true)
+        #expect(try f.row(push)["skip_reason"].string == "no_destination")
+        #expect(try f.row(sms)["status"].string == "sent")
+        #expect(setup.twilio.accepted.count == 1, "the alert's own SMS only")
+        #expect(try f.count("select count(*)::int from notification_queue where escalated_from = \(push)") == 0)
+    }
+
     /// `device_tokens.provider` is an app's text: a token whose provider is unknown (the check
     /// constraint dropped by a migration of the app's) or not a push provider is never sent to APNs.
     /// The critical row has no destination, says why in last_error, and escalates to SMS.

@@ -51,6 +51,14 @@ public struct EscalationPolicy: Sendable, Equatable {
     public static func dedupeKey(from original: UUID, to channel: Channel) -> String {
         "escalation:\(original.uuidString.lowercased()):\(channel.rawValue)"
     }
+
+    /// The dedupe key of `item`'s escalation to `channel`. A row of a notification group (one logical
+    /// notification's copies on several channels) escalates under the group's key for that channel —
+    /// the key the pattern phase gives its own copy there (`<group>:<channel>`) — so a critical alert
+    /// whose push reached no one does not go out twice by SMS when the alert already has an SMS copy.
+    public static func dedupeKey(of item: QueueItem, to channel: Channel) -> String {
+        item.notificationGroup.map { "\($0):\(channel.rawValue)" } ?? dedupeKey(from: item.id, to: channel)
+    }
 }
 
 /// iOS interruption levels (APNs `aps.interruption-level`, Expo `interruptionLevel`): critical
@@ -83,6 +91,6 @@ extension EscalationPolicy {
               let channel = item.channel, item.kind != nil,
               let next = next(after: channel, kind: item.kindRaw, prefs: prefs,
                               aboutAnotherMember: item.isAboutAnotherMember) else { return nil }
-        return EscalationStep(channel: next, dedupeKey: Self.dedupeKey(from: item.id, to: next), reason: "escalated_\(why)")
+        return EscalationStep(channel: next, dedupeKey: Self.dedupeKey(of: item, to: next), reason: "escalated_\(why)")
     }
 }

@@ -576,6 +576,7 @@ final class DeliveryPass {
             channel: step.channel.rawValue, kind: kind, severity: item.severity, priority: item.priority,
             payload: .object(item.payload ?? [:]), scheduledAt: clock.now(), dedupeKey: step.dedupeKey, reason: step.reason)
         n.escalatedFrom = item.id
+        n.group = item.notificationGroup  // still one notification for the rate limits
         return n
     }
 
