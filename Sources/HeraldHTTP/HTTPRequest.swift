@@ -46,7 +46,7 @@ public struct HTTPRequest: Sendable {
 ///
 /// The response's `status` is the server's last reply code (250 once the message is accepted), its body is
 /// empty, its `httpVersion` 0, and its headers are `message-id` (the message's own Message-ID header, when it has one) and
-/// `smtp-reply` (the server's last reply line). A refusal (4yz, 5yz) is a ``TransportError/smtp(code:command:message:)``.
+/// `smtp-reply` (the server's last reply, its lines joined). A refusal (4yz, 5yz) is a ``TransportError/smtp(code:command:message:)``.
 public struct MailEnvelope: Sendable, Equatable {
     /// The bare address for MAIL FROM, e.g. "herald@example.com" (no display name, no angle brackets).
     public var from: String

@@ -106,7 +106,7 @@ final class HTTPTransfer {
     private var uploadOffset = 0
     /// The server's last reply lines (through the header callback, which receives SMTP replies; the last
     /// may be the 221 to the QUIT libcurl sends when it closes a failed connection).
-    private var replies: [String] = []
+    private var replies = SMTPReplies()
 
     /// Resets the handle and sets the options for sending `request.body` over SMTP.
     private func configureMail(_ request: HTTPRequest, _ mail: MailEnvelope, options: TransportOptions,
@@ -115,7 +115,7 @@ final class HTTPTransfer {
         self.mail = mail
         upload = request.body
         uploadOffset = 0
-        replies = []
+        replies = SMTPReplies()
         let scheme = request.url.prefix(while: { $0 != ":" }).lowercased()
         guard scheme == "smtp" || scheme == "smtps" else {
             throw .other(code: Int(CURLE_UNSUPPORTED_PROTOCOL.rawValue),
@@ -172,9 +172,7 @@ final class HTTPTransfer {
             let length = size * count
             guard let data, let context, length > 0 else { return length }
             let transfer = Unmanaged<HTTPTransfer>.fromOpaque(context).takeUnretainedValue()
-            let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
-            if transfer.replies.count == 8 { transfer.replies.removeFirst() }
-            transfer.replies.append(line.trimmingCharacters(in: .whitespacesAndNewlines))
+            transfer.replies.append(bytes: UnsafeRawBufferPointer(start: data, count: length))
             return length
         }
     }
@@ -183,39 +181,14 @@ final class HTTPTransfer {
     private func mailResult(_ code: CURLcode) -> Result<HTTPResponse, TransportError> {
         let reply = easy.info(long: CURLINFO_RESPONSE_CODE) ?? 0
         guard code == CURLE_OK else {
-            let curlMessage = easy.errorMessage
-            let error = TransportError(curlCode: code, message: curlMessage)
-            guard case .other = error else { return .failure(error) }   // timeout, refused, TLS: as for HTTP
-            let command: SMTPCommand
-            switch code {
-            case CURLE_LOGIN_DENIED: command = .auth
-            case CURLE_USE_SSL_FAILED: command = .starttls
-            default:
-                if let verb = [SMTPCommand.mail, .rcpt, .data].first(where: { curlMessage.hasPrefix("\($0.rawValue) failed") }) {
-                    command = verb
-                } else if reply >= 400, !upload.isEmpty, uploadOffset == upload.count {
-                    command = .endOfData   // refused after the whole message was sent
-                } else {
-                    command = .other
-                }
-            }
-            guard command != .other || reply >= 400 else { return .failure(error) }
-            // The server's own words where it gave a refusal (334 lines are AUTH prompts, not refusals).
-            let words = reply >= 400 ? self.reply(reply) ?? "" : ""
-            let message = [curlMessage.isEmpty ? String(cString: curl_easy_strerror(code)) : curlMessage, words]
-                .filter { !$0.isEmpty }.joined(separator: ": ")
-            return .failure(.smtp(code: reply, command: command, message: message))
+            return .failure(Self.mailFailure(code: code, curlMessage: easy.errorMessage, reply: reply, replies: replies,
+                                             messageSent: !upload.isEmpty && uploadOffset == upload.count))
         }
         var headers: [(String, String)] = []
         if let id = Self.messageID(in: upload) { headers.append(("message-id", id)) }
-        if let line = self.reply(reply) { headers.append(("smtp-reply", line)) }
+        if let text = replies.text(of: reply) { headers.append(("smtp-reply", text)) }
         return .success(HTTPResponse(status: reply, headers: headers, body: [], httpVersion: 0,
                                      seconds: easy.info(double: CURLINFO_TOTAL_TIME) ?? 0))
-    }
-
-    /// The last reply line with this code.
-    private func reply(_ code: Int) -> String? {
-        replies.last { $0.hasPrefix("\(code) ") || $0.hasPrefix("\(code)-") || $0 == String(code) }
     }
 
     /// The Message-ID header field's value in a message's header section, or nil.

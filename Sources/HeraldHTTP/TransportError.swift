@@ -19,7 +19,7 @@ public enum TransportError: Error, Sendable, Equatable {
     /// Any other libcurl error: the CURLcode and its message.
     case other(code: Int, message: String)
     /// An SMTP server refused: `code` is its last reply code (e.g. 550, 451, 535; 0 if it gave none),
-    /// `command` what it refused, and `message` the server's reply line or libcurl's text. Never carries
+    /// `command` what it refused, and `message` libcurl's text and the server's whole reply. Never carries
     /// the credentials.
     case smtp(code: Int, command: SMTPCommand, message: String)
 

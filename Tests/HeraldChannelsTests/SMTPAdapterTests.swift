@@ -155,6 +155,13 @@ import Testing
         (550, "550 Access denied", "permanent"),
         (554, "554 Transaction failed", "permanent"),
         (450, "450 4.1.1 Mailbox temporarily unavailable", "retry"),
+        // "relay" inside an address or a table's name is no relay denial; 5.1.x wins over the words.
+        (550, "550 5.1.1 <a@relay.fm>: Recipient address rejected: User unknown", "destination_invalid"),
+        (550, "550 5.1.1 <a@example.com>: Recipient address rejected: User unknown in relay recipient table", "destination_invalid"),
+        (550, "550 <a@relay.fm>: Recipient address rejected: User unknown", "destination_invalid"),
+        (550, "550 <a@example.com>: Recipient address rejected: User unknown in relay recipient table", "destination_invalid"),
+        (550, "550 5.7.1 Unable to relay for x@example.org", "retry"),
+        (550, "550 relay not permitted", "retry"),
     ])
     func recipientRefusalsByEnhancedCode(_ code: Int, _ words: String, _ label: String) throws {
         let adapter = try SMTPAdapter(url: "smtp://herald:pw@mail.example.com:587", from: "herald@example.com")
@@ -211,6 +218,43 @@ import Testing
         #expect(!message.contains(Self.password))
         #expect(adapter.redactedURL.contains("***"))
         #expect(!adapter.redactedURL.contains("Wr0ng-guess"))
+    }
+
+    /// A refusal of several lines is classified by all of them: the policy named on the first line is
+    /// not lost behind the last ("Contact postmaster"), so the address is not taken for dead.
+    @Test func multiLineRefusalIsReadWhole() throws {
+        let server = try FakeSMTPServer(recipientReplies: [
+            "ada@example.com": "550-Rejected by local policy\n550 Contact postmaster",
+            "gone@example.com": "550-The account you tried to reach\n550-does not exist.\n550 5.1.1 See https://example.com/help",
+        ])
+        defer { server.shutdown() }
+        let adapter = try SMTPAdapter(url: server.url(), from: "herald@example.com", requireTLS: false)
+        let policy = try Self.send(adapter, Self.envelope(to: "ada@example.com")).outcome
+        #expect(policy.label == "permanent" && policy.code == "550", "\(policy)")
+        #expect(policy.message?.contains("Rejected by local policy Contact postmaster") == true, "\(policy)")
+        let gone = try Self.send(adapter, Self.envelope(to: "gone@example.com")).outcome
+        #expect(gone.label == "destination_invalid", "\(gone)")
+        #expect(gone.message?.contains("The account you tried to reach does not exist. 5.1.1 See") == true, "\(gone)")
+    }
+
+    /// libcurl reports a refused STARTTLS with the server's reply code (CURLE_USE_SSL_FAILED, "STARTTLS
+    /// denied, code 454"): a 4yz is transient, a 5yz permanent; neither sends the mail in the clear.
+    @Test func starttlsRefusedFor4yzIsRetriedAnd5yzIsPermanent() throws {
+        let certificates = try TestCertificates.make()
+        defer { certificates.remove() }
+        for (reply, label) in [("454 4.7.0 TLS not available due to temporary reason", "retry"),
+                               ("554 5.7.3 TLS not available", "permanent")] {
+            let server = try FakeSMTPServer(tls: certificates, user: Self.user, password: Self.password, starttlsReply: reply)
+            defer { server.shutdown() }
+            let adapter = try SMTPAdapter(url: server.url(user: Self.user, password: Self.password), from: "herald@example.com")
+            let classified = try Self.send(adapter, Self.envelope(), caFile: certificates.caFile)
+            #expect(classified.outcome.label == label, "\(reply): \(classified.outcome)")
+            #expect(classified.outcome.code == String(reply.prefix(3)))
+            #expect(classified.outcome.message?.contains(String(reply.dropFirst(4))) == true, "\(classified.outcome)")
+            #expect(!(classified.outcome.message ?? "").contains(Self.password))
+            #expect(server.mails.isEmpty)
+            #expect(!server.commands.contains { $0.hasPrefix("AUTH") }, "credentials sent in the clear")
+        }
     }
 
     @Test func serverWithoutSTARTTLSIsPermanentConfigWhenTLSIsRequired() throws {

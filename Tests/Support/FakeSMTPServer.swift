@@ -80,10 +80,14 @@ public final class FakeSMTPServer: Sendable {
         public var dataReply: String?
         /// Accept connections but never say anything (to test timeouts).
         public var stall: Bool
+        /// The reply to STARTTLS when offered, instead of starting TLS (e.g. "454 4.7.0 TLS not available
+        /// due to temporary reason"); nil: "220" and TLS.
+        public var starttlsReply: String?
 
         public init(tls: TestCertificates? = nil, offerSTARTTLS: Bool = true, implicitTLS: Bool = false,
                     user: String? = nil, password: String? = nil, authMechanisms: [String] = ["PLAIN", "LOGIN"],
-                    recipientReplies: [String: String] = [:], dataReply: String? = nil, stall: Bool = false) {
+                    recipientReplies: [String: String] = [:], dataReply: String? = nil, stall: Bool = false,
+                    starttlsReply: String? = nil) {
             self.tls = tls
             self.offerSTARTTLS = offerSTARTTLS
             self.implicitTLS = implicitTLS
@@ -94,6 +98,7 @@ public final class FakeSMTPServer: Sendable {
                                                uniquingKeysWith: { $1 })
             self.dataReply = dataReply
             self.stall = stall
+            self.starttlsReply = starttlsReply
         }
     }
 
@@ -108,10 +113,11 @@ public final class FakeSMTPServer: Sendable {
     public convenience init(tls: TestCertificates? = nil, offerSTARTTLS: Bool = true, implicitTLS: Bool = false,
                             user: String? = nil, password: String? = nil,
                             authMechanisms: [String] = ["PLAIN", "LOGIN"], recipientReplies: [String: String] = [:],
-                            dataReply: String? = nil, stall: Bool = false) throws {
+                            dataReply: String? = nil, stall: Bool = false, starttlsReply: String? = nil) throws {
         try self.init(options: Options(tls: tls, offerSTARTTLS: offerSTARTTLS, implicitTLS: implicitTLS, user: user,
                                        password: password, authMechanisms: authMechanisms,
-                                       recipientReplies: recipientReplies, dataReply: dataReply, stall: stall))
+                                       recipientReplies: recipientReplies, dataReply: dataReply, stall: stall,
+                                       starttlsReply: starttlsReply))
     }
 
     public init(options: Options) throws {
@@ -334,6 +340,10 @@ private final class SMTPSessionHandler: ChannelInboundHandler {
         case "STARTTLS":
             guard let sslContext, options.offerSTARTTLS, !tlsActive else {
                 reply(context, "502 5.5.1 STARTTLS not available")
+                return
+            }
+            if let refusal = options.starttlsReply {
+                reply(context, refusal)
                 return
             }
             // The reply has passed the pipeline once written, so TLS starts with the client's next bytes.

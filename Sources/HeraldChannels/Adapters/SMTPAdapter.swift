@@ -12,8 +12,8 @@ import HeraldHTTP
 /// Outcomes (RFC 5321 reply classes, providers.md §6.7): 250 after the data → delivered; a 4yz reply →
 /// retry; a refused recipient → destination invalid only when the mailbox itself is refused (see
 /// `outcome(code:command:message:)`); a relay denial → retry, naming SMTP_URL and EMAIL_FROM; other 5yz →
-/// permanent; refused credentials or no STARTTLS where TLS is required → permanent (configuration);
-/// connection failures → retry.
+/// permanent; refused credentials, or STARTTLS not offered or refused with a 5yz where TLS is required →
+/// permanent (configuration); connection failures → retry. A reply of several lines is read whole.
 public struct SMTPAdapter: HTTPAdapter {
     /// An address that refuses the channel turns it off for the recipient.
     public var deadDestination: FollowUp? { .optOut }
@@ -109,7 +109,14 @@ public struct SMTPAdapter: HTTPAdapter {
     static func outcome(code: Int, command: SMTPCommand, message: String) -> DeliveryOutcome {
         let reply = code == 0 ? "" : " (\(code))"
         switch command {
+        case .starttls where (400..<500).contains(code):
+            // Offered but refused for now (454 4.7.0 "TLS not available due to temporary reason").
+            return .retry(after: nil, code: String(code), message: "the SMTP server refused STARTTLS for now: \(message)")
+        case .starttls where (500..<600).contains(code):
+            return .permanent(code: String(code), message: "the SMTP server refused STARTTLS and TLS is required: "
+                              + "use an SMTP server with STARTTLS, or smtps:// in SMTP_URL: \(message)")
         case .starttls:
+            // Not offered: the reply code is then EHLO's (250), or none.
             return .permanent(code: "starttls", message: "the SMTP server does not offer STARTTLS\(reply) and TLS is "
                               + "required: use an SMTP server with STARTTLS, or smtps:// in SMTP_URL")
         case .auth where (400..<500).contains(code):
@@ -118,18 +125,17 @@ public struct SMTPAdapter: HTTPAdapter {
             return .permanent(code: code == 0 ? "auth" : String(code),
                               message: "the SMTP server refused the credentials\(reply): "
                               + "check the user name and password in SMTP_URL")
-        case _ where (500..<600).contains(code) && Self.isRelayDenial(message):
-            // The server will not relay for us: the configuration is wrong, not the recipient.
-            return .retry(after: nil, code: String(code), message: "the SMTP server refused to relay\(reply): "
-                          + "check SMTP_URL (a server that relays for EMAIL_FROM, with its credentials) and EMAIL_FROM: \(message)")
         case .rcpt where (500..<600).contains(code):
-            if let enhanced = Self.enhancedStatus(message) {
-                // RFC 3463: the enhanced code decides. 5.1.x is about the address (bad mailbox, user not
-                // local, bad syntax); 5.2.x (mailbox full/disabled), 5.7.x (policy, spam, auth) and the
-                // rest are about this message or this server, not a dead address.
-                if enhanced.hasPrefix("5.1.") {
-                    return .destinationInvalid(code: String(code), message: "recipient refused: \(message)")
-                }
+            // RFC 3463: an enhanced code 5.1.x is about the address (bad mailbox, user not local, bad
+            // syntax), whatever the words say ("User unknown in relay recipient table").
+            let enhanced = Self.enhancedStatus(message)
+            if enhanced?.hasPrefix("5.1.") == true {
+                return .destinationInvalid(code: String(code), message: "recipient refused: \(message)")
+            }
+            if Self.isRelayDenial(message) { return Self.relayDenial(code: code, message: message) }
+            // 5.2.x (mailbox full/disabled), 5.7.x (policy, spam, auth) and the rest are about this
+            // message or this server, not a dead address.
+            if let enhanced {
                 return .permanent(code: String(code), message: "recipient refused (\(enhanced)): \(message)")
             }
             // No enhanced code: 551 (user not local) and 553 (mailbox name not allowed) are about the
@@ -138,6 +144,8 @@ public struct SMTPAdapter: HTTPAdapter {
                 return .destinationInvalid(code: String(code), message: "recipient refused: \(message)")
             }
             return .permanent(code: String(code), message: "recipient refused: \(message)")
+        case _ where (500..<600).contains(code) && Self.isRelayDenial(message):
+            return Self.relayDenial(code: code, message: message)
         default:
             switch code {
             case 400..<500: return .retry(after: nil, code: String(code), message: message)
@@ -145,6 +153,12 @@ public struct SMTPAdapter: HTTPAdapter {
             default: return .retry(after: nil, code: code == 0 ? "smtp" : String(code), message: message)
             }
         }
+    }
+
+    /// The server will not relay for us: the configuration is wrong, not the recipient.
+    static func relayDenial(code: Int, message: String) -> DeliveryOutcome {
+        .retry(after: nil, code: String(code), message: "the SMTP server refused to relay (\(code)): "
+               + "check SMTP_URL (a server that relays for EMAIL_FROM, with its credentials) and EMAIL_FROM: \(message)")
     }
 
     /// The RFC 3463 enhanced status code in a reply's text ("5.1.1" in "550 5.1.1 User unknown"), or nil.
@@ -176,15 +190,30 @@ public struct SMTPAdapter: HTTPAdapter {
         return nil
     }
 
-    /// A refusal whose text says the server will not relay ("relaying denied", "Relay access denied").
+    /// How servers word a relay denial: Postfix "Relay access denied", Sendmail "Relaying denied", Exim
+    /// "relay not permitted", Exchange "Unable to relay", Gmail "Mail relay denied", qmail "…allowed rcpthosts".
+    static let relayDenialPhrases = [
+        "relay access denied", "relaying denied", "relay denied", "relay not permitted", "relaying not permitted",
+        "relay not allowed", "relaying not allowed", "unable to relay", "cannot relay", "not permitted to relay",
+        "not allowed to relay", "we do not relay", "relaying prohibited", "relay prohibited", "rcpthosts",
+    ]
+
+    /// A refusal whose text says the server will not relay. Phrases, not the word "relay" alone, which is
+    /// also in "User unknown in relay recipient table" and in addresses such as `<a@relay.fm>`.
     static func isRelayDenial(_ text: String) -> Bool {
-        text.lowercased().contains("relay")
+        let t = wordsWithoutAddresses(text)
+        return relayDenialPhrases.contains { t.contains($0) }
     }
 
     /// A 550 whose text names a policy refusal rather than a missing mailbox.
     static func isPolicyRefusal(_ text: String) -> Bool {
-        let t = text.lowercased()
-        return ["relay", "policy", "spam", "blocked", "denied"].contains { t.contains($0) }
+        let t = wordsWithoutAddresses(text)
+        return isRelayDenial(text) || ["policy", "spam", "blocked", "denied"].contains { t.contains($0) }
+    }
+
+    /// The text lower-cased, without the words that hold an address (`<a@relay.fm>:`), single-spaced.
+    static func wordsWithoutAddresses(_ text: String) -> String {
+        text.lowercased().split(whereSeparator: \.isWhitespace).filter { !$0.contains("@") }.joined(separator: " ")
     }
 
     /// SMTP_URL and EMAIL_FROM: a server that knows only its own mailboxes (or a wrong account on it)
