@@ -613,6 +613,40 @@ import Testing
         #expect(expired?["error_code"].string == "receipt_expired")
     }
 
+    /// An Expo message that cannot be built (its deep link alone is over 4,096 bytes) fails alone, with a
+    /// readable error; the other rows of its batch go out in one request.
+    @Test func anExpoMessageThatCannotBeBuiltFailsAloneAndTheRestAreSent() throws {
+        let lab = try Lab()
+        defer { lab.cleanup() }
+        let expo = try FakeExpo(tls: lab.certificates)
+        defer { expo.shutdown() }
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+
+        let now = Self.now()
+        var ids: [UUID] = []
+        for i in 0..<3 {
+            let user = try f.profile()
+            try f.token(user, "ExponentPushToken[\(UUID().uuidString.prefix(12))]", provider: "expo")
+            let link = i == 1 ? "herald://" + String(repeating: "x", count: 5_000) : "herald://alerts"
+            ids.append(try f.enqueue(to: user, channel: "push", payload: #"{"title":"Hello","body":"World","deep_link":"\#(link)"}"#,
+                                     at: now.addingTimeInterval(Double(-30 + i))))
+        }
+        let (summary, code) = Self.pass(tdb.url, lab.base.merging(lab.expo(expo)) { $1 }, now: now)
+        #expect(code == .ok, "\(summary.error ?? "")")
+        #expect(expo.sendBatchSizes == [2])
+        #expect(try f.row(ids[0])["status"].string == "sent")
+        #expect(try f.row(ids[2])["status"].string == "sent")
+        let bad = try f.row(ids[1])
+        #expect(bad["status"].string == "failed")
+        #expect(bad["permanent"].bool == true)
+        let error = bad["last_error"].string ?? ""
+        #expect(error.contains("4096 bytes") && error.contains("deep_link"), "\(error)")
+        #expect(!error.contains("xxxxxxxx"))
+    }
+
     // MARK: - 6. A provider that asks to slow down is not called again in the pass
 
     @Test func throttledProviderIsNotCalledAgainThisPass() throws {

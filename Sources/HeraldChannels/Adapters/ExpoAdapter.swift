@@ -92,7 +92,8 @@ public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
 
     /// One message object, its texts shortened (body first) so its JSON is at most 4,096 bytes. When the
     /// data object alone is too big, only its `kind`, `queue_id` and `deep_link` are kept. Throws when
-    /// even that does not fit (it then fails the whole batch's `request(for:)`).
+    /// even that does not fit; `request(for:)` then throws for any batch holding it, and the pass sends
+    /// the batch without it, failing it alone.
     ///
     /// A silent row is data-only: `_contentAvailable: true` and no title, body, sound or badge. An image
     /// goes to `richContent.image` with `mutableContent: true` (and stays in `data.image_url`); action
@@ -134,7 +135,8 @@ public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
             fitted = Truncation.fit(title: r.title, body: r.body, limitBytes: limit, encode: encode)
         }
         guard let fitted else {
-            throw AdapterError("expo: the message cannot be made to fit in \(limit) bytes")
+            throw AdapterError("expo: the message cannot be made to fit in \(limit) bytes, even with its title and body "
+                               + "cut and its data reduced to kind, queue_id and deep_link: the token or one of those is too long")
         }
         if !r.silent {
             base["title"] = .string(fitted.title)

@@ -452,18 +452,36 @@ final class DeliveryPass {
                     }
                 }
             case .batch(let a):
+                func failed(_ job: Job, _ error: any Error) {
+                    done(job, .answered(provider: provider, ClassifiedResponse(
+                        .permanent(code: "request_build", message: "could not build the request: \(error)"))))
+                }
                 var start = 0
                 while start < jobs.count {
-                    let chunk = Array(jobs[start..<min(start + max(1, a.maxBatch), jobs.count)])
+                    var chunk = Array(jobs[start..<min(start + max(1, a.maxBatch), jobs.count)])
                     start += chunk.count
-                    do {
-                        requests.append(try a.request(for: chunk.map(\.envelope)))
-                        owners.append((chunk, adapter))
-                    } catch {
-                        for job in chunk {
-                            done(job, .answered(provider: provider, ClassifiedResponse(
-                                .permanent(code: "request_build", message: "could not build the request: \(error)"))))
+                    var built = Result { try a.request(for: chunk.map(\.envelope)) }
+                    if case .failure = built {
+                        // A message that cannot be built (a data field or a token too big) fails alone:
+                        // each is tried by itself, and the others go in one request without it.
+                        chunk = chunk.filter { job in
+                            do {
+                                _ = try a.request(for: [job.envelope])
+                                return true
+                            } catch {
+                                failed(job, error)
+                                return false
+                            }
                         }
+                        guard !chunk.isEmpty else { continue }
+                        built = Result { try a.request(for: chunk.map(\.envelope)) }
+                    }
+                    switch built {
+                    case .success(let request):
+                        requests.append(request)
+                        owners.append((chunk, adapter))
+                    case .failure(let error):
+                        for job in chunk { failed(job, error) }
                     }
                 }
             }
