@@ -150,4 +150,44 @@ import Testing
             }
         }
     }
+
+    /// Whole-request refusals that some messages caused (PUSH_TOO_MANY_EXPERIENCE_IDS with `details` of any
+    /// shape, VALIDATION_ERROR naming any place or token): one answer per message, well formed, no token
+    /// quoted, and never every message failed for good over another project's tokens.
+    @Test func expoRefusalsOfSomeMessages() throws {
+        let expo = try ExpoAdapter(accessToken: "expo-secret", baseURL: "https://127.0.0.1:9")
+        var fuzz = Fuzz(seed: 39)
+        for _ in 0..<Fuzz.bodyIterations {
+            let tokens = (0..<fuzz.int(1...6)).map { _ in
+                fuzz.chance(0.8) ? "ExponentPushToken[\(fuzz.int(0...5))abcdef]" : fuzz.hostileText(maxPieces: 4)
+            }
+            let envelopes = tokens.map { pushEnvelope(token: $0, provider: .expo, now: Self.now) }
+            func quoted(_ s: String) -> String { JSONValue.string(s).jsonText }
+            let body: String
+            if fuzz.chance(0.5) {
+                let projects = (0..<fuzz.int(0...3)).map { i in
+                    let listed = (0..<fuzz.int(0...4)).map { _ in fuzz.chance(0.8) ? quoted(fuzz.pick(tokens)) : fuzz.jsonValueText(depth: 4) }
+                    return quoted(fuzz.pick(["@herald/app", "@old/app", "", "\(i)"]) + String(i)) + ":[" + listed.joined(separator: ",") + "]"
+                }
+                let details = fuzz.chance(0.9) ? "{" + projects.joined(separator: ",") + "}" : fuzz.jsonValueText(depth: 4)
+                body = #"{"errors":[{"code":"PUSH_TOO_MANY_EXPERIENCE_IDS","message":"mixed","details":\#(details)}]}"#
+            } else {
+                let place = fuzz.pick(["[\(fuzz.int(-2...8))].to", "[\(fuzz.numberText())].to", "[0]", "value", "[1].priority"])
+                let text = quoted("\"\(place)\" must be valid" + (fuzz.chance(0.3) ? ", got \(fuzz.pick(tokens))" : ""))
+                body = #"{"errors":[{"code":"VALIDATION_ERROR","message":\#(text)}]}"#
+            }
+            let result: Result<HTTPResponse, TransportError> = .success(HTTPResponse(status: fuzz.pick([400, 200, 429, 500]), headers: [],
+                                                                                     body: Array(body.utf8)))
+            let answers = expo.classify(result, envelopes: envelopes, now: Self.now)
+            #expect(answers.count == envelopes.count)
+            for a in answers {
+                Self.expectWellFormed(a, "expo \(body)")
+                for token in tokens where token.count >= 4 && tokens.count > 1 && a.outcome.code == "PUSH_TOO_MANY_EXPERIENCE_IDS" {
+                    #expect(!(a.outcome.message ?? "").contains(token), "\(token) quoted in \(a.outcome)")
+                }
+            }
+            #expect(!answers.allSatisfy { $0.outcome.label == "permanent" && $0.outcome.code == "PUSH_TOO_MANY_EXPERIENCE_IDS" },
+                    "\(body) → \(answers.map(\.outcome))")
+        }
+    }
 }

@@ -103,7 +103,8 @@ struct ExpoAdapterTests {
         fake.enqueue(.json(400, #"{"errors":[{"code":"PUSH_TOO_MANY_EXPERIENCE_IDS","message":"All push notification messages in the same request must be for the same project.","details":{"@a/b":["ExponentPushToken[x]"]}}]}"#))
         let mixed = try send()
         #expect(mixed.count == 3)
-        #expect(mixed.allSatisfy { $0.label == "permanent" && $0.code == "PUSH_TOO_MANY_EXPERIENCE_IDS" })
+        // Without the tokens, which are another project's is unknown: none fails for good.
+        #expect(mixed.allSatisfy { $0.label == "retry" && $0.code == "PUSH_TOO_MANY_EXPERIENCE_IDS" })
 
         fake.enqueue(.json(429, #"{"errors":[{"code":"TOO_MANY_REQUESTS","message":"rate limit"}]}"#,
                            headers: [("retry-after", "7")]))
@@ -123,6 +124,64 @@ struct ExpoAdapterTests {
         let denied = wrong.classify(rig.transport.perform(try wrong.request(for: batch)), count: 3, now: Date()).map(\.outcome)
         #expect(denied.allSatisfy { $0.label == "permanent" && $0.code == "UNAUTHORIZED" && $0.message!.contains("EXPO_ACCESS_TOKEN") })
         expectNoSecret(mixed + limited + down + mismatch + denied, [Self.accessToken, "expo-wrong-token-0000"])
+    }
+
+    /// PUSH_TOO_MANY_EXPERIENCE_IDS: `details` maps each project to its tokens. The tokens of the
+    /// projects other than the one with the most tokens fail; the rest retry at once. On a tie, or
+    /// without readable details, every message retries with its backoff.
+    @Test func mixedProjectsFailOnlyTheOtherProjectsTokens() throws {
+        let rig = try MessagingRig()
+        defer { rig.remove() }
+        let fake = try FakeExpo(tls: rig.certificates)
+        defer { rig.closeTransport(); fake.shutdown() }
+        let adapter = try ExpoAdapter(accessToken: nil, baseURL: fake.baseURL)
+        let batch = envelopes(4)
+        func send(_ details: String) throws -> [DeliveryOutcome] {
+            fake.enqueue(.json(400, #"{"errors":[{"code":"PUSH_TOO_MANY_EXPERIENCE_IDS","message":"All push notification messages in the same request must be for the same project; check the details field to investigate conflicting tokens.","details":\#(details),"isTransient":false}]}"#))
+            return adapter.classify(rig.transport.perform(try adapter.request(for: batch)), envelopes: batch, now: Date())
+                .map(\.outcome)
+        }
+
+        let mixed = try send(#"{"@herald/app":["\#(token(0))","\#(token(1))","\#(token(3))"],"@old/app":["\#(token(2))"]}"#)
+        #expect(mixed.map(\.label) == ["retry", "retry", "permanent", "retry"])
+        #expect(mixed.allSatisfy { $0.code == "PUSH_TOO_MANY_EXPERIENCE_IDS" })
+        #expect(mixed[2].message?.contains("token of another Expo project (@old/app)") == true, "\(mixed[2])")
+        guard case .retry(let after, _, let message) = mixed[0] else { return }
+        #expect(after == 0)
+        #expect(message.contains("@old/app"))
+        expectNoSecret(mixed, batch.map(\.destination.address))
+
+        let tie = try send(#"{"@a/app":["\#(token(0))","\#(token(1))"],"@b/app":["\#(token(2))","\#(token(3))"]}"#)
+        #expect(tie.allSatisfy { if case .retry(nil, "PUSH_TOO_MANY_EXPERIENCE_IDS", _) = $0 { true } else { false } }, "\(tie)")
+        let unreadable = try send(#""@a/app""#)
+        #expect(unreadable.allSatisfy { $0.label == "retry" }, "\(unreadable)")
+    }
+
+    /// A VALIDATION_ERROR that names one message (here the fake's `"[1].to"` for a malformed token)
+    /// fails that message only; the others retry at once. One that names none retries them all.
+    @Test func aValidationErrorFailsOnlyTheMessageItNames() throws {
+        let rig = try MessagingRig()
+        defer { rig.remove() }
+        let fake = try FakeExpo(tls: rig.certificates)
+        defer { rig.closeTransport(); fake.shutdown() }
+        let adapter = try ExpoAdapter(accessToken: nil, baseURL: fake.baseURL)
+        let batch = [messagingEnvelope(provider: .expo, address: token(0)),
+                     messagingEnvelope(provider: .expo, address: "not-an-expo-token-4711"),
+                     messagingEnvelope(provider: .expo, address: token(2))]
+        func send() throws -> [DeliveryOutcome] {
+            adapter.classify(rig.transport.perform(try adapter.request(for: batch)), envelopes: batch, now: Date()).map(\.outcome)
+        }
+
+        let named = try send()
+        #expect(named.map(\.label) == ["retry", "permanent", "retry"], "\(named)")
+        #expect(named.allSatisfy { $0.code == "VALIDATION_ERROR" })
+        guard case .retry(0, _, _) = named[0] else { Issue.record("\(named[0])"); return }
+        #expect(named[1].message?.contains("[1].to") == true, "\(named[1])")
+        expectNoSecret(named, ["not-an-expo-token-4711"])
+
+        fake.enqueue(.json(400, #"{"errors":[{"code":"VALIDATION_ERROR","message":"\"value\" must be an array"}]}"#))
+        let unnamed = try send()
+        #expect(unnamed.allSatisfy { if case .retry(nil, "VALIDATION_ERROR", _) = $0 { true } else { false } }, "\(unnamed)")
     }
 
     @Test func malformedBodyTimeoutAndRefusedAreReadable() throws {

@@ -226,10 +226,20 @@ public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
 
     /// The same, knowing each message's row: MessageTooBig is retried once at once with the message cut
     /// to `shrunkPayloadBytes` (a second refusal fails the row), and MessageRateExceeded waits seed 003's
-    /// 5 s, 30 s, 2 min by the row's attempt.
+    /// 5 s, 30 s, 2 min by the row's attempt. A refusal of the whole request that only some messages
+    /// caused fails only those (see `splitRefusal(_:tokens:)`).
     public func classify(_ result: Result<HTTPResponse, TransportError>, envelopes: [Envelope],
                          now: Date) -> [ClassifiedResponse] {
         var answers = classify(result, count: envelopes.count, now: now)
+        let tokens = envelopes.map(\.destination.address)
+        if case .success(let response) = result, answers.count == envelopes.count,
+           let outcomes = Self.splitRefusal(response, tokens: tokens) {
+            for i in answers.indices {
+                // Expo's words may quote the tokens of the request: none goes into last_error.
+                answers[i].outcome = AdapterSupport.redact(outcomes[i], secrets: secrets + tokens)
+                answers[i].throttle = nil
+            }
+        }
         for (i, envelope) in envelopes.enumerated() where i < answers.count {
             let id = envelope.item.id
             switch answers[i].outcome {
@@ -251,6 +261,88 @@ public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
             }
         }
         return answers
+    }
+
+    /// A refusal of the whole request (`errors`) that only some of its messages caused: one outcome per
+    /// message, in order; nil when the answer is not such a refusal or does not say which messages.
+    ///
+    /// - PUSH_TOO_MANY_EXPERIENCE_IDS: the request mixed tokens of several Expo projects, and `details`
+    ///   maps each project to its tokens (providers.md §3.5; the HTTP status, 400 in third-party tests, is
+    ///   unconfirmed, so the code decides). herald sends for one project, taken to be the one with the most
+    ///   tokens in the request: the tokens of the others fail (permanent, "token of another Expo
+    ///   project"); the rest retry at once, sent again without them. On a tie nothing is told apart: every
+    ///   message retries with its backoff (`requestError`). The retry is an attempt like any other and
+    ///   counts as a transient failure for the pass's circuit breaker: a "not sent" answer, with no attempt
+    ///   charged, is the pass's to give (DeliveryPass `JobResult.notSent`), not an adapter's.
+    /// - VALIDATION_ERROR in a request of several messages (a code not in providers.md: unconfirmed): the
+    ///   message Expo's text names, by its place (`"[3].to"`, as Joi paths read; unconfirmed) or by its
+    ///   token, fails (permanent); the others retry at once, sent again without it. When none is named,
+    ///   every message retries with its backoff: one bad message must not fail the others for good.
+    static func splitRefusal(_ response: HTTPResponse, tokens: [String]) -> [DeliveryOutcome]? {
+        guard tokens.count > 1, case .array(let errors)? = AdapterSupport.json(response)?["errors"],
+              let error = errors.first else { return nil }
+        let text = error["message"]?.stringValue ?? ""
+        switch error["code"]?.stringValue {
+        case "PUSH_TOO_MANY_EXPERIENCE_IDS":
+            guard case .object(let details)? = error["details"] else { return nil }
+            // Only this request's tokens count: a project is weighed by its messages here.
+            let sent = Set(tokens)
+            var projectsOf: [String: Set<String>] = [:]
+            var size: [String: Int] = [:]
+            for (project, list) in details {
+                guard case .array(let listed) = list else { continue }
+                for token in Set(listed.compactMap(\.stringValue)) where sent.contains(token) {
+                    projectsOf[token, default: []].insert(project)
+                    size[project, default: 0] += 1
+                }
+            }
+            let most = size.values.max() ?? 0
+            let leaders = size.filter { $0.value == most }.keys
+            guard leaders.count == 1, let home = leaders.first else { return nil }
+            func name(_ project: String) -> String { Truncation.prefix(project, maxUTF8Bytes: 100) }
+            let others = size.keys.filter { $0 != home }.sorted().map(name).joined(separator: ", ")
+            return tokens.map { token in
+                // A token listed under herald's project too (however odd) is not another project's.
+                if let projects = projectsOf[token], !projects.contains(home), let project = projects.sorted().first {
+                    return .permanent(code: "PUSH_TOO_MANY_EXPERIENCE_IDS",
+                                      message: "expo: token of another Expo project (\(name(project))) than most of the "
+                                      + "request's (\(name(home))); herald sends for one project")
+                }
+                return .retry(after: 0, code: "PUSH_TOO_MANY_EXPERIENCE_IDS",
+                              message: "expo: the request also held tokens of another Expo project (\(others)); sent again without them")
+            }
+        case "VALIDATION_ERROR":
+            var named = Set<Int>()
+            if let i = messageIndex(in: text), i < tokens.count { named.insert(i) }
+            for (i, token) in tokens.enumerated() where token.count >= 8 && text.contains(token) { named.insert(i) }
+            guard named.count < tokens.count else { return nil }
+            return tokens.indices.map { i in
+                if named.contains(i) {
+                    return .permanent(code: "VALIDATION_ERROR", message: "expo refused this message: \(text)")
+                }
+                if named.isEmpty {
+                    return .retry(after: nil, code: "VALIDATION_ERROR",
+                                  message: "expo refused the request without naming the message at fault; tried again: \(text)")
+                }
+                return .retry(after: 0, code: "VALIDATION_ERROR",
+                              message: "expo refused the request for another message in it; sent again without it: \(text)")
+            }
+        default:
+            return nil
+        }
+    }
+
+    /// The place of the message a validation error names: 3 in `"[3].to" must be a string`; nil if none.
+    static func messageIndex(in text: String) -> Int? {
+        var rest = Substring(text)
+        while let open = rest.firstIndex(of: "[") {
+            let after = rest[rest.index(after: open)...]
+            let digits = after.prefix(while: { $0.isASCII && $0.isNumber })
+            let tail = after[digits.endIndex...]
+            if (1...6).contains(digits.count), tail.hasPrefix("]."), let i = Int(digits) { return i }
+            rest = after
+        }
+        return nil
     }
 
     /// DeviceNotRegistered is Expo relaying Apple's or Google's word that the token is dead: always acted
@@ -310,8 +402,9 @@ public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
             return .permanent(code: "UNAUTHORIZED",
                               message: "expo: access token required or invalid; set EXPO_ACCESS_TOKEN to a valid Expo access token\(text)")
         case "PUSH_TOO_MANY_EXPERIENCE_IDS":
-            return .permanent(code: "PUSH_TOO_MANY_EXPERIENCE_IDS",
-                              message: "expo: the request mixes tokens of several Expo projects; herald sends for one project, so tokens of other projects must be removed\(text)")
+            // Which tokens are of another project is told apart by `splitRefusal`, knowing the tokens.
+            return .retry(after: retryAfter, code: "PUSH_TOO_MANY_EXPERIENCE_IDS",
+                          message: "expo: the request mixes tokens of several Expo projects; herald sends for one project, so tokens of other projects must be removed\(text)")
         case "PUSH_TOO_MANY_NOTIFICATIONS":
             return .permanent(code: "PUSH_TOO_MANY_NOTIFICATIONS", message: "expo: over 100 messages in one request\(text)")
         default:
