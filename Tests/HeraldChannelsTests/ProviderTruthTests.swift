@@ -190,10 +190,24 @@ import Testing
         #expect(later.map(\.status) == [.unsubscribed, .unsubscribed, nil, .dropped, .dropped, .dropped])
         #expect(later.map(\.optOut) == [true, true, false, true, false, false])
         #expect(later[0].rank == 3)
-        for bad in ["", "{}", "[1]", "[[]]", "null", #"{"event":"delivered"}"#] {
+        for bad in ["", "{}", "null", #"{"event":"delivered"}"#] {
             #expect(throws: TruthError.self, "\(bad)") { try SendGridTruth.reports(body: Array(bad.utf8)) }
         }
-        #expect(try SendGridTruth.reports(body: Array("[]".utf8)).isEmpty)
+        for empty in ["[]", "[1]", "[[]]", "[null]"] {
+            #expect(try SendGridTruth.reports(body: Array(empty.utf8)).isEmpty, "\(empty)")
+        }
+    }
+
+    /// One element that is not an event object does not cost the batch its other events.
+    @Test func sendGridBatchKeepsItsEventsAroundANull() throws {
+        let body = """
+            [{"event":"delivered","sg_message_id":"AAA.f","email":"a@x.org"},
+             null, 7, "x", [],
+             {"event":"bounce","type":"bounce","sg_message_id":"BBB.f","email":"b@x.org","reason":"550 user unknown"}]
+            """
+        let r = try SendGridTruth.reports(body: Array(body.utf8))
+        #expect(r.map(\.messageId) == ["AAA", "BBB"])
+        #expect(r.map(\.status) == [.delivered, .bounced])
     }
 
     // MARK: - WhatsApp

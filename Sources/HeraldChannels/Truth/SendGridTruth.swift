@@ -53,8 +53,9 @@ public enum SendGridTruth {
         return t.isEmpty ? nil : TruthText.clip(t, max: 128)
     }
 
-    /// The events of one verified body: one report per event that names a message. Throws a readable
-    /// error when the body is not a JSON array of objects.
+    /// The events of one verified body: one report per event that names a message. An element that is
+    /// not an object (`null`, a number) is skipped like an event that names no message, so the others
+    /// are kept. Throws a readable error when the body is not a JSON array.
     public static func reports(body: [UInt8]) throws -> [TruthReport] {
         let json: JSONValue
         do { json = try JSONValue.parse(Data(body)) } catch {
@@ -65,8 +66,7 @@ public enum SendGridTruth {
         }
         var out: [TruthReport] = []
         for event in events {
-            guard case .object = event else { throw TruthError("a SendGrid event that is not an object") }
-            guard let r = report(event) else { continue }
+            guard case .object = event, let r = report(event) else { continue }
             out.append(r)
         }
         return out
