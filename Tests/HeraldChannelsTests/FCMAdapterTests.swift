@@ -214,6 +214,27 @@ final class FCMAdapterTests {
         #expect(fcm.tokenExchanges == 2)
     }
 
+    /// An FCM answer that echoes the OAuth access token does not carry it into last_error, nor the token
+    /// a 401 just dropped (answers to requests sent with it may still arrive).
+    @Test func answersEchoingTheAccessTokenAreRedacted() throws {
+        #expect(try send(pushEnvelope(token: "t", provider: .fcm)).outcome.label == "delivered")
+        let token = try #require(adapter.account.accessToken)
+        func echo(_ status: Int) -> Result<HTTPResponse, TransportError> {
+            .success(HTTPResponse(status: status, headers: [], body: Array(#"""
+                {"error":{"code":\#(status),"message":"Request had invalid authentication credentials: Bearer \#(token)","status":"INVALID_ARGUMENT"}}
+                """#.utf8)))
+        }
+        expectNoSecrets(adapter.classify(echo(400), now: Date()).outcome, [token])
+        expectNoSecrets(adapter.classify(.success(HTTPResponse(status: 502, headers: [], body: Array("bearer \(token)".utf8))),
+                                         now: Date()).outcome, [token])
+        let refused = adapter.classify(.success(HTTPResponse(status: 401, headers: [], body: Array(#"""
+            {"error":{"code":401,"message":"Bearer \#(token) expired","status":"UNAUTHENTICATED"}}
+            """#.utf8))), now: Date())
+        #expect(adapter.account.accessToken == nil)
+        expectNoSecrets(refused.outcome, [token])
+        expectNoSecrets(adapter.classify(echo(400), now: Date()).outcome, [token])
+    }
+
     @Test func malformedErrorBodyIsReadable() throws {
         fcm.script("html", .raw(.text(502, "<html>Bad Gateway</html>")))
         fcm.script("text", .raw(.text(400, "nope")))

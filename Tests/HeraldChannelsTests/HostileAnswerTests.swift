@@ -25,6 +25,19 @@ import Testing
         #expect(c.outcome.message?.contains("(since 2026-01-25T03:00:00.000000Z)") == true)
     }
 
+    /// An APNs answer that echoes the provider token (JWT) does not carry it into last_error, nor one
+    /// dropped after ExpiredProviderToken while other answers were still on their way.
+    @Test func apnsAnswersEchoingTheJWTAreRedacted() throws {
+        let apns = try APNsAdapter(keyPEM: TestKeys.apnsKeyPEM(), keyId: "ABC123DEFG", teamId: "DEF123GHIJ",
+                                   topic: "com.example.herald", baseURL: "https://127.0.0.1:9")
+        let request = try apns.request(for: pushEnvelope(token: "aa", provider: .apns, now: Self.now))
+        let jwt = try #require(request.header("authorization")?.components(separatedBy: " ").last)
+        let echoes = [Self.response(400, #"{"reason":"Bad \#(jwt)"}"#), Self.response(502, "bearer \(jwt)")]
+        for echo in echoes { expectNoSecrets(apns.classify(echo, now: Self.now).outcome, [jwt]) }
+        #expect(apns.classify(Self.response(403, #"{"reason":"ExpiredProviderToken"}"#), now: Self.now).outcome.label == "retry")
+        for echo in echoes { expectNoSecrets(apns.classify(echo, now: Self.now).outcome, [jwt]) }
+    }
+
     @Test func sendGridRateLimitResetOfAnySize() throws {
         let sg = try SendGridAdapter(apiKey: "SG.key", from: "herald@example.com", baseURL: "https://127.0.0.1:9")
         func after(_ reset: String, retryAfter: String? = nil) -> Double? {

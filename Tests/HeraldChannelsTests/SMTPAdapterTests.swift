@@ -257,6 +257,22 @@ import Testing
         }
     }
 
+    /// A server that echoes the password (as written, decoded, or base64 as AUTH sent it) does not put
+    /// it into last_error.
+    @Test func echoedPasswordIsRedacted() throws {
+        let adapter = try SMTPAdapter(url: "smtp://herald:S3cr%40t-pass@mail.example.com:587", from: "herald@example.com")
+        let forms = ["S3cr@t-pass", "S3cr%40t-pass", Data("S3cr@t-pass".utf8).base64EncodedString(),
+                     Data("\u{0}herald\u{0}S3cr@t-pass".utf8).base64EncodedString()]
+        for form in forms {
+            let words = "RCPT failed: 550: 550 5.1.1 unknown user; you said \(form)"
+            let outcome = adapter.classify(.failure(.smtp(code: 550, command: .rcpt, message: words)), now: Self.now).outcome
+            #expect(outcome.label == "destination_invalid")
+            expectNoSecrets(outcome, forms)
+            let retry = adapter.classify(.failure(.smtp(code: 451, command: .data, message: words)), now: Self.now).outcome
+            expectNoSecrets(retry, forms)
+        }
+    }
+
     @Test func serverWithoutSTARTTLSIsPermanentConfigWhenTLSIsRequired() throws {
         let server = try FakeSMTPServer(user: Self.user, password: Self.password)
         defer { server.shutdown() }

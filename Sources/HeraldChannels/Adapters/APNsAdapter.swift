@@ -207,7 +207,7 @@ public struct APNsAdapter: HTTPAdapter {
     /// with what to fix, ExpiredProviderToken drops the cached JWT and retries. A body that is not
     /// `{"reason":…}` is classified by status alone.
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        AdapterSupport.classify(result, provider: .apns, secrets: [], now: now,
+        AdapterSupport.classify(result, provider: .apns, secrets: tokens.recentTokens, now: now,
                                 outcome: { outcome($0, now: $1) }, throttle: Self.throttle)
     }
 

@@ -132,7 +132,8 @@ public struct FCMAdapter: HTTPAdapter {
     /// 200 delivered (the message `name`); errors by the FcmError `errorCode` in `details` (stored as the
     /// code), else by the google.rpc `status` and the HTTP status (providers.md §2.5).
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        AdapterSupport.classify(result, provider: .fcm, secrets: [], now: now,
+        // The tokens are read before the answer is classified: a 401 drops the current one.
+        AdapterSupport.classify(result, provider: .fcm, secrets: account.recentTokens, now: now,
                                 outcome: { outcome($0, now: $1) }, throttle: Self.throttle)
     }
 

@@ -26,6 +26,9 @@ public struct SMTPAdapter: HTTPAdapter {
     public let fromHeader: String
     /// smtp:// URLs only: require STARTTLS (smtps:// is TLS from the start).
     public let requireTLS: Bool
+    /// The password in every form a server could echo back (as written in SMTP_URL, decoded, and in the
+    /// base64 of AUTH LOGIN and AUTH PLAIN): scrubbed from every outcome.
+    private let secrets: [String]
     public var timeout: Double
 
     /// - Parameters:
@@ -50,6 +53,16 @@ public struct SMTPAdapter: HTTPAdapter {
         fromHeader = name.map { "\(Self.phrase($0)) <\(address)>" } ?? address
         self.requireTLS = requireTLS
         self.timeout = timeout
+        secrets = Self.secrets(user: parsed.user, password: parsed.password, encodedPassword: parsed.percentEncodedPassword)
+    }
+
+    /// The forms of the password to scrub (see `secrets`); none without a password.
+    static func secrets(user: String?, password: String?, encodedPassword: String?) -> [String] {
+        guard let password, !password.isEmpty else { return [] }
+        let plain = "\u{0}" + (user ?? "") + "\u{0}" + password
+        return Array(Set([password, encodedPassword ?? password, Data(password.utf8).base64EncodedString(),
+                          Data(plain.utf8).base64EncodedString()]))
+            .sorted { $0.count > $1.count }   // longest first: a form inside another is not half-replaced
     }
 
     /// SMTP_URL without its password, for logs: `smtp://herald:***@mail.example.com:587`.
@@ -93,7 +106,7 @@ public struct SMTPAdapter: HTTPAdapter {
     /// Through the shared classifier: a refusal by the server is classified by `outcome(code:command:message:)`
     /// and keeps its reply code as the status; other transport failures are retries.
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        AdapterSupport.classify(result, provider: .smtp, secrets: [], now: now, outcome: { response, _ in
+        AdapterSupport.classify(result, provider: .smtp, secrets: secrets, now: now, outcome: { response, _ in
             guard (200..<300).contains(response.status) else {
                 return .retry(after: nil, code: String(response.status),
                               message: "SMTP server answered \(response.status) to the message")

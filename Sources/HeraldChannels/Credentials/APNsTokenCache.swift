@@ -21,6 +21,9 @@ public final class APNsTokenCache: @unchecked Sendable {
     private let key: P256.Signing.PrivateKey
     private let lock = NSLock()
     private var current: (jwt: String, issuedAt: Date)?
+    /// The token before `current` (replaced or invalidated): answers to requests that carried it may
+    /// still arrive.
+    private var previous: String?
     private var minted = 0
 
     /// `keyPEM`: the `.p8` file's text (PEM, PKCS#8 EC P-256 private key).
@@ -57,6 +60,7 @@ public final class APNsTokenCache: @unchecked Sendable {
             let header: JSONValue = ["alg": "ES256", "kid": .string(keyId)]
             let claims: JSONValue = ["iss": .string(teamId), "iat": .number(now.timeIntervalSince1970.rounded(.down))]
             let jwt = try JWT.es256(header: header, claims: claims, key: key)
+            if let current { previous = current.jwt }
             current = (jwt, now)
             minted += 1
             return jwt
@@ -65,7 +69,16 @@ public final class APNsTokenCache: @unchecked Sendable {
 
     /// Drops the cached token (after 403 ExpiredProviderToken): the next request mints a new one.
     public func invalidate() {
-        lock.withLock { current = nil }
+        lock.withLock {
+            if let current { previous = current.jwt }
+            current = nil
+        }
+    }
+
+    /// The tokens requests may have carried: the current one and the one before it. An answer that
+    /// echoes one of them must not carry it into `last_error`.
+    public var recentTokens: [String] {
+        lock.withLock { [current?.jwt, previous].compactMap { $0 } }
     }
 
     /// Tokens minted so far (tests and metrics).

@@ -18,6 +18,8 @@ public final class GoogleServiceAccount: @unchecked Sendable {
     private let key: _RSA.Signing.PrivateKey
     private let lock = NSLock()
     private var cached: (token: String, expiresAt: Date)?
+    /// The token before `cached` (replaced or dropped).
+    private var previous: String?
     private var exchanges = 0
 
     /// Refresh when the token expires within this many seconds.
@@ -69,7 +71,17 @@ public final class GoogleServiceAccount: @unchecked Sendable {
     public var exchangeCount: Int { lock.withLock { exchanges } }
 
     /// Drops the cached token (after a 401 from FCM): the next `refreshIfNeeded` exchanges again.
-    public func invalidate() { lock.withLock { cached = nil } }
+    public func invalidate() {
+        lock.withLock {
+            if let cached { previous = cached.token }
+            cached = nil
+        }
+    }
+
+    /// The access tokens requests may have carried: the cached one and the one before it (answers to
+    /// requests sent with it may arrive after a 401 dropped it). An answer that echoes one of them must
+    /// not carry it into `last_error`.
+    public var recentTokens: [String] { lock.withLock { [cached?.token, previous].compactMap { $0 } } }
 
     /// True when there is no token or it expires within `refreshMargin` of `now`.
     public func needsRefresh(now: Date) -> Bool {
@@ -126,6 +138,7 @@ public final class GoogleServiceAccount: @unchecked Sendable {
         // Google answers 3599; a lifetime that is not a number between a minute and a day is ignored.
         let lifetime = body?["expires_in"]?.doubleValue.flatMap { $0.isFinite && (60...86_400).contains($0) ? $0 : nil } ?? 3600
         lock.withLock {
+            if let cached { previous = cached.token }
             cached = (token, now.addingTimeInterval(lifetime))
             exchanges += 1
         }
