@@ -38,6 +38,25 @@ import Testing
         for echo in echoes { expectNoSecrets(apns.classify(echo, now: Self.now).outcome, [jwt]) }
     }
 
+    /// APNS_KEY_ID, APNS_TEAM_ID and APNS_TOPIC read from a file or a Kubernetes secret often end in a
+    /// newline: it must not reach the JWT's kid and iss, nor apns-topic.
+    @Test func apnsSettingsLoseTheirTrailingNewline() throws {
+        let apns = try APNsAdapter(keyPEM: TestKeys.apnsKeyPEM(), keyId: "ABC123DEFG\n", teamId: "\tDEF123GHIJ\r\n",
+                                   topic: "com.example.herald\n", baseURL: "https://127.0.0.1:9")
+        #expect(apns.tokens.keyId == "ABC123DEFG")
+        #expect(apns.tokens.teamId == "DEF123GHIJ")
+        #expect(apns.topic == "com.example.herald")
+        let jwt = try apns.tokens.token(now: Self.now)
+        let parts = jwt.split(separator: ".").map { String($0) }
+        func decoded(_ part: String) -> String {
+            var b64 = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while b64.count % 4 != 0 { b64 += "=" }
+            return String(decoding: Data(base64Encoded: b64) ?? Data(), as: UTF8.self)
+        }
+        #expect(decoded(parts[0]).contains(#""kid":"ABC123DEFG""#), "\(decoded(parts[0]))")
+        #expect(decoded(parts[1]).contains(#""iss":"DEF123GHIJ""#), "\(decoded(parts[1]))")
+    }
+
     @Test func sendGridRateLimitResetOfAnySize() throws {
         let sg = try SendGridAdapter(apiKey: "SG.key", from: "herald@example.com", baseURL: "https://127.0.0.1:9")
         func after(_ reset: String, retryAfter: String? = nil) -> Double? {

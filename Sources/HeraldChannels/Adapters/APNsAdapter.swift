@@ -51,7 +51,7 @@ public struct APNsAdapter: HTTPAdapter {
     /// - Throws: `AdapterError` saying what is wrong with the key or settings (never the key itself).
     public init(keyPEM: String, keyId: String, teamId: String, topic: String,
                 environment: Environment = .production, baseURL: String? = nil, timeout: Double = 15) throws {
-        let topic = topic.trimmingCharacters(in: .whitespaces)
+        let topic = topic.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !topic.isEmpty else { throw AdapterError("APNS_TOPIC is empty: set it to the app's bundle ID") }
         let base = (baseURL?.isEmpty == false ? baseURL! : environment.baseURL)
         guard let url = URL(string: base), let scheme = url.scheme?.lowercased(),

@@ -41,8 +41,9 @@ public final class APNsTokenCache: @unchecked Sendable {
             // The key itself is never part of the message.
             throw AdapterError("APNS_KEY_FILE is not a valid EC P-256 private key (.p8, PEM PKCS#8); download the key again from the Apple developer account")
         }
-        let id = keyId.trimmingCharacters(in: .whitespaces)
-        let team = teamId.trimmingCharacters(in: .whitespaces)
+        // A value from a file or a Kubernetes secret often ends in a newline, which would go into the JWT.
+        let id = keyId.trimmingCharacters(in: .whitespacesAndNewlines)
+        let team = teamId.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !id.isEmpty else { throw AdapterError("APNS_KEY_ID is empty: set it to the 10-character Key ID of the .p8 key") }
         guard !team.isEmpty else { throw AdapterError("APNS_TEAM_ID is empty: set it to the 10-character Team ID") }
         self.keyId = id
