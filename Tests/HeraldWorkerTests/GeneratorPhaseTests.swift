@@ -546,6 +546,34 @@ import Testing
         #expect(try f.count("select count(*)::int from notification_queue") == 4)
     }
 
+    /// A weather service that answers slowly holds the pass back no longer than the phase's budget: the
+    /// requests not started in time wait for the next pass (those users stay candidates), and delivery
+    /// still runs.
+    @Test func slowWeatherHoldsThePassNoLongerThanItsBudget() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let weather = try FakeHTTPServer { _ in
+            Thread.sleep(forTimeInterval: 0.3)
+            return FakeResponse.json(200, #"{"hourly":{"time":[],"pressure_msl":[]}}"#)
+        }
+        defer { weather.shutdown() }
+        var users: [UUID] = []
+        for _ in 0..<10 { users.append(try f.profile(timezone: "Asia/Tokyo")) }
+        try db.execute("update user_profiles set latitude = 35.7, longitude = 139.7 where user_id = any(\(users)::uuid[])")
+        let inbox = try f.enqueue(to: try f.profile(), at: seedInstant)
+        let worker = Worker(url: tdb.url, settings: ["WEATHER_URL": weather.baseURL, "HERALD_CHANNEL_PUSH": "log",
+                                                     "HERALD_CONNECTIONS_PER_HOST": "2"])
+        let (s, code) = worker.run(now: seedInstant) { $0.phases = [.forecasts, .deliver]; $0.weatherBudget = 0.5 }
+        #expect(code == .ok)
+        let notFetched = s.generated["weather_not_fetched"] ?? 0
+        #expect(notFetched >= 1 && notFetched <= 8, "two at a time, 0.3 s each, none started after 0.5 s")
+        #expect(notFetched + (s.generated["weather_failed"] ?? 0) + (s.generated["weather_fetched"] ?? 0) == 10)
+        #expect(weather.requests.count == 10 - notFetched)
+        #expect(try f.row(inbox)["status"].string == "sent")
+    }
+
     @Test func forecastsAreDueInEachTimezoneAndFetchedWhenMissing() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }

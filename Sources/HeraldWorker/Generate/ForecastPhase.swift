@@ -16,12 +16,16 @@ struct ForecastPhase {
     let transport: HTTPTransport
     /// Base URL of the Open-Meteo-style forecast API; nil disables fetching missing forecasts.
     var weatherURL: String?
+    /// No weather request starts after this many seconds, nor after a stop signal (`PassOptions.weatherBudget`).
+    var fetchBudget: TimeInterval = 60
     var thresholds = RiskThresholds()
 
     struct Result {
         var enqueued = 0
         var fetched = 0
         var fetchFailures = 0
+        /// Users whose weather was not asked for: the phase's time ran out, or a stop signal came.
+        var notFetched = 0
     }
 
     struct Candidate {
@@ -83,7 +87,10 @@ struct ForecastPhase {
                             headers: [("accept", "application/json")], timeout: 15, version: .http2)
             }
             var made: [JSONValue] = []
-            transport.perform(requests) { index, response in
+            let stopAt = ContinuousClock.now + .milliseconds(Int64((max(0, fetchBudget.isFinite ? fetchBudget : 60) * 1000).rounded(.down)))
+            let unstarted = transport.perform(requests, shouldStart: { _ in
+                !StopSignal.requested && ContinuousClock.now < stopAt
+            }) { index, response in
                 let c = missing[index]
                 guard case .success(let r) = response, r.status == 200,
                       let json = try? JSONValue.parse(Data(r.body)), let weather = try? HourlyWeather(json: json),
@@ -103,7 +110,12 @@ struct ForecastPhase {
                 ])
             }
             result.fetched = made.count
-            result.fetchFailures = missing.count - made.count
+            result.fetchFailures = missing.count - made.count - unstarted.count
+            result.notFetched = unstarted.count
+            if !unstarted.isEmpty {
+                logger.warning("the weather fetches ran out of their time in this pass; the other users' forecasts wait for the next pass",
+                               metadata: ["not_fetched": "\(unstarted.count)", "budget_s": "\(fetchBudget)"])
+            }
             if !made.isEmpty {
                 try db.execute("""
                     insert into daily_forecasts (user_id, forecast_date, location_latitude, location_longitude, location_name,

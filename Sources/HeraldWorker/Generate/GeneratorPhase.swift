@@ -53,11 +53,13 @@ struct ForecastsGenerator: GeneratorPhase {
     func run(_ c: GeneratorContext, summary: inout Summary) throws {
         var f = ForecastPhase(db: c.db, passId: c.passId, now: c.now, logger: c.logger, transport: c.transport)
         f.weatherURL = c.options.dryRun ? nil : c.options.weatherURL
+        f.fetchBudget = c.options.weatherBudget
         let r = try f.run()
         summary.generated[.forecasts] = r.enqueued
-        if r.fetched + r.fetchFailures > 0 {
+        if r.fetched + r.fetchFailures + r.notFetched > 0 {
             summary.generated[.weatherFetched] = r.fetched
             summary.generated[.weatherFailed] = r.fetchFailures
+            if r.notFetched > 0 { summary.generated[.weatherNotFetched] = r.notFetched }
         }
     }
 }

@@ -46,6 +46,10 @@ public struct PassOptions: Sendable {
     public var patternReaders = 2
     /// The Open-Meteo-style weather API for missing forecasts (WEATHER_URL).
     public var weatherURL: String? = "https://api.open-meteo.com"
+    /// The longest the forecasts phase starts weather requests for: the generators run before delivery,
+    /// so a weather service that does not answer must not hold delivery back. Users not fetched in time
+    /// stay candidates for the next pass.
+    public var weatherBudget: TimeInterval = 60
     public var render = RenderOptions()
     /// Where a critical notification goes when its channel cannot reach the recipient (HERALD_ESCALATION).
     public var escalation = EscalationPolicy()

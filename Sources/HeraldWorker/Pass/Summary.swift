@@ -155,6 +155,7 @@ public enum GeneratedCount: String, CaseIterable, Sendable {
     case truthFromEvents = "truth_from_events"
     case weatherFailed = "weather_failed"
     case weatherFetched = "weather_fetched"
+    case weatherNotFetched = "weather_not_fetched"
 }
 
 extension Dictionary where Key == String, Value == Int {
