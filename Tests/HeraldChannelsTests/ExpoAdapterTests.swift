@@ -122,7 +122,7 @@ struct ExpoAdapterTests {
         // A wrong access token: the fake answers UNAUTHORIZED; the message says what to fix, not the token.
         let wrong = try ExpoAdapter(accessToken: "expo-wrong-token-0000", baseURL: fake.baseURL)
         let denied = wrong.classify(rig.transport.perform(try wrong.request(for: batch)), count: 3, now: Date()).map(\.outcome)
-        #expect(denied.allSatisfy { $0.label == "permanent" && $0.code == "UNAUTHORIZED" && $0.message!.contains("EXPO_ACCESS_TOKEN") })
+        #expect(denied.allSatisfy { $0.isRefused && $0.code == "UNAUTHORIZED" && $0.message!.contains("EXPO_ACCESS_TOKEN") })
         expectNoSecret(mixed + limited + down + mismatch + denied, [Self.accessToken, "expo-wrong-token-0000"])
     }
 

@@ -201,15 +201,16 @@ import Testing
         #expect(outcome.code == "550")
     }
 
-    @Test func wrongPasswordIsPermanentAndNeverEchoed() throws {
+    /// A refused password is herald's configuration: refused (the pass stops calling the server), never echoed.
+    @Test func wrongPasswordIsRefusedAndNeverEchoed() throws {
         let certificates = try TestCertificates.make()
         defer { certificates.remove() }
         let server = try FakeSMTPServer(tls: certificates, user: Self.user, password: Self.password)
         defer { server.shutdown() }
         let adapter = try SMTPAdapter(url: server.url(user: Self.user, password: "Wr0ng-guess"), from: "herald@example.com")
         let outcome = try Self.send(adapter, Self.envelope(), caFile: certificates.caFile).outcome
-        guard case .permanent(let code, let message) = outcome else {
-            Issue.record("expected permanent, got \(outcome)")
+        guard case .refused(let code, let message) = outcome else {
+            Issue.record("expected refused, got \(outcome)")
             return
         }
         #expect(code == "535")
@@ -238,17 +239,18 @@ import Testing
     }
 
     /// libcurl reports a refused STARTTLS with the server's reply code (CURLE_USE_SSL_FAILED, "STARTTLS
-    /// denied, code 454"): a 4yz is transient, a 5yz permanent; neither sends the mail in the clear.
-    @Test func starttlsRefusedFor4yzIsRetriedAnd5yzIsPermanent() throws {
+    /// denied, code 454"): a 4yz is transient, a 5yz is the server's configuration (refused: every mail
+    /// would be); neither sends the mail in the clear.
+    @Test func starttlsRefusedFor4yzIsRetriedAnd5yzIsRefused() throws {
         let certificates = try TestCertificates.make()
         defer { certificates.remove() }
         for (reply, label) in [("454 4.7.0 TLS not available due to temporary reason", "retry"),
-                               ("554 5.7.3 TLS not available", "permanent")] {
+                               ("554 5.7.3 TLS not available", "refused")] {
             let server = try FakeSMTPServer(tls: certificates, user: Self.user, password: Self.password, starttlsReply: reply)
             defer { server.shutdown() }
             let adapter = try SMTPAdapter(url: server.url(user: Self.user, password: Self.password), from: "herald@example.com")
             let classified = try Self.send(adapter, Self.envelope(), caFile: certificates.caFile)
-            #expect(classified.outcome.label == label, "\(reply): \(classified.outcome)")
+            #expect((classified.outcome.isRefused ? "refused" : classified.outcome.label) == label, "\(reply): \(classified.outcome)")
             #expect(classified.outcome.code == String(reply.prefix(3)))
             #expect(classified.outcome.message?.contains(String(reply.dropFirst(4))) == true, "\(classified.outcome)")
             #expect(!(classified.outcome.message ?? "").contains(Self.password))
@@ -273,13 +275,13 @@ import Testing
         }
     }
 
-    @Test func serverWithoutSTARTTLSIsPermanentConfigWhenTLSIsRequired() throws {
+    @Test func serverWithoutSTARTTLSIsRefusedWhenTLSIsRequired() throws {
         let server = try FakeSMTPServer(user: Self.user, password: Self.password)
         defer { server.shutdown() }
         let adapter = try SMTPAdapter(url: server.url(user: Self.user, password: Self.password), from: "herald@example.com")
         let outcome = try Self.send(adapter, Self.envelope()).outcome
-        guard case .permanent("starttls", let message) = outcome else {
-            Issue.record("expected permanent starttls, got \(outcome)")
+        guard case .refused("starttls", let message) = outcome else {
+            Issue.record("expected refused starttls, got \(outcome)")
             return
         }
         #expect(message.contains("STARTTLS"))

@@ -399,7 +399,8 @@ public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
         case "TOO_MANY_REQUESTS":
             return .retry(after: retryAfter, code: "TOO_MANY_REQUESTS", message: "expo: over 600 notifications/s\(text)")
         case "UNAUTHORIZED":
-            return .permanent(code: "UNAUTHORIZED",
+            // herald's access token: every request would be refused alike.
+            return .refused(code: "UNAUTHORIZED",
                               message: "expo: access token required or invalid; set EXPO_ACCESS_TOKEN to a valid Expo access token\(text)")
         case "PUSH_TOO_MANY_EXPERIENCE_IDS":
             // Which tokens are of another project is told apart by `splitRefusal`, knowing the tokens.
@@ -417,8 +418,8 @@ public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
         case 500..<600:
             return .retry(after: retryAfter, code: label, message: "expo answered \(status)\(text)")
         case 401, 403:
-            return .permanent(code: label,
-                              message: "expo answered \(status); check EXPO_ACCESS_TOKEN\(text)")
+            return .refused(code: label,
+                            message: "expo answered \(status); check EXPO_ACCESS_TOKEN\(text)")
         case 200..<300:
             // An `errors` body with a 2xx status: nothing was sent; unknown why, so try again later.
             return .retry(after: retryAfter, code: label, message: "expo answered \(status) with an error\(text)")

@@ -125,17 +125,18 @@ public struct SMTPAdapter: HTTPAdapter {
         case .starttls where (400..<500).contains(code):
             // Offered but refused for now (454 4.7.0 "TLS not available due to temporary reason").
             return .retry(after: nil, code: String(code), message: "the SMTP server refused STARTTLS for now: \(message)")
+        // The server's TLS and herald's credentials: every message would be refused alike.
         case .starttls where (500..<600).contains(code):
-            return .permanent(code: String(code), message: "the SMTP server refused STARTTLS and TLS is required: "
+            return .refused(code: String(code), message: "the SMTP server refused STARTTLS and TLS is required: "
                               + "use an SMTP server with STARTTLS, or smtps:// in SMTP_URL: \(message)")
         case .starttls:
             // Not offered: the reply code is then EHLO's (250), or none.
-            return .permanent(code: "starttls", message: "the SMTP server does not offer STARTTLS\(reply) and TLS is "
+            return .refused(code: "starttls", message: "the SMTP server does not offer STARTTLS\(reply) and TLS is "
                               + "required: use an SMTP server with STARTTLS, or smtps:// in SMTP_URL")
         case .auth where (400..<500).contains(code):
             return .retry(after: nil, code: String(code), message: "SMTP authentication failed temporarily: \(message)")
         case .auth:
-            return .permanent(code: code == 0 ? "auth" : String(code),
+            return .refused(code: code == 0 ? "auth" : String(code),
                               message: "the SMTP server refused the credentials\(reply): "
                               + "check the user name and password in SMTP_URL")
         case .rcpt where (500..<600).contains(code):
