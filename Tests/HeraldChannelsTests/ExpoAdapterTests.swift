@@ -144,6 +144,10 @@ struct ExpoAdapterTests {
 
         let mixed = try send(#"{"@herald/app":["\#(token(0))","\#(token(1))","\#(token(3))"],"@old/app":["\#(token(2))"]}"#)
         #expect(mixed.map(\.label) == ["retry", "retry", "permanent", "retry"])
+        // Those retried at once say nothing of Expo's health: about their destination, not the breaker's.
+        fake.enqueue(.json(400, #"{"errors":[{"code":"PUSH_TOO_MANY_EXPERIENCE_IDS","message":"m","details":{"@herald/app":["\#(token(0))","\#(token(1))","\#(token(3))"],"@old/app":["\#(token(2))"]}}]}"#))
+        let scopes = adapter.classify(rig.transport.perform(try adapter.request(for: batch)), envelopes: batch, now: Date()).map(\.throttle)
+        #expect(scopes == [.destination(wait: 0), .destination(wait: 0), nil, .destination(wait: 0)])
         #expect(mixed.allSatisfy { $0.code == "PUSH_TOO_MANY_EXPERIENCE_IDS" })
         #expect(mixed[2].message?.contains("token of another Expo project (@old/app)") == true, "\(mixed[2])")
         guard case .retry(let after, _, let message) = mixed[0] else { return }

@@ -237,7 +237,9 @@ public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
             for i in answers.indices {
                 // Expo's words may quote the tokens of the request: none goes into last_error.
                 answers[i].outcome = AdapterSupport.redact(outcomes[i], secrets: secrets + tokens)
-                answers[i].throttle = nil
+                // The messages that retry at once were refused for another message's sake: that says
+                // nothing of Expo's health, so they do not count toward its circuit breaker.
+                if case .retry = outcomes[i] { answers[i].throttle = .destination(wait: 0) } else { answers[i].throttle = nil }
             }
         }
         for (i, envelope) in envelopes.enumerated() where i < answers.count {
