@@ -44,7 +44,7 @@ import Testing
             queueId: id, attempt: 1, channel: "push", provider: .apns, destination: "tok", deviceTokenId: token,
             outcome: "destination_invalid", httpStatus: Int.max, errorCode: "code\u{0}", messageId: "id\u{0}",
             error: raw, latencyMs: Int.max))
-        batch.deactivations.append(TokenDeactivation(deviceTokenId: token, reason: raw))
+        batch.deactivations.append(TokenDeactivation(deviceTokenId: token, reason: raw, registeredBefore: Date()))
         batch.tickets.append(ReceiptTicket(queueId: id, provider: .expo, ticketId: "ticket\u{0}1", deviceTokenId: token))
         #expect(try store.record(batch) == [id])
 

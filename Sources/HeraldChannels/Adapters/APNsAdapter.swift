@@ -207,8 +207,21 @@ public struct APNsAdapter: HTTPAdapter {
     /// with what to fix, ExpiredProviderToken drops the cached JWT and retries. A body that is not
     /// `{"reason":…}` is classified by status alone.
     public func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse {
-        AdapterSupport.classify(result, provider: .apns, secrets: tokens.recentTokens, now: now,
-                                outcome: { outcome($0, now: $1) }, throttle: Self.throttle)
+        var classified = AdapterSupport.classify(result, provider: .apns, secrets: tokens.recentTokens, now: now,
+                                                 outcome: { outcome($0, now: $1) }, throttle: Self.throttle)
+        if case .destinationInvalid = classified.outcome, case .success(let response) = result {
+            classified.invalidSince = Self.invalidSince(response)
+        }
+        return classified
+    }
+
+    /// A 410's `timestamp`: when APNs last confirmed the token invalid for the topic (milliseconds since
+    /// the epoch, providers.md §1.7). A token registered again after it is kept. Only a plausible instant
+    /// (1970–9999) is read; any other value is ignored.
+    static func invalidSince(_ response: HTTPResponse) -> Date? {
+        guard response.status == 410, let parsed = AdapterSupport.json(response),
+              let ms = parsed["timestamp"]?.doubleValue, ms.isFinite, (0...253_402_300_799_000).contains(ms) else { return nil }
+        return Date(timeIntervalSince1970: ms / 1000)
     }
 
     /// Whom a "slow down" is about (providers.md §1.7, §1.8). APNs documents 429 as "too many requests

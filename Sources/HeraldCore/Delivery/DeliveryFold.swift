@@ -208,7 +208,8 @@ public enum DeliveryFold {
                                                  deviceTokenId: destination.deviceTokenId, createdAt: now))
             case .deactivateDestination:
                 guard case .destinationInvalid = response.outcome, let token = destination.deviceTokenId else { continue }
-                out.deactivations.append(TokenDeactivation(deviceTokenId: token, reason: reason))
+                out.deactivations.append(TokenDeactivation(deviceTokenId: token, reason: reason,
+                                                           registeredBefore: response.invalidSince ?? now))
             case .optOut:
                 guard case .destinationInvalid = response.outcome, destination.deviceTokenId == nil,
                       let channel = item.channel, channel.optOutSwitch != nil else { continue }

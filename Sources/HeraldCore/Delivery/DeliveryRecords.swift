@@ -66,10 +66,15 @@ public struct DeliveryRecord: Sendable {
 public struct TokenDeactivation: Sendable {
     public var deviceTokenId: UUID
     public var reason: String
+    /// The refusal holds for a registration up to this instant: a token the app registered again
+    /// afterwards (its `last_used_at`) stays active. APNs says when it found the token invalid (a
+    /// 410's `timestamp`); otherwise the time of the answer.
+    public var registeredBefore: Date
 
-    public init(deviceTokenId: UUID, reason: String) {
+    public init(deviceTokenId: UUID, reason: String, registeredBefore: Date) {
         self.deviceTokenId = deviceTokenId
         self.reason = reason
+        self.registeredBefore = registeredBefore
     }
 }
 

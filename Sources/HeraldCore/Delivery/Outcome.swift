@@ -84,6 +84,9 @@ public struct ClassifiedResponse: Sendable, Equatable {
     /// What the answer asks for besides being recorded (a receipt to check, a dead destination): the
     /// adapter declares it, the fold acts on it. The pass never tells providers apart by name.
     public var followUps: [FollowUp]
+    /// When the provider found the destination invalid, if it says (APNs 410's `timestamp`): a token
+    /// registered again after it is not deactivated.
+    public var invalidSince: Date?
 
     public init(_ outcome: DeliveryOutcome, httpStatus: Int? = nil, latencyMs: Int? = nil,
                 throttle: ThrottleScope? = nil, followUps: [FollowUp] = []) {

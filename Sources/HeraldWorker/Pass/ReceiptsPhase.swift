@@ -67,7 +67,8 @@ struct ReceiptsPhase {
                                         "message": .string(message)])
                         result.errors += 1
                         if receipts[t.ticket]?.isDeviceNotRegistered == true, let token = t.token {
-                            dead.append(["id": .string(token.lowercased), "reason": .string("\(checker.provider.rawValue) \(code): \(message)")])
+                            dead.append(["id": .string(token.lowercased), "reason": .string("\(checker.provider.rawValue) \(code): \(message)"),
+                                         "sent": .string(ISO8601.string(t.created))])
                         }
                     case nil where now.timeIntervalSince(t.created) > giveUpAfter:
                         updates.append(["id": .number(Double(t.id)), "status": "error", "code": "receipt_expired",
@@ -80,17 +81,18 @@ struct ReceiptsPhase {
             }
         }
         guard !updates.isEmpty else { return result }
-        result.deactivated = dead.count
         try db.transaction { db in
             try db.execute("""
                 update push_receipts r set status = x.status, error_code = x.code, error_message = x.message, checked_at = now()
                   from jsonb_to_recordset(\(JSONValue.array(updates).pgJSONText)::jsonb) as x(id bigint, status text, code text, message text)
                  where r.id = x.id
                 """)
-            try db.execute("""
+            result.deactivated = try db.execute("""
                 update device_tokens t set is_active = false, deactivated_at = now(), deactivated_reason = x.reason, updated_at = now()
-                  from jsonb_to_recordset(\(JSONValue.array(dead).pgJSONText)::jsonb) as x(id uuid, reason text)
+                  from jsonb_to_recordset(\(JSONValue.array(dead).pgJSONText)::jsonb) as x(id uuid, reason text, sent timestamptz)
                  where t.id = x.id and t.is_active
+                   -- A receipt comes up to a day late: a token registered again since the push stays.
+                   and (t.last_used_at is null or t.last_used_at <= x.sent)
                 """)
         }
         if result.deactivated > 0 {

@@ -434,8 +434,9 @@ public struct QueueStore {
                   -- only written by a flush that recorded something, as before).
                   update device_tokens dt
                      set is_active = false, deactivated_at = now(), deactivated_reason = x.reason, updated_at = now()
-                    from jsonb_to_recordset(\(json(batch.deactivations) { $0.json })::jsonb) as x(id uuid, reason text)
+                    from jsonb_to_recordset(\(json(batch.deactivations) { $0.json })::jsonb) as x(id uuid, reason text, before timestamptz)
                    where dt.id = x.id and dt.is_active and exists (select 1 from u)
+                     and (dt.last_used_at is null or dt.last_used_at <= x.before)  -- registered again since: kept
                 ), o as (
                   update user_profiles p
                      set notify_sms = case when x.channel = 'sms' then false else p.notify_sms end,

@@ -150,7 +150,9 @@ struct DeliveryColumns {
 }
 
 extension TokenDeactivation {
-    var json: JSONValue { ["id": .string(deviceTokenId.uuidString), "reason": .string(reason)] }
+    var json: JSONValue {
+        ["id": .string(deviceTokenId.uuidString), "reason": .string(reason), "before": .string(ISO8601.string(registeredBefore))]
+    }
 }
 
 extension ChannelOptOut {
