@@ -15,7 +15,7 @@ public struct CurlDebugOutput: Sendable {
     }
 
     /// Lines to stderr, each call in one write.
-    public static let standardError = CurlDebugOutput { text in FileHandle.standardError.write(Data(text.utf8)) }
+    public static let standardError = CurlDebugOutput { text in BestEffortOutput.standardError(text) }
 
     /// `standardError` when `HERALD_CURL_VERBOSE=1`, else nil (nothing is described).
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> CurlDebugOutput? {

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldHTTP
 import HeraldPostgres
 import HeraldWorker
 
@@ -8,17 +9,17 @@ func connect(_ settings: Settings) throws -> PGConnection {
     do {
         url = try settings.databaseURL() ?? ""
     } catch {
-        FileHandle.standardError.write(Data("herald: \(error)\n".utf8))
+        BestEffortOutput.standardError("herald: \(error)\n")
         throw ExitNow(code: .configuration)
     }
     do {
         return try PGConnection(url)
     } catch {
-        FileHandle.standardError.write(Data("""
+        BestEffortOutput.standardError("""
             herald: cannot reach the database: \(error)
             herald: set DATABASE_URL (a postgresql:// URI or a libpq conninfo), or libpq's PG* variables
 
-            """.utf8))
+            """)
         throw ExitNow(code: .database)
     }
 }
@@ -30,7 +31,7 @@ func databaseStep<T>(_ body: () throws -> T) throws -> T {
     } catch let e as ExitNow {
         throw e
     } catch let e as PGError {
-        FileHandle.standardError.write(Data("herald: database error: \(e)\n".utf8))
+        BestEffortOutput.standardError("herald: database error: \(e)\n")
         throw ExitNow(code: .database)
     }
 }

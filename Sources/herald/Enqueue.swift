@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import HeraldHTTP
 import HeraldWorker
 
 struct Enqueue: ParsableCommand {
@@ -59,7 +60,7 @@ struct Enqueue: ParsableCommand {
         if let id = try databaseStep({ try n.insert(db) }) {
             print(id.uuidString.lowercased())
         } else {
-            FileHandle.standardError.write(Data("herald: a notification with dedupe key '\(dedupeKey ?? "")' already exists; nothing added\n".utf8))
+            BestEffortOutput.standardError("herald: a notification with dedupe key '\(dedupeKey ?? "")' already exists; nothing added\n")
         }
     }
 }

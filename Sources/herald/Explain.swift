@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldHTTP
 import HeraldWorker
 
 struct Explain: ParsableCommand {
@@ -27,7 +28,7 @@ struct Explain: ParsableCommand {
             let report = try databaseStep { try HeraldWorker.Explain.report(db, id: UUID(uuidString: id)!) }
             print(json ? report.jsonText : HeraldWorker.Explain.text(report))
         } catch let e as HeraldWorker.Explain.NotFound {
-            FileHandle.standardError.write(Data("herald: \(e)\n".utf8))
+            BestEffortOutput.standardError("herald: \(e)\n")
             throw ExitNow(code: .configuration)
         }
     }

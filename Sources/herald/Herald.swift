@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldHTTP
 import HeraldWorker
 import Logging
 
@@ -20,6 +21,9 @@ struct Herald: ParsableCommand {
 
     /// Parses and runs; every error ends with the right exit code and a message that says what to do.
     static func main() {
+        // A reader that went away (`herald run | head`) makes a write fail with EPIPE, which
+        // `BestEffortOutput` drops, instead of killing the pass between a send and its record.
+        signal(SIGPIPE, SIG_IGN)
         do {
             var command = try parseAsRoot()
             try command.run()
@@ -31,7 +35,7 @@ struct Herald: ParsableCommand {
                 print(fullMessage(for: error))
                 Foundation.exit(0)
             }
-            FileHandle.standardError.write(Data(("herald: " + fullMessage(for: error) + "\n").utf8))
+            BestEffortOutput.standardError("herald: " + fullMessage(for: error) + "\n")
             // A bad flag is a configuration error: exit 1, before any row is touched.
             Foundation.exit(HeraldWorker.ExitCode.configuration.rawValue)
         }
@@ -57,7 +61,7 @@ struct CommonOptions: ParsableArguments {
             let settings = try Settings.load()
             return (settings, try logger(settings))
         } catch {
-            FileHandle.standardError.write(Data("herald: \(error)\n".utf8))
+            BestEffortOutput.standardError("herald: \(error)\n")
             throw ExitNow(code: .configuration)
         }
     }
@@ -73,7 +77,8 @@ struct CommonOptions: ParsableArguments {
     }
 }
 
-/// Writes a line to stdout unbuffered, so the summary is out before the process exits with a code.
+/// Writes a line to stdout unbuffered, so the summary is out before the process exits with a code;
+/// a stdout that cannot take it (a closed pipe, a full disk) does not change the exit code.
 func printJSON(_ text: String) {
-    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    BestEffortOutput.standardOutput(text + "\n")
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HeraldCore
+import HeraldHTTP
 import HeraldPostgres
 import HeraldWorker
 
@@ -39,7 +40,7 @@ struct Migrate: ParsableCommand {
         do {
             migrator = try Migrator(directory: URL(fileURLWithPath: try locateSQL(settings)))
         } catch {
-            FileHandle.standardError.write(Data("herald: \(error)\n".utf8))
+            BestEffortOutput.standardError("herald: \(error)\n")
             throw ExitNow(code: .configuration)
         }
         let db = try connect(settings)

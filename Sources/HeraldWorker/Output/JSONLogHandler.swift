@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldHTTP
 import Logging
 
 /// One JSON object per line on stderr: `{"ts":…,"level":"info","msg":"…","pass_id":…,…}`.
@@ -51,7 +52,8 @@ public struct JSONLogHandler: LogHandler {
     }
 }
 
-/// Where log lines go; a lock keeps lines whole when several threads log.
+/// Where log lines go; a lock keeps lines whole when several threads log. A line that cannot be written
+/// (a full disk, a closed pipe) is dropped: logging never stops a pass.
 public final class LogStream: @unchecked Sendable {
     private let handle: FileHandle
     private let lock = NSLock()
@@ -65,7 +67,7 @@ public final class LogStream: @unchecked Sendable {
     public func write(_ text: String) {
         lock.lock()
         defer { lock.unlock() }
-        handle.write(Data(text.utf8))
+        BestEffortOutput.append(text, to: handle.fileDescriptor)
     }
 }
 

@@ -134,7 +134,7 @@ final class DeliveryPass {
             showProgress()
         }
         try closePipeline()
-        if options.progress { FileHandle.standardError.write(Data("\n".utf8)) }
+        if options.progress { BestEffortOutput.standardError("\n") }
     }
 
     /// Counts the pipelined flushes written so far.
@@ -626,6 +626,6 @@ final class DeliveryPass {
         let rate = t > 0 ? Double(summary.processed) / t : 0
         let line = "\rherald: \(summary.processed) rows (\(summary.sent) sent, \(summary.skipped) skipped, "
             + "\(summary.deferred) deferred, \(summary.failed) failed), \(Int(rate)) rows/s   "
-        FileHandle.standardError.write(Data(line.utf8))
+        BestEffortOutput.standardError(line)
     }
 }

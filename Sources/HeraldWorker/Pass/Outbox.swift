@@ -1,6 +1,7 @@
 import Foundation
 import HeraldChannels
 import HeraldCore
+import HeraldHTTP
 import Logging
 
 /// The `log` adapter's output: each rendered notification as one JSON line.
@@ -12,6 +13,8 @@ public final class Outbox: @unchecked Sendable {
     private let handle: FileHandle?
     private let logger: Logger
     private let lock = NSLock()
+    /// Whether a line could not be written (under `lock`): warned about once.
+    private var writeFailed = false
 
     public init(path: String?, logger: Logger) throws {
         self.logger = logger
@@ -68,9 +71,16 @@ public final class Outbox: @unchecked Sendable {
         if let s = item.severity { line["severity"] = .string(s.rawValue) }
         let text = JSONValue.object(line).jsonText
         if let handle {
+            // A line that cannot be written (a full disk) is dropped, with one warning per pass: the
+            // notification counts as delivered, and the pass goes on to record it.
             lock.lock()
-            handle.write(Data((text + "\n").utf8))
+            let written = BestEffortOutput.append(text + "\n", to: handle.fileDescriptor)
+            let firstFailure = !written && !writeFailed
+            if !written { writeFailed = true }
             lock.unlock()
+            if firstFailure {
+                logger.warning("could not append to HERALD_LOG_ADAPTER_FILE (disk full?); its lines are dropped")
+            }
         }
         logger.debug("log adapter notification", metadata: ["notification": .string(text)])
     }
