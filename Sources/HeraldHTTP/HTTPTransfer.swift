@@ -291,8 +291,10 @@ final class HTTPTransfer {
         try easy.set(CURLOPT_VERBOSE, 1)
     }
 
+    /// A timeout in whole milliseconds, at least 1 and at most `Int32.max` (about 24 days), so that no
+    /// value traps.
     private static func milliseconds(_ seconds: Double) -> Int {
         guard seconds.isFinite, seconds > 0 else { return 1 }
-        return max(1, Int((seconds * 1000).rounded(.up)))
+        return max(1, Int(min((seconds * 1000).rounded(.up), Double(Int32.max))))
     }
 }

@@ -74,12 +74,28 @@ import Testing
             (["HERALD_CHANNEL_PUSH": "carrier-pigeon"], "HERALD_CHANNEL_PUSH"),
             (["HERALD_CONNECTIONS_PER_HOST": "0"], "HERALD_CONNECTIONS_PER_HOST"),
             (["HERALD_CONNECTIONS_PER_HOST": "many"], "HERALD_CONNECTIONS_PER_HOST"),
+            (["HERALD_RETENTION_DAYS": "0"], "HERALD_RETENTION_DAYS"),
+            (["HERALD_AUDIT_RETENTION_DAYS": "36501"], "HERALD_AUDIT_RETENTION_DAYS"),
         ]
         for (settings, variable) in cases {
             let (summary, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant)
             #expect(code == .configuration, "\(variable)")
             #expect((summary.error ?? "").contains(variable), "error should name \(variable): \(summary.error ?? "nil")")
         }
+    }
+
+    /// A webhook timeout of 0 (which libcurl would take as 1 ms), or of more than five minutes, is
+    /// refused naming the variable.
+    @Test(arguments: ["0", "-3", "301", "100000000000000000"])
+    func aWebhookTimeoutOutsideItsRangeIsAConfigurationError(_ seconds: String) throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let (summary, code) = Worker(url: tdb.url, settings: [
+            "WEBHOOK_URL": "https://x.example", "WEBHOOK_SECRET": WebhookDeliveryTests.secret,
+            "WEBHOOK_TIMEOUT_SECONDS": seconds,
+        ]).run(now: seedInstant)
+        #expect(code == .configuration)
+        #expect(summary.error?.contains("WEBHOOK_TIMEOUT_SECONDS must be between 1 and 300") == true, "\(summary.error ?? "")")
     }
 
     @Test func unreachableDatabaseIsExitCodeTwo() throws {

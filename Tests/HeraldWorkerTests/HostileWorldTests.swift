@@ -106,6 +106,20 @@ import Testing
         #expect(try f.row(id)["status"].string == "sent")
     }
 
+    /// A lease beyond a day (or one `make_interval` cannot hold, which would fail every claim) is
+    /// refused before any row is touched.
+    @Test(arguments: ["86401", "600000", "10000000000000"])
+    func aLeaseLongerThanADayIsAConfigurationError(_ lease: String) throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let id = try f.enqueue(to: try f.profile(), at: seedInstant)
+        let (summary, code) = Worker(url: tdb.url, settings: ["HERALD_LEASE_SECONDS": lease]).run(now: seedInstant)
+        #expect(code == .configuration)
+        #expect(summary.error?.contains("HERALD_LEASE_SECONDS must be between 1 and 86400") == true, "\(summary.error ?? "")")
+        #expect(try f.row(id)["status"].string == "pending")
+    }
+
     // MARK: - Timeouts count from the wire
 
     /// Behind a cap of 2 connections to a receiver that answers in 0.5 s, 16 requests take 4 s; with

@@ -75,6 +75,18 @@ public struct Settings: Sendable {
         return n
     }
 
+    /// An integer that must lie in `range`: anything else exits 1 with a message naming the key, the
+    /// range and the value given.
+    ///
+    ///     let lease = try settings.int("HERALD_LEASE_SECONDS", in: 30...86_400)
+    public func int(_ key: String, in range: ClosedRange<Int>) throws -> Int? {
+        guard let n = try int(key) else { return nil }
+        guard range.contains(n) else {
+            throw ConfigError("\(key) must be between \(range.lowerBound) and \(range.upperBound) (it is \(n))")
+        }
+        return n
+    }
+
     public func bool(_ key: String) throws -> Bool? {
         guard let v = self[key]?.lowercased() else { return nil }
         switch v {

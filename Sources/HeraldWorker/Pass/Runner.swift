@@ -81,10 +81,7 @@ public struct Runner {
                 }
                 transportOptions.caFile = ca
             }
-            if let perHost = try settings.int("HERALD_CONNECTIONS_PER_HOST") {
-                guard (1...1000).contains(perHost) else {
-                    throw ConfigError("HERALD_CONNECTIONS_PER_HOST must be between 1 and 1000 (it is \(perHost))")
-                }
+            if let perHost = try settings.int("HERALD_CONNECTIONS_PER_HOST", in: 1...1000) {
                 transportOptions.maxConnectionsPerHost = perHost
             }
             transport = try HTTPTransport(options: transportOptions)
@@ -92,7 +89,7 @@ public struct Runner {
             options.render.detailedLockScreen = try settings.bool("HERALD_DETAILED_LOCK_SCREEN") ?? false
             if let scheme = settings["HERALD_DEEP_LINK_SCHEME"] { options.render.deepLinkScheme = scheme }
             options.render.silentKinds = try Runner.silentKinds(settings["HERALD_SILENT_KINDS"])
-            if let lease = try settings.int("HERALD_LEASE_SECONDS") { options.leaseSeconds = lease }
+            if let lease = try settings.int("HERALD_LEASE_SECONDS", in: Runner.leaseRange) { options.leaseSeconds = lease }
             try Runner.checkLease(options, longestSend: routes.longestSendTimeout)
             if let shadow = try settings.bool("HERALD_SHADOW_MODE") { options.shadowMode = shadow }
             if let version = settings["HERALD_THRESHOLDS_VERSION"] { options.thresholdsVersion = version }
@@ -102,10 +99,7 @@ public struct Runner {
                 }
                 options.weatherURL = weather.hasSuffix("/") ? String(weather.dropLast()) : weather
             }
-            if let days = try settings.int("HERALD_RETENTION_DAYS") {
-                guard (1...36_500).contains(days) else { throw ConfigError("HERALD_RETENTION_DAYS must be between 1 and 36500") }
-                options.retentionDays = days
-            }
+            if let days = try settings.int("HERALD_RETENTION_DAYS", in: 1...36_500) { options.retentionDays = days }
             if let text = settings["HERALD_ESCALATION"] {
                 guard let chain = EscalationPolicy.parseChain(text) else {
                     throw ConfigError("HERALD_ESCALATION must be channels separated by commas (push,sms,email) or off; got '\(text)'")
@@ -122,12 +116,7 @@ public struct Runner {
                 }
                 options.escalation.perKind[kind] = chain
             }
-            if let days = try settings.int("HERALD_AUDIT_RETENTION_DAYS") {
-                guard (1...36_500).contains(days) else {
-                    throw ConfigError("HERALD_AUDIT_RETENTION_DAYS must be between 1 and 36500")
-                }
-                options.auditRetentionDays = days
-            }
+            if let days = try settings.int("HERALD_AUDIT_RETENTION_DAYS", in: 1...36_500) { options.auditRetentionDays = days }
         } catch {
             summary.ok = false
             summary.error = "\(error)"
@@ -300,6 +289,11 @@ public struct Runner {
         ])
         return (summary, code)
     }
+
+    /// The seconds HERALD_LEASE_SECONDS may give: at most a day, so that the rows of a pass that died
+    /// come back within a day (and `make_interval` never overflows). How short it may be is
+    /// `checkLease`'s to say.
+    static let leaseRange = 1...86_400
 
     /// The lease must be positive and outlast the deadline plus the longest send timeout, or a row
     /// could be taken over while its send is still in flight.

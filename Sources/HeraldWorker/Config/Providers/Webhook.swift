@@ -2,6 +2,9 @@ import HeraldChannels
 import HeraldCore
 
 extension ProviderRegistration {
+    /// The seconds WEBHOOK_TIMEOUT_SECONDS may give: from 1 to 300 (five minutes).
+    static let webhookTimeoutRange = 1...300
+
     /// WEBHOOK_URL WEBHOOK_SECRET [WEBHOOK_TIMEOUT_SECONDS]
     static let webhook = ProviderRegistration(provider: .webhook) { settings in
         guard let url = settings["WEBHOOK_URL"] else {
@@ -14,7 +17,7 @@ extension ProviderRegistration {
             throw ConfigError("WEBHOOK_URL is set but WEBHOOK_SECRET is not: set WEBHOOK_SECRET "
                 + "(or WEBHOOK_SECRET_FILE) to whsec_ followed by the base64 of 24–64 random bytes")
         }
-        let timeout = Double(try settings.int("WEBHOOK_TIMEOUT_SECONDS") ?? 15)
+        let timeout = Double(try settings.int("WEBHOOK_TIMEOUT_SECONDS", in: webhookTimeoutRange) ?? 15)
         return .single(try WebhookAdapter(url: url, secrets: secret, timeout: timeout))
     }
 }
