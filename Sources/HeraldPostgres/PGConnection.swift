@@ -26,7 +26,7 @@ public final class PGConnection {
     /// `~/.pgpass`. Throws `PGError` with `isConnectionFailure` if the server cannot be reached.
     public init(_ conninfo: String, applicationName: String = "herald") throws {
         var secrets: [String] = []
-        if let password = Self.uriPassword(conninfo) { secrets.append(password) }
+        if let password = ConninfoSecrets.uriPassword(conninfo) { secrets.append(password) }
         if let password = ProcessInfo.processInfo.environment["PGPASSWORD"], !password.isEmpty {
             secrets.append(password)
         }
@@ -35,9 +35,7 @@ public final class PGConnection {
         if !conninfo.isEmpty {
             var errorMessage: UnsafeMutablePointer<CChar>?
             guard let options = PQconninfoParse(conninfo, &errorMessage) else {
-                let message = errorMessage.map { String(cString: $0) } ?? "invalid connection string"
-                if let errorMessage { PQfreemem(errorMessage) }
-                throw PGError(isConnectionFailure: true, message: Self.scrub(message, secrets))
+                throw Self.parseFailure(conninfo, errorMessage, secrets: secrets)
             }
             defer { PQconninfoFree(options) }
             var option = options
@@ -89,6 +87,32 @@ public final class PGConnection {
 
     deinit {
         if let handle { PQfinish(handle) }
+    }
+
+    /// Checks, without connecting, that libpq can read `conninfo` (a URI or key=value conninfo; `""`
+    /// is libpq's `PG*` variables). Throws `PGError` with libpq's reason, its password kept out
+    /// whatever the string's shape (see `ConninfoSecrets`).
+    ///
+    ///     try PGConnection.checkConninfo("postgresql+psycopg2://u:pw@h/db")   // throws: missing "=" after "postgresql+psycopg2://u:***@h/db" …
+    public static func checkConninfo(_ conninfo: String) throws {
+        guard !conninfo.isEmpty else { return }
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(conninfo, &errorMessage) else {
+            var secrets: [String] = []
+            if let password = ConninfoSecrets.uriPassword(conninfo) { secrets.append(password) }
+            throw parseFailure(conninfo, errorMessage, secrets: secrets)
+        }
+        PQconninfoFree(options)
+    }
+
+    /// The error for a conninfo libpq could not parse (and frees libpq's message). libpq quotes the
+    /// string, or a piece of it, so the message is scrubbed of anything that may be its password.
+    private static func parseFailure(_ conninfo: String, _ errorMessage: UnsafeMutablePointer<CChar>?,
+                                     secrets: [String]) -> PGError {
+        let message = errorMessage.map { String(cString: $0) } ?? "invalid connection string"
+        if let errorMessage { PQfreemem(errorMessage) }
+        let text = ConninfoSecrets.parseError(message.trimmingCharacters(in: .whitespacesAndNewlines), conninfo: conninfo)
+        return PGError(isConnectionFailure: true, message: scrub(text, secrets))
     }
 
     /// Socket settings herald adds where the user set nothing (conninfo, `PG*` variable or service), so
@@ -366,32 +390,19 @@ public final class PGConnection {
         Self.scrub(message, secrets)
     }
 
+    /// `message` without `secrets`, nor any URI userinfo password or `password=` value it quotes.
     static func scrub(_ message: String, _ secrets: [String]) -> String {
         var message = message
         for secret in secrets where !secret.isEmpty {
             message = message.replacingOccurrences(of: secret, with: "***")
         }
-        return message
+        return ConninfoSecrets.scrub(message)
     }
 
     static func trimmed(_ text: UnsafePointer<CChar>?) -> String? {
         guard let text else { return nil }
         let string = String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
         return string.isEmpty ? nil : string
-    }
-
-    /// The password as written in a `postgres://user:password@host/…` URI (libpq also gives us the
-    /// decoded one); found the way libpq finds it: user info ends at the first `@` before any `/`.
-    static func uriPassword(_ conninfo: String) -> String? {
-        guard let scheme = conninfo.range(of: "://"),
-              conninfo.hasPrefix("postgres://") || conninfo.hasPrefix("postgresql://")
-        else { return nil }
-        let rest = conninfo[scheme.upperBound...]
-        guard let end = rest.firstIndex(where: { $0 == "@" || $0 == "/" }), rest[end] == "@" else { return nil }
-        let userInfo = rest[..<end]
-        guard let colon = userInfo.firstIndex(of: ":") else { return nil }
-        let password = String(userInfo[userInfo.index(after: colon)...])
-        return password.isEmpty ? nil : password
     }
 
     // MARK: C strings

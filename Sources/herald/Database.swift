@@ -3,7 +3,8 @@ import HeraldHTTP
 import HeraldPostgres
 import HeraldWorker
 
-/// Opens the database the way every subcommand does; a failure is exit code 2 with a hint.
+/// Opens the database the way every subcommand does: a `DATABASE_URL` libpq cannot read is exit code 1,
+/// a database that cannot be reached exit code 2 with a hint.
 func connect(_ settings: Settings) throws -> PGConnection {
     let url: String
     do {

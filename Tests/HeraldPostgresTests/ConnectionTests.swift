@@ -302,6 +302,45 @@ func serverConnection() throws -> PGConnection {
         #expect(!bad.message.contains(password))
     }
 
+    /// Strings libpq cannot parse, which it quotes (whole, or the piece after a cut password) in its
+    /// message, with the words of their password.
+    static let unparsable: [(conninfo: String, secrets: [String])] = [
+        ("postgresql+psycopg2://herald:Sup3r-Secret@db.example/herald", ["Sup3r-Secret"]),
+        ("jdbc:postgresql://herald:Sup3r-Secret@db.example:5432/herald", ["Sup3r-Secret"]),
+        ("mysql://herald:Sup3r@Secret@db.example/herald", ["Sup3r", "Secret"]),
+        ("host=db.example user=herald password=correct horse battery staple", ["correct", "horse", "battery", "staple"]),
+        ("host=db.example password = \"Sup3r Secret\" dbname=herald", ["Sup3r", "Secret"]),
+        ("host=db.example password=Sup3r\\'Secret Word", ["Sup3r", "Secret", "Word"]),
+        ("postgresql://herald:Sup3r-Secret@[::1/herald", ["Sup3r-Secret"]),
+        ("postgresql://herald@db.example/herald?password=Sup3r-Secret&sslmode", ["Sup3r-Secret"]),
+    ]
+
+    /// Whatever the string's shape, the parse error leaves its password out, from the check alone and
+    /// from a connection attempt.
+    @Test(arguments: unparsable)
+    func anUnparsableConnectionStringIsNotQuotedWithItsPassword(_ conninfo: String, _ secrets: [String]) throws {
+        let checked = try #require(throws: PGError.self) { try PGConnection.checkConninfo(conninfo) }
+        let connecting = try #require(throws: PGError.self) { _ = try PGConnection(conninfo) }
+        for error in [checked, connecting] {
+            #expect(!error.message.isEmpty)
+            for secret in secrets {
+                #expect(!error.description.contains(secret), "\(secret) in: \(error.description)")
+            }
+        }
+        // What is not secret is still said.
+        if conninfo.contains("://") && !conninfo.hasPrefix("postgresql://") {
+            #expect(checked.message.contains(String(conninfo.prefix { $0 != ":" })), "\(checked.message)")
+        }
+    }
+
+    @Test func aGoodConnectionStringPassesTheCheck() throws {
+        for conninfo in ["", "postgresql://herald:pw@db.example/herald?sslmode=require", "host=db.example password='two words'"] {
+            try PGConnection.checkConninfo(conninfo)
+        }
+        let typo = try #require(throws: PGError.self) { try PGConnection.checkConninfo("host=db.example hots=x") }
+        #expect(typo.message.contains("hots"), "an unknown option is named: \(typo.message)")
+    }
+
     @Test func lostConnectionIsAConnectionFailure() throws {
         let conn = try serverConnection()
         let pid = try #require(try conn.query("select pg_backend_pid() as pid")[0]["pid"].int)

@@ -98,6 +98,28 @@ import Testing
         #expect(summary.error?.contains("WEBHOOK_TIMEOUT_SECONDS must be between 1 and 300") == true, "\(summary.error ?? "")")
     }
 
+    /// Another driver's URL is a configuration slip: exit 1 before connecting, from a pass and from
+    /// any other command, with the URL's shape but not its password in the summary and on stderr.
+    @Test(arguments: ["postgresql+psycopg2://herald:s3cret-pw@127.0.0.1:1/herald",
+                      "jdbc:postgresql://herald:s3cret-pw@127.0.0.1:1/herald",
+                      "host=127.0.0.1 port=1 password=s3cret pw"])
+    func aDatabaseURLLibpqCannotReadIsAConfigurationError(_ url: String) throws {
+        let (summary, code) = Worker(url: url).run()
+        #expect(code == .configuration)
+        let message = summary.error ?? ""
+        #expect(message.contains("DATABASE_URL"), "\(message)")
+        for secret in ["s3cret", "pw@"] { #expect(!message.contains(secret), "\(message)") }
+        #expect(!summary.json.jsonText.contains("s3cret"))
+
+        let err = Pipe()
+        let p = try HeraldBinary.start(["status"], env: ["DATABASE_URL": url], stderr: err)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 1, "\(stderr)")
+        #expect(stderr.contains("DATABASE_URL"), "\(stderr)")
+        #expect(!stderr.contains("s3cret"), "\(stderr)")
+    }
+
     @Test func unreachableDatabaseIsExitCodeTwo() throws {
         let (summary, code) = Worker(url: "postgresql://herald:s3cret-pw@127.0.0.1:1/none?connect_timeout=2").run()
         #expect(code == .database)

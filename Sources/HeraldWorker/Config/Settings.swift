@@ -1,4 +1,5 @@
 import Foundation
+import HeraldPostgres
 
 /// Where herald's settings come from, highest first: flags (applied by the CLI), the environment, then an
 /// optional config file of `KEY=VALUE` lines (`HERALD_CONFIG=/etc/herald.env`). A secret may come from a
@@ -112,9 +113,17 @@ public struct Settings: Sendable {
     }
 
     /// The database to use: `DATABASE_URL`, or the file named by `DATABASE_URL_FILE` (a mounted secret);
-    /// nil lets libpq use its `PG*` variables and `~/.pgpass`.
+    /// nil lets libpq use its `PG*` variables and `~/.pgpass`. One libpq cannot read (another driver's
+    /// URL such as `postgresql+psycopg2://…` or `jdbc:postgresql://…`) is a configuration error whose
+    /// message keeps its password out.
     public func databaseURL() throws -> String? {
-        try secret("DATABASE_URL")
+        guard let url = try secret("DATABASE_URL") else { return nil }
+        do {
+            try PGConnection.checkConninfo(url)
+        } catch let error as PGError {
+            throw ConfigError("DATABASE_URL is neither a postgresql:// URI nor a libpq conninfo (host=… dbname=…): \(error.message)")
+        }
+        return url
     }
 }
 
