@@ -164,6 +164,27 @@ import Testing
         #expect(ok.terminationStatus == 0)
     }
 
+    /// A shard the queue's partitions do not match is a configuration error (exit 1); a statement that
+    /// fails while the pass reads the partitions is a database error (exit 2), as any other.
+    @Test func aFailingPartitionCheckIsADatabaseErrorNotAConfigurationOne() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let id = try f.enqueue(to: try f.profile(), at: seedInstant)
+        let shard = try #require(Shard("0/4"))
+        let mismatch = Worker(url: tdb.url).run(now: seedInstant) { $0.shard = shard }
+        #expect(mismatch.1 == .configuration)
+
+        try f.db.execute("""
+            create or replace function herald_queue_partitions() returns int language plpgsql stable
+            as $$ begin raise exception 'partitions unreadable'; end $$
+            """)
+        let (summary, code) = Worker(url: tdb.url).run(now: seedInstant) { $0.shard = shard }
+        #expect(code == .database)
+        #expect(summary.error?.contains("partitions unreadable") == true, "\(summary.error ?? "")")
+        #expect(try f.row(id)["status"].string == "pending")
+    }
+
     /// A pinned pass's claims, context reads and records touch its partition only: the other
     /// partitions' scan and write counters do not move.
     @Test func aPinnedPassTouchesOnePartition() throws {

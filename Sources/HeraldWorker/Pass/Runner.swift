@@ -172,13 +172,21 @@ public struct Runner {
             heartbeat?.ping("\(ExitCode.database.rawValue)", transport: transport, logger: logger)
             return (summary, .database)
         }
+        // A --shard the queue's partitions do not match is a configuration error; a statement that
+        // fails while checking it is a database error.
         if let shard = options.shard {
-            do { try QueueStore.checkShard(shard, db: db) } catch {
+            do { try QueueStore.checkShard(shard, db: db) } catch let error as ShardMismatch {
                 summary.ok = false
                 summary.error = "\(error)"
                 logger.error("configuration error", metadata: ["error": .string("\(error)")])
                 heartbeat?.ping("\(ExitCode.configuration.rawValue)", transport: transport, logger: logger)
                 return (summary, .configuration)
+            } catch {
+                summary.ok = false
+                summary.error = "cannot read the queue's partitions: \(error)"
+                logger.error("cannot read the queue's partitions", metadata: ["error": .string("\(error)")])
+                heartbeat?.ping("\(ExitCode.database.rawValue)", transport: transport, logger: logger)
+                return (summary, .database)
             }
         }
         let store = QueueStore(db: db, passId: summary.passId, shard: options.shard)
