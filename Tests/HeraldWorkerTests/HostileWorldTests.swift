@@ -31,6 +31,26 @@ import Testing
         #expect(metrics.contains("herald_pass_success 0"))
     }
 
+    /// A HERALD_THRESHOLDS_VERSION no row of pattern_thresholds has (a typo) fails the patterns phase,
+    /// naming the versions there are; delivery still runs. A version whose rows are all disabled is
+    /// a choice: no error.
+    @Test func anUnknownThresholdsVersionFailsThePatternsPhaseAndDeliveryStillRuns() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let id = try f.enqueue(to: try f.profile(), at: seedInstant)
+        let (summary, code) = Worker(url: tdb.url, settings: ["HERALD_THRESHOLDS_VERSION": "V1"]).run(now: seedInstant)
+        #expect(code == .degraded)
+        let error = summary.phaseErrors["patterns"] ?? ""
+        #expect(error.contains("HERALD_THRESHOLDS_VERSION is 'V1'") && error.contains("'v1'"), "\(summary.phaseErrors)")
+        #expect(try f.row(id)["status"].string == "sent")
+
+        try db.execute("update pattern_thresholds set enabled = false")
+        let (disabled, disabledCode) = Worker(url: tdb.url, settings: ["HERALD_THRESHOLDS_VERSION": "v1"]).run(now: seedInstant)
+        #expect(disabledCode == .ok, "\(disabled.phaseErrors)")
+    }
+
     @Test func aDryRunKeepsRollingBackAfterAFailingPhase() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }

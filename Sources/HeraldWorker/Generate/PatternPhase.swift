@@ -68,10 +68,22 @@ struct PatternPhase {
         return out
     }
 
+    /// Throws `UnknownThresholdsVersion` when no row of `pattern_thresholds`, enabled or not, has
+    /// `thresholdsVersion`: a typo in HERALD_THRESHOLDS_VERSION would otherwise stop every pattern
+    /// alert with a mere warning. (A version whose rows are all disabled is a choice, not a slip.)
+    func checkVersionExists() throws {
+        guard try db.query("select 1 as one from pattern_thresholds where version = \(thresholdsVersion) limit 1").isEmpty
+        else { return }
+        let known = try db.query("select distinct version from pattern_thresholds order by version limit 11")
+            .compactMap { $0["version"].string }
+        throw UnknownThresholdsVersion(version: thresholdsVersion, known: known)
+    }
+
     func run() throws -> Result {
         var result = Result()
         let thresholds = try thresholds()
         guard !thresholds.isEmpty else {
+            try checkVersionExists()
             logger.warning("no pattern thresholds configured", metadata: ["version": .string(thresholdsVersion)])
             return result
         }
@@ -402,5 +414,21 @@ struct PatternPhase {
             }
         }
         return try Enqueuer.insert(rows, db: db, passId: passId).count
+    }
+}
+
+/// HERALD_THRESHOLDS_VERSION names a version no row of `pattern_thresholds` has: the patterns phase
+/// fails (`phase_errors`, exit 4) and delivery goes on.
+struct UnknownThresholdsVersion: Error, CustomStringConvertible {
+    let version: String
+    /// The versions the table has (at most 11 were read: 10 are named).
+    let known: [String]
+
+    var description: String {
+        let names = known.prefix(10).map { "'\($0.prefix(40))'" }.joined(separator: ", ")
+        let more = known.count > 10 ? ", …" : ""
+        return "HERALD_THRESHOLDS_VERSION is '\(version.prefix(40))', which no row of pattern_thresholds has "
+            + (known.isEmpty ? "(the table is empty)" : "(its versions: \(names)\(more))")
+            + ": no pattern is evaluated until it names one of them"
     }
 }
