@@ -55,7 +55,7 @@ let package = Package(
         ]),
 
         .executableTarget(name: "herald", dependencies: [
-            "HeraldWorker",
+            "HeraldWorker", "HeraldPostgres", "HeraldHTTP",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
