@@ -125,6 +125,35 @@ import Testing
         #expect(server.requests.count == 2)
     }
 
+    /// A batch's requests queue for connections, so they can run past one send timeout: none starts once
+    /// the rest of the batch's lease could not cover a whole send. Those rows go back to the queue with
+    /// no attempt charged, before another pass may take them over — never sent by two passes.
+    @Test func noRequestStartsWhenTheLeaseCouldNotCoverIt() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let server = try FakeHTTPServer { _ in
+            Thread.sleep(forTimeInterval: 0.8)
+            return FakeResponse(status: 204)
+        }
+        defer { server.shutdown() }
+        var ids: [UUID] = []
+        for _ in 0..<6 { ids.append(try f.enqueue(to: try f.profile(), channel: "webhook", at: seedInstant)) }
+        var settings = Self.settings(server)
+        settings["HERALD_CONNECTIONS_PER_HOST"] = "1"   // one request at a time: 0.8 s each
+        settings["WEBHOOK_TIMEOUT_SECONDS"] = "1"
+        settings["HERALD_LEASE_SECONDS"] = "3"          // no request starts 3 − 1 − 1 = 1 s after the claim
+        let (summary, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant, batchSize: 6) { $0.deadline = 0.5 }
+        #expect(code == .ok, "\(summary.error ?? "")")
+        let sent = server.requests.count
+        #expect(sent >= 1 && sent <= 2, "requests after the first second: \(sent)")
+        let released = try ids.map { try f.row($0) }.filter { $0["status"].string == "pending" }
+        #expect(released.count == 6 - sent)
+        #expect(released.allSatisfy { $0["attempts"].int == 0 })
+        #expect(try f.count("select count(*)::int from notification_events where event = 'released' and reason = 'lease_ending'") == 6 - sent)
+    }
+
     /// A receiver that refuses herald's signature (401) would refuse every webhook: the first answer stops
     /// the pass calling it; every row waits for a later pass with no attempt charged, the error naming
     /// WEBHOOK_SECRET, and the pass ends degraded (exit 4).

@@ -26,6 +26,11 @@ final class DeliveryPass {
     var throttledUntil: [Provider: Date] = [:]
     /// Providers whose requests mostly fail in this pass are not called again (failover instead).
     var breaker = CircuitBreaker()
+    /// The pass's clock (`clock.elapsed`) when the batch being sent was claimed: no request starts once
+    /// the rest of its lease could not cover a whole send, so no row is still being sent when another
+    /// pass may take it over (a batch's requests can queue for connections, and fail over, well past
+    /// one send timeout).
+    var batchClaimedAt: Double = 0
     /// Each provider's answers in this pass, to tell a configuration slip from dead destinations.
     var passHealth = PassHealth()
     /// Opens the second connection a pipelined pass records on (`Runner` sets it); nil: no pipeline,
@@ -97,6 +102,7 @@ final class DeliveryPass {
                 break
             }
             if let max = options.maxBatches, summary.batches >= max { break }
+            batchClaimedAt = clock.elapsed
             var (claimed, contended) = try store.claim(limit: options.batchSize, now: clock.now(), channels: channels,
                                                        leaseSeconds: options.leaseSeconds,
                                                        excluding: Set(recipientInFlight.values))
@@ -112,6 +118,7 @@ final class DeliveryPass {
                 } else {
                     usleep(50_000)
                 }
+                batchClaimedAt = clock.elapsed
                 (claimed, contended) = try store.claim(limit: options.batchSize, now: clock.now(), channels: channels,
                                                        leaseSeconds: options.leaseSeconds,
                                                        excluding: Set(recipientInFlight.values))
@@ -491,8 +498,10 @@ final class DeliveryPass {
         // After a stop signal or a failed record flush, no new request starts; those never started
         // are returned to the queue without an attempt charged.
         // A provider whose breaker opened during this round starts nothing more either.
+        let leaseEnds = batchClaimedAt + Double(options.leaseSeconds) - routes.longestSendTimeout - 1
         let unstarted = transport.perform(requests, shouldStart: { index in
             !StopSignal.requested && !(writer?.failed ?? false) && !breaker.isOpen(owners[index].adapter.provider)
+                && clock.elapsed < leaseEnds
         }) { index, response in
             let owner = owners[index]
             let now = clock.now()
@@ -507,7 +516,8 @@ final class DeliveryPass {
             }
         }
         if !unstarted.isEmpty {
-            let reason = StopSignal.requested ? "interrupted" : (writer?.failed ?? false) ? "record_failed" : Failover.Failure.breakerOpen.rawValue
+            let reason = StopSignal.requested ? "interrupted" : (writer?.failed ?? false) ? "record_failed"
+                : clock.elapsed >= leaseEnds ? "lease_ending" : Failover.Failure.breakerOpen.rawValue
             logger.notice("requests not started; their rows return to the queue with no attempt charged",
                           metadata: ["requests": "\(unstarted.count)", "reason": .string(reason)])
             // A broken provider's rows wait for a later pass; the others are due again at once.
