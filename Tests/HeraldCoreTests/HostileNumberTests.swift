@@ -62,7 +62,17 @@ import Testing
 
     @Test func iso8601WritesAnyDate() {
         #expect(ISO8601.string(Date(timeIntervalSince1970: 1e300)) == "9999-12-31T23:59:59.999999Z")
-        #expect(ISO8601.string(Date(timeIntervalSince1970: -1e300)) == "0000-01-01T00:00:00.000000Z")
+        // Never year 0000, which PostgreSQL refuses: the earliest text is the first instant of year 1.
+        #expect(ISO8601.string(Date(timeIntervalSince1970: -1e300)) == "0001-01-01T00:00:00.000000Z")
+        // Date.distantPast (what -infinity is read as) is 0000-12-30 in the proleptic Gregorian calendar.
+        #expect(ISO8601.string(Date.distantPast) == "0001-01-01T00:00:00.000000Z")
+        #expect(!ISO8601.isWritable(Date.distantPast))
+        let yearOne = Date(timeIntervalSince1970: -62_135_596_800)
+        #expect(ISO8601.string(yearOne) == "0001-01-01T00:00:00.000000Z")
+        #expect(ISO8601.isWritable(yearOne))
+        #expect(!ISO8601.isWritable(yearOne.addingTimeInterval(-0.5)))
+        #expect(!ISO8601.isWritable(Date(timeIntervalSince1970: 253_402_300_800)))   // 10000-01-01
+        #expect(!ISO8601.isWritable(Date(timeIntervalSince1970: .nan)))
         #expect(ISO8601.string(Date(timeIntervalSince1970: .infinity)) == "9999-12-31T23:59:59.999999Z")
         #expect(ISO8601.string(Date(timeIntervalSince1970: .nan)) == "1970-01-01T00:00:00.000000Z")
         #expect(ISO8601.string(utc(2026, 1, 25, 3)) == "2026-01-25T03:00:00.000000Z")

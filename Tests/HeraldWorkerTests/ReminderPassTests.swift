@@ -173,6 +173,39 @@ import Testing
         #expect(try f.count("select count(*)::int from notification_queue where reminder_id in (\(cancelled), \(disabled), \(deleted)) and status <> 'skipped'") == 0)
     }
 
+    /// A reminder whose time is no real instant (-infinity, a BC date, a dose whose reminder falls before
+    /// year 1) is skipped: written as it is, PostgreSQL refused the insert and rolled back the reminders of
+    /// everyone, every pass. The others are enqueued.
+    @Test func aReminderAtMinusInfinityOrBCIsSkippedAndTheOthersEnqueued() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let p = try f.profile()
+        func reminder(_ type: String, _ at: String, endsAt: String? = nil) throws -> UUID {
+            try db.query("""
+                insert into reminders (user_id, schedule, reminder_type, at, ends_at)
+                values (\(p), 'once', \(type), \(at)::timestamptz, \(endsAt)::timestamptz) returning id
+                """).first!["id"].uuid!
+        }
+        let bad = [
+            try reminder("test_start", "-infinity"),
+            try reminder("dose", "-infinity"),                                  // 30 minutes before: year 0
+            try reminder("test_start", "0044-03-15 12:00:00+00 BC"),
+            try reminder("dose", "0001-01-01 00:10:00+00"),                      // reminded in year 0
+            try reminder("washout", "-infinity", endsAt: "0100-06-01 00:00:00+00 BC"),
+        ]
+        let good = try reminder("test_start", "2026-01-25T11:00:00Z")
+        let (summary, code) = Worker(url: tdb.url).run(now: instant("2026-01-25T12:00:00Z")) { $0.phases = [.reminders] }
+        #expect(code == .ok)
+        #expect(summary.phaseErrors.isEmpty, "\(summary.phaseErrors)")
+        #expect(summary.generated[.reminders] == 1)
+        #expect(try db.query("select reminder_id from notification_queue").map { $0["reminder_id"].uuid } == [good])
+        // Left as they were, to be corrected: not marked enqueued.
+        #expect(try f.count("select count(*)::int from reminders where id = any(\(bad)::uuid[]) and enqueued_at is null") == bad.count)
+        #expect(try f.count("select count(*)::int from reminders where id = \(good) and enqueued_at is not null") == 1)
+    }
+
     @Test func eachTypeHasItsToggle() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }

@@ -29,6 +29,20 @@ public enum ReminderSchedule {
         return (date, Zone.instant(of: date, time, in: zone).addingTimeInterval(-advance))
     }
 
+    /// Whether a stored instant (`at`, `ends_at`, or the reminder's instant computed from it) is a real one
+    /// to schedule at. Not PostgreSQL's `-infinity` and `infinity` (read as `Date.distantPast` and
+    /// `Date.distantFuture`), and within the years 0001–9999 that `ISO8601` writes as they are: a BC
+    /// date, or a dose at 00:10 on 0001-01-01 reminded 30 minutes before, is not. (ISO8601.string wrote
+    /// such instants as year 0000, which PostgreSQL refuses; it now clamps them to year 1.) The reminders phase
+    /// skips such a reminder (and logs its id) instead of enqueuing a row PostgreSQL would refuse, which
+    /// would roll back the reminders of everyone else.
+    ///
+    ///     ReminderSchedule.isSchedulable(.distantPast)                  // false (-infinity)
+    ///     ReminderSchedule.isSchedulable(ISO8601.parse("2026-01-25T09:00:00Z")!)   // true
+    public static func isSchedulable(_ instant: Date) -> Bool {
+        instant > .distantPast && instant < .distantFuture && ISO8601.isWritable(instant)
+    }
+
     /// A one-off event at an instant (a dose, a washout's start or end, a test start): the reminder's
     /// instant, `advance` seconds before the event, when it is due at `now`; nil before.
     public static func onceDue(now: Date, event: Date, advance: TimeInterval = 0) -> Date? {

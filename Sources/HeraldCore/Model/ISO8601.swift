@@ -6,13 +6,24 @@ import Foundation
 ///     ISO8601.parse("2026-01-25T03:00:00Z")     // a Date
 ///     ISO8601.parse("2026-01-25T22:00:00-05:00")
 public enum ISO8601 {
-    /// The whole seconds written as they are: the four-digit years, 0000-01-01T00:00:00Z to
-    /// 9999-12-31T23:59:59Z (what `parse` reads).
-    static let writableSeconds: ClosedRange<Int> = -62_167_219_200 ... 253_402_300_799
+    /// The whole seconds written as they are: the four-digit years from 0001-01-01T00:00:00Z to
+    /// 9999-12-31T23:59:59Z. Year 0000 is left out: PostgreSQL refuses it (it writes 1 BC instead), and
+    /// this text goes into `timestamptz` columns.
+    static let writableSeconds: ClosedRange<Int> = -62_135_596_800 ... 253_402_300_799
 
-    /// Any date, including those computed from a provider's numbers: one outside the years 0–9999 is
+    /// Whether `date` is written as itself, not clamped: within the years 0001–9999.
+    ///
+    ///     ISO8601.isWritable(Date(timeIntervalSince1970: -62_135_596_800))   // true: 0001-01-01T00:00:00Z
+    ///     ISO8601.isWritable(Date.distantPast)   // false: 0000-12-30 (Foundation's is Julian 0001-01-01)
+    public static func isWritable(_ date: Date) -> Bool {
+        let t = date.timeIntervalSince1970
+        return t >= Double(writableSeconds.lowerBound) && t < Double(writableSeconds.upperBound + 1)
+    }
+
+    /// Any date, including those computed from a provider's numbers: one outside the years 0001–9999 is
     /// written as the nearest end of that range (…T00:00:00.000000Z or …T23:59:59.999999Z), and NaN as
-    /// the epoch, so writing never traps.
+    /// the epoch, so writing never traps and PostgreSQL reads whatever it writes. Where a clamped date
+    /// would be wrong rather than merely odd, check `isWritable` first.
     public static func string(_ date: Date) -> String {
         let raw = date.timeIntervalSince1970
         let low = Double(writableSeconds.lowerBound), high = Double(writableSeconds.upperBound)

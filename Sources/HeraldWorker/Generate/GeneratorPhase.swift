@@ -78,6 +78,6 @@ struct RemindersGenerator: GeneratorPhase {
     var phase: Phase { .reminders }
 
     func run(_ c: GeneratorContext, summary: inout Summary) throws {
-        summary.generated[.reminders] = try ReminderPhase(db: c.db, passId: c.passId, now: c.now).run()
+        summary.generated[.reminders] = try ReminderPhase(db: c.db, passId: c.passId, now: c.now, logger: c.logger).run()
     }
 }

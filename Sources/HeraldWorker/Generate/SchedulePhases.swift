@@ -70,6 +70,7 @@ struct ReminderPhase {
     let db: PGConnection
     let passId: String
     let now: Date
+    let logger: Logger
 
     private struct Due {
         var reminder: UUID
@@ -84,6 +85,7 @@ struct ReminderPhase {
         var once: [UUID] = []
         var ends: [UUID] = []
         var adaptive: [UUID: (zone: TimeZone, current: NotificationFrequency)] = [:]
+        var unschedulable: [UUID] = []
         for row in try db.query("""
             select r.id, r.user_id, r.schedule, r.reminder_type, r.title, r.body, r.title_ar, r.body_ar,
                    coalesce(r.local_time, case when r.reminder_type = 'daily' then p.daily_reminder_time end)::text as local_time,
@@ -131,27 +133,42 @@ struct ReminderPhase {
                     reason: type == .dose ? "dose_reminder" : "daily_reminder", extra: extra)
                 daily.append(["id": .string(id.lowercased), "date": .string(d.date.description)])
             } else {
-                if row["enqueued_at"].date == nil, let event = row["at"].date,
-                   let at = ReminderSchedule.onceDue(now: now, event: event, advance: advance) {
-                    var extra: [String: JSONValue] = [:]
-                    switch type {
-                    case .dose: extra["dose_at"] = .string(ISO8601.string(event))
-                    case .washout: extra["washout_event"] = "start"
-                    default: break
+                // A time that is no real instant (-infinity, a BC date) is skipped and named: enqueued, it
+                // would make PostgreSQL refuse the insert and roll back everyone's reminders.
+                var real = true
+                if row["enqueued_at"].date == nil, let event = row["at"].date {
+                    if !ReminderSchedule.isSchedulable(event) || !ReminderSchedule.isSchedulable(event.addingTimeInterval(-advance)) {
+                        real = false
+                    } else if let at = ReminderSchedule.onceDue(now: now, event: event, advance: advance) {
+                        var extra: [String: JSONValue] = [:]
+                        switch type {
+                        case .dose: extra["dose_at"] = .string(ISO8601.string(event))
+                        case .washout: extra["washout_event"] = "start"
+                        default: break
+                        }
+                        add(at: at, key: "\(key):\(ISO8601.string(at))", reason: Self.reason(type, end: false), extra: extra)
+                        once.append(id)
                     }
-                    add(at: at, key: "\(key):\(ISO8601.string(at))", reason: Self.reason(type, end: false), extra: extra)
-                    once.append(id)
                 }
                 if type == .washout, row["end_enqueued_at"].date == nil, let end = row["ends_at"].date, end <= now {
-                    add(at: end, key: "\(key):end:\(ISO8601.string(end))", reason: Self.reason(type, end: true),
-                        extra: ["washout_event": "end"])
-                    ends.append(id)
+                    if !ReminderSchedule.isSchedulable(end) {
+                        real = false
+                    } else {
+                        add(at: end, key: "\(key):end:\(ISO8601.string(end))", reason: Self.reason(type, end: true),
+                            extra: ["washout_event": "end"])
+                        ends.append(id)
+                    }
                 }
+                if !real { unschedulable.append(id) }
             }
             if row["adaptive"].bool == true, type == .daily || type == .dose,
                let zone = row["timezone"].string.flatMap(Zone.named) {
                 adaptive[user] = (zone, row["current_frequency"].string.flatMap(NotificationFrequency.init(rawValue:)) ?? .full)
             }
+        }
+        for id in unschedulable {
+            logger.warning("reminder's time is not a real instant (infinity, or outside the years 0001-9999); not enqueued",
+                           metadata: ["reminder_id": .string(id.lowercased)])
         }
         guard !due.isEmpty else { return 0 }
 
