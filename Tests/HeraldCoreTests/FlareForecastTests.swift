@@ -22,6 +22,16 @@ import Testing
         #expect(FlareForecast.dueDate(now: utc(2026, 1, 25, 23, 59, 59), zone: london, notificationTime: eight) == day("2026-01-25"))
     }
 
+    /// 24:00 is midnight as the date begins: that date's forecast is due all day from 00:00 (not never,
+    /// and not the forecast of the date just ended).
+    @Test func midnightWrittenAs2400IsTheForecastOfTheDateThatBegins() {
+        let london = zone("Europe/London")
+        #expect(FlareForecast.dueDate(now: utc(2026, 1, 26), zone: london, notificationTime: t("24:00")) == day("2026-01-26"))
+        #expect(FlareForecast.dueDate(now: utc(2026, 1, 25, 23, 59, 59), zone: london, notificationTime: t("24:00")) == day("2026-01-25"))
+        #expect(DailyTime.timeOfDay(t("24:00")) == t("00:00"))
+        #expect(DailyTime.timeOfDay(t("23:59:59")) == t("23:59:59"))
+    }
+
     @Test func newYorkSpringForwardMorning() {
         let ny = zone("America/New_York")
         // 2026-03-08 is EDT from 03:00: 08:00 local is 12:00 UTC (it would be 13:00 on EST).

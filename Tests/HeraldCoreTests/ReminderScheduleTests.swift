@@ -105,6 +105,28 @@ import Testing
         #expect(due.at == utc(2026, 1, 25, 23, 40))
     }
 
+    /// 24:00 (PostgreSQL's `time` accepts it) is midnight as each local date begins: due once a day, at
+    /// 00:00, for the date that begins. It never came due when compared with the wall clock as it was.
+    @Test func midnightWrittenAs2400IsDueOnceADayAsTheDateBegins() throws {
+        let midnight = t("24:00")
+        let first = try #require(ReminderSchedule.dailyDue(now: utc(2026, 1, 26, 0, 5), zone: london, time: midnight,
+                                                           lastEnqueuedFor: day("2026-01-25")))
+        #expect(first.date == day("2026-01-26"))
+        #expect(first.at == utc(2026, 1, 26))
+        // Once that day, whenever the passes run: nothing more until the 27th begins.
+        #expect(ReminderSchedule.dailyDue(now: utc(2026, 1, 26, 12), zone: london, time: midnight, lastEnqueuedFor: first.date) == nil)
+        #expect(ReminderSchedule.dailyDue(now: utc(2026, 1, 26, 23, 59, 59), zone: london, time: midnight, lastEnqueuedFor: first.date) == nil)
+        let next = try #require(ReminderSchedule.dailyDue(now: utc(2026, 1, 27), zone: london, time: midnight, lastEnqueuedFor: first.date))
+        #expect(next.date == day("2026-01-27") && next.at == utc(2026, 1, 27))
+        // The same as 00:00, in any zone; a dose at 24:00 is reminded 30 minutes before that midnight.
+        let tokyo = zone("Asia/Tokyo")
+        #expect(ReminderSchedule.dailyDue(now: utc(2026, 1, 25, 15, 1), zone: tokyo, time: midnight, lastEnqueuedFor: nil)?.at
+                == ReminderSchedule.dailyDue(now: utc(2026, 1, 25, 15, 1), zone: tokyo, time: t("00:00"), lastEnqueuedFor: nil)?.at)
+        let dose = try #require(ReminderSchedule.dailyDue(now: utc(2026, 1, 25, 23, 30), zone: london, time: midnight,
+                                                          advance: 1800, lastEnqueuedFor: day("2026-01-25")))
+        #expect(dose.date == day("2026-01-26") && dose.at == utc(2026, 1, 25, 23, 30))
+    }
+
     @Test func oneOffEvents() {
         let dose = utc(2026, 3, 8, 7, 15)
         #expect(ReminderSchedule.onceDue(now: utc(2026, 3, 8, 6, 44), event: dose, advance: 1800) == nil)

@@ -523,6 +523,40 @@ import Testing
         #expect(try f.count("select count(*)::int from notification_queue") == 3)
     }
 
+    /// A daily time of 24:00 (PostgreSQL's `time` accepts it) never came due. It is midnight as each local
+    /// date begins: a reminder, a dose and a forecast at 24:00 go out once a day.
+    @Test func dailyTimesOf2400AreMidnightOnceADay() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let p = try f.profile(timezone: "Asia/Tokyo")            // UTC+9: midnight is 15:00 UTC
+        try db.execute("update user_profiles set forecast_notification_time = '24:00', daily_reminder_time = '24:00' where user_id = \(p)")
+        try db.execute("insert into reminders (user_id, schedule, reminder_type) values (\(p), 'daily', 'daily')")
+        try db.execute("insert into reminders (user_id, schedule, reminder_type, local_time) values (\(p), 'daily', 'dose', '24:00')")
+        try db.execute("""
+            insert into daily_forecasts (user_id, forecast_date, risk_level) values (\(p), '2026-01-25', 'LOW'), (\(p), '2026-01-26', 'LOW')
+            """)
+        let worker = Worker(url: tdb.url)
+        for at in ["2026-01-24T15:00:00Z", "2026-01-24T15:05:00Z", "2026-01-25T03:00:00Z", "2026-01-25T14:00:00Z"] {
+            let (s, code) = worker.run(now: instant(at)) { $0.phases = [.forecasts, .reminders] }
+            #expect(code == .ok && s.phaseErrors.isEmpty)
+        }
+        func rows() throws -> [String] {
+            try db.query("""
+                select kind || ' ' || coalesce(payload->>'reminder_type', '') || ' ' || (payload->>'date') || ' '
+                       || to_char(scheduled_at at time zone 'UTC', 'DD HH24:MI') as r
+                  from notification_queue order by scheduled_at, kind, r
+                """).compactMap { $0["r"].string }
+        }
+        // The 25th begins at 15:00 UTC on the 24th; the dose at that midnight is reminded 30 minutes before.
+        #expect(try rows() == ["reminder dose 2026-01-25 24 14:30", "daily_forecast  2026-01-25 24 15:00",
+                               "reminder daily 2026-01-25 24 15:00"])
+        _ = worker.run(now: instant("2026-01-25T15:00:00Z")) { $0.phases = [.forecasts, .reminders] }
+        #expect(try rows().count == 6)
+        #expect(try rows().suffix(2) == ["daily_forecast  2026-01-26 25 15:00", "reminder daily 2026-01-26 25 15:00"])
+    }
+
     @Test func promptsAreScheduledOncePerLocalDay() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }

@@ -24,6 +24,7 @@ public enum ReminderSchedule {
     /// before the dose's instant: the reminder for a dose at 00:10 goes out at 23:40 the evening before.
     public static func dailyDue(now: Date, zone: TimeZone, time: LocalTime, advance: TimeInterval = 0,
                                 lastEnqueuedFor: LocalDate?) -> (date: LocalDate, at: Date)? {
+        let time = DailyTime.timeOfDay(time)                          // 24:00 is midnight, as the date begins
         guard let date = DailyTime.dateReached(time, at: now.addingTimeInterval(advance), in: zone) else { return nil }
         if let last = lastEnqueuedFor, last >= date { return nil }
         return (date, Zone.instant(of: date, time, in: zone).addingTimeInterval(-advance))

@@ -52,7 +52,7 @@ struct ForecastPhase {
                          and f.forecast_date >= \(now)::date - 1 and f.forecast_date <= \(now)::date + 1))
             """) {
             guard let user = row["user_id"].uuid, let tz = row["timezone"].string, let zone = Zone.named(tz),
-                  let time = row["t"].string.flatMap(LocalTime.init),
+                  let time = row["t"].string.flatMap(LocalTime.init).map(DailyTime.timeOfDay),   // 24:00 → 00:00
                   let date = FlareForecast.dueDate(now: now, zone: zone, notificationTime: time) else { continue }
             candidates.append(Candidate(
                 user: user, zone: tz, date: date, at: Zone.instant(of: date, time, in: zone),
