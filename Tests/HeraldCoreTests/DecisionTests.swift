@@ -282,6 +282,14 @@ struct Scenario {
         #expect(s.decide().decision == .send)
         s.payload = #"{"reminder_type":"dose","dose_at":"2026-01-25T04:01:00Z"}"#
         #expect(s.decide().decision == .skip(.quietHours))
+        // A dose just past (up to 15 minutes) still goes through; one long past does not.
+        s.payload = #"{"reminder_type":"dose","dose_at":"2026-01-25T02:45:00Z"}"#
+        #expect(s.decide().decision == .send)
+        s.payload = #"{"reminder_type":"dose","dose_at":"2026-01-25T02:44:00Z"}"#
+        #expect(s.decide().decision == .skip(.quietHours))
+        s.payload = #"{"reminder_type":"dose","dose_at":"2026-01-24T23:00:00Z"}"#
+        #expect(s.decide().decision == .skip(.quietHours))
+        #expect(s.decide().trail["quiet_override"] == nil)
         // Turned off: the level decides.
         s.payload = #"{"reminder_type":"dose","dose_at":"2026-01-25T03:30:00Z"}"#
         s.prefs.quietAllowCritical = false

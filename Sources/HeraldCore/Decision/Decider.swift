@@ -203,12 +203,18 @@ public struct Decider: Sendable {
     }
 
     /// Seed 001's critical override: a dose reminder (payload `dose_at`, the dose's instant) whose dose
-    /// is at most an hour away at `now` (or already past). Returns the dose's instant.
+    /// is at most an hour ahead of `now`, or passed at most `doseGrace` ago (a reminder held up a few
+    /// minutes still helps with a dose just due; one hours late is no reason to break quiet hours).
+    /// Returns the dose's instant.
     public static func doseWithinTheHour(_ item: QueueItem, now: Date) -> Date? {
         guard item.reminderType == .dose, let text = item.payload?["dose_at"]?.stringValue,
-              let at = ISO8601.parse(text), at.timeIntervalSince(now) <= 3600 else { return nil }
-        return at
+              let at = ISO8601.parse(text) else { return nil }
+        let ahead = at.timeIntervalSince(now)
+        return ahead <= 3600 && ahead >= -doseGrace ? at : nil
     }
+
+    /// How long after its dose a dose reminder still goes through quiet hours: 15 minutes.
+    public static let doseGrace: TimeInterval = 15 * 60
 
     /// Rule 6: whether quiet hours at `level` let a notification of `severity` through.
     public static func quietLets(_ severity: Severity, through level: QuietLevel) -> Bool {
