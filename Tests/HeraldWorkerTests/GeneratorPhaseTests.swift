@@ -557,6 +557,46 @@ import Testing
         #expect(try rows().suffix(2) == ["daily_forecast  2026-01-26 25 15:00", "reminder daily 2026-01-26 25 15:00"])
     }
 
+    /// People whose zone herald cannot read (PostgreSQL accepts the POSIX `UTC+3`) were passed over by
+    /// the forecasts, prompts and reminders phases without a word. Each phase now warns once with their
+    /// count (ids at debug, the zone text never above it) and the summary counts them; the others go on.
+    @Test func peopleWithAnUnreadableZoneAreCountedAndLogged() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let odd = [try f.profile(timezone: "UTC+3"), try f.profile(timezone: "UTC+3")]
+        let fine = try f.profile(timezone: "Europe/London")
+        for p in odd + [fine] {
+            try db.execute("insert into prompt_settings (user_id, prompts_per_day, waking_hour_start, waking_hour_end) values (\(p), 2, 7, 22)")
+            // Two daily reminders each: a person is counted once.
+            try db.execute("insert into reminders (user_id, schedule, reminder_type, local_time) values (\(p), 'daily', 'daily', '06:00'), (\(p), 'daily', 'dose', '09:00')")
+            try db.execute("insert into daily_forecasts (user_id, forecast_date, risk_level) values (\(p), '2026-01-25', 'LOW')")
+        }
+        let log = CollectedLog()
+        var options = PassOptions()
+        options.now = instant("2026-01-25T06:00:00Z")
+        options.phases = [.forecasts, .prompts, .reminders]
+        let logger = Logger(label: "herald") { JSONLogHandler(label: $0, level: .info, stream: log.stream) }
+        let (summary, code) = Runner(settings: Settings(["DATABASE_URL": tdb.url]), options: options, logger: logger).run()
+        #expect(code == .ok)
+        #expect(summary.phaseErrors.isEmpty)
+        #expect(summary.generated["forecasts_unknown_zone_users"] == 2)
+        #expect(summary.generated["prompts_unknown_zone_users"] == 2)
+        #expect(summary.generated["reminders_unknown_zone_users"] == 2)
+        // The readable one goes on: her prompts and her 06:00 reminder (not the forecast: 08:00 by default).
+        #expect(summary.generated["prompts"] == 2)
+        #expect(summary.generated["reminders"] == 1)
+        #expect(try f.count("select count(*)::int from notification_queue where recipient_user_id <> \(fine)") == 0)
+        let warnings = log.text.split(separator: "\n").filter { $0.contains("time zone herald cannot read") }
+        #expect(warnings.count == 3, "\(log.text)")
+        for phase in ["forecasts", "prompts", "reminders"] {
+            #expect(warnings.contains { $0.contains(#""phase":"\#(phase)""#) && $0.contains(#""users":2"#) }, "\(warnings)")
+        }
+        #expect(!log.text.contains("UTC+3"))
+        #expect(!odd.contains { log.text.contains($0.lowercased) })             // ids only at debug
+    }
+
     @Test func promptsAreScheduledOncePerLocalDay() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }

@@ -26,6 +26,8 @@ struct ForecastPhase {
         var fetchFailures = 0
         /// Users whose weather was not asked for: the phase's time ran out, or a stop signal came.
         var notFetched = 0
+        /// Candidates whose time zone herald cannot read (passed over).
+        var unknownZones = UnknownZones()
     }
 
     struct Candidate {
@@ -51,14 +53,19 @@ struct ForecastPhase {
                       select 1 from daily_forecasts f where f.user_id = p.user_id
                          and f.forecast_date >= \(now)::date - 1 and f.forecast_date <= \(now)::date + 1))
             """) {
-            guard let user = row["user_id"].uuid, let tz = row["timezone"].string, let zone = Zone.named(tz),
-                  let time = row["t"].string.flatMap(LocalTime.init).map(DailyTime.timeOfDay),   // 24:00 → 00:00
+            guard let user = row["user_id"].uuid else { continue }
+            guard let tz = row["timezone"].string, let zone = Zone.named(tz) else {
+                result.unknownZones.note(user)
+                continue
+            }
+            guard let time = row["t"].string.flatMap(LocalTime.init).map(DailyTime.timeOfDay),   // 24:00 → 00:00
                   let date = FlareForecast.dueDate(now: now, zone: zone, notificationTime: time) else { continue }
             candidates.append(Candidate(
                 user: user, zone: tz, date: date, at: Zone.instant(of: date, time, in: zone),
                 latitude: row["latitude"].double, longitude: row["longitude"].double,
                 locationName: row["location_name"].string, notificationTime: time))
         }
+        result.unknownZones.report(.forecasts, logger: logger)
         guard !candidates.isEmpty else { return result }
 
         // Already enqueued for that date: nothing to do (and no weather to fetch).

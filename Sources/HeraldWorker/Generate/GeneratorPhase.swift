@@ -61,6 +61,7 @@ struct ForecastsGenerator: GeneratorPhase {
             summary.generated[.weatherFailed] = r.fetchFailures
             if r.notFetched > 0 { summary.generated[.weatherNotFetched] = r.notFetched }
         }
+        r.unknownZones.count(in: &summary, as: .forecastsUnknownZoneUsers)
     }
 }
 
@@ -69,7 +70,9 @@ struct PromptsGenerator: GeneratorPhase {
     var phase: Phase { .prompts }
 
     func run(_ c: GeneratorContext, summary: inout Summary) throws {
-        summary.generated[.prompts] = try PromptPhase(db: c.db, passId: c.passId, now: c.now).run()
+        let r = try PromptPhase(db: c.db, passId: c.passId, now: c.now, logger: c.logger).run()
+        summary.generated[.prompts] = r.enqueued
+        r.unknownZones.count(in: &summary, as: .promptsUnknownZoneUsers)
     }
 }
 
@@ -78,6 +81,35 @@ struct RemindersGenerator: GeneratorPhase {
     var phase: Phase { .reminders }
 
     func run(_ c: GeneratorContext, summary: inout Summary) throws {
-        summary.generated[.reminders] = try ReminderPhase(db: c.db, passId: c.passId, now: c.now, logger: c.logger).run()
+        let r = try ReminderPhase(db: c.db, passId: c.passId, now: c.now, logger: c.logger).run()
+        summary.generated[.reminders] = r.enqueued
+        r.unknownZones.count(in: &summary, as: .remindersUnknownZoneUsers)
+    }
+}
+
+/// The people a generator phase passed over because herald cannot read their time zone
+/// (`user_profiles.timezone` missing, or no IANA zone, such as PostgreSQL's POSIX-style `UTC+3`): with
+/// no local clock, nothing of theirs can come due. The phase warns once with their count (their user
+/// ids at debug level, never the zone text above it) and the summary counts them
+/// (`generated.<phase>_unknown_zone_users`); their rows made by others fail at delivery with a readable
+/// error.
+struct UnknownZones {
+    private(set) var users: Set<UUID> = []
+
+    mutating func note(_ user: UUID) { users.insert(user) }
+
+    /// One warning for the phase, and each user id at debug level.
+    func report(_ phase: Phase, logger: Logger) {
+        guard !users.isEmpty else { return }
+        logger.warning("people whose time zone herald cannot read were passed over", metadata: [
+            "phase": .string(phase.rawValue), "users": .stringConvertible(users.count)])
+        for user in users.sorted(by: { $0.lowercased < $1.lowercased }) {
+            logger.debug("time zone unreadable; passed over", metadata: [
+                "phase": .string(phase.rawValue), "user_id": .string(user.lowercased)])
+        }
+    }
+
+    func count(in summary: inout Summary, as key: GeneratedCount) {
+        if !users.isEmpty { summary.generated[key] = users.count }
     }
 }

@@ -11,8 +11,16 @@ struct PromptPhase {
     let db: PGConnection
     let passId: String
     let now: Date
+    let logger: Logger
 
-    func run() throws -> Int {
+    struct Result {
+        var enqueued = 0
+        /// People whose time zone herald cannot read (passed over).
+        var unknownZones = UnknownZones()
+    }
+
+    func run() throws -> Result {
+        var result = Result()
         var rows: [NewNotification] = []
         var days: [JSONValue] = []
         for row in try db.query("""
@@ -22,8 +30,12 @@ struct PromptPhase {
                select 1 from prompt_schedules ps
                 where ps.user_id = s.user_id and ps.local_date = (\(now)::timestamptz at time zone p.timezone)::date)
             """) {
-            guard let user = row["user_id"].uuid, let zone = row["timezone"].string.flatMap(Zone.named),
-                  let n = row["prompts_per_day"].int, let start = row["waking_hour_start"].int,
+            guard let user = row["user_id"].uuid else { continue }
+            guard let zone = row["timezone"].string.flatMap(Zone.named) else {
+                result.unknownZones.note(user)
+                continue
+            }
+            guard let n = row["prompts_per_day"].int, let start = row["waking_hour_start"].int,
                   let end = row["waking_hour_end"].int else { continue }
             let date = Zone.localDate(now, in: zone)
             let instants = PromptSchedule.instants(user: user, date: date, count: n, wakingStartHour: start,
@@ -36,8 +48,9 @@ struct PromptPhase {
                     scheduledAt: at, dedupeKey: "prompt:\(user.lowercased):\(date):\(i + 1)", reason: "prompt_schedule"))
             }
         }
-        guard !days.isEmpty else { return 0 }
-        return try db.transaction { db in
+        result.unknownZones.report(.prompts, logger: logger)
+        guard !days.isEmpty else { return result }
+        result.enqueued = try db.transaction { db in
             try db.execute("""
                 insert into prompt_schedules (user_id, local_date, prompts)
                 select user_id, local_date, prompts from jsonb_to_recordset(\(JSONValue.array(days).pgJSONText)::jsonb)
@@ -46,6 +59,7 @@ struct PromptPhase {
                 """)
             return try Enqueuer.insert(rows, db: db, passId: passId).count
         }
+        return result
     }
 }
 
@@ -79,7 +93,14 @@ struct ReminderPhase {
         var notification: NewNotification
     }
 
-    func run() throws -> Int {
+    struct Result {
+        var enqueued = 0
+        /// People with a daily reminder whose time zone herald cannot read (passed over).
+        var unknownZones = UnknownZones()
+    }
+
+    func run() throws -> Result {
+        var result = Result()
         var due: [Due] = []
         var daily: [JSONValue] = []
         var once: [UUID] = []
@@ -123,8 +144,11 @@ struct ReminderPhase {
             }
             let key = "reminder:\(id.lowercased)"
             if row["schedule"].string == "daily" {
-                guard let zone = row["timezone"].string.flatMap(Zone.named),
-                      let time = row["local_time"].string.flatMap(LocalTime.init),
+                guard let zone = row["timezone"].string.flatMap(Zone.named) else {
+                    result.unknownZones.note(user)
+                    continue
+                }
+                guard let time = row["local_time"].string.flatMap(LocalTime.init),
                       let d = ReminderSchedule.dailyDue(now: now, zone: zone, time: time, advance: advance,
                                                         lastEnqueuedFor: row["last"].string.flatMap(LocalDate.init)) else { continue }
                 var extra: [String: JSONValue] = ["date": .string(d.date.description)]
@@ -170,7 +194,8 @@ struct ReminderPhase {
             logger.warning("reminder's time is not a real instant (infinity, or outside the years 0001-9999); not enqueued",
                            metadata: ["reminder_id": .string(id.lowercased)])
         }
-        guard !due.isEmpty else { return 0 }
+        result.unknownZones.report(.reminders, logger: logger)
+        guard !due.isEmpty else { return result }
 
         // Adaptive frequency: score each person once, then hold back what their frequency leaves out.
         let adherence = try score(adaptive)
@@ -181,7 +206,7 @@ struct ReminderPhase {
             due[i].notification.skipDetails = ["frequency": .string(a.frequency.rawValue), "adherence": a.score.json]
         }
 
-        return try db.transaction { db in
+        result.enqueued = try db.transaction { db in
             if !daily.isEmpty {
                 try db.execute("""
                     update reminders r set last_enqueued_for = x.date, updated_at = now()
@@ -209,6 +234,7 @@ struct ReminderPhase {
             }
             return try Enqueuer.insert(due.map(\.notification), db: db, passId: passId).count
         }
+        return result
     }
 
     static func reason(_ type: ReminderType, end: Bool) -> String {

@@ -140,13 +140,16 @@ public enum GeneratedCount: String, CaseIterable, Sendable {
     case episodesOpened = "episodes_opened"
     case episodesResolved = "episodes_resolved"
     case forecasts
+    case forecastsUnknownZoneUsers = "forecasts_unknown_zone_users"
     case patterns
     case patternsFailedUsers = "patterns_failed_users"
     case patternsUsers = "patterns_users"
     case prompts
+    case promptsUnknownZoneUsers = "prompts_unknown_zone_users"
     case providerEvents = "provider_events"
     case receiptsChecked = "receipts_checked"
     case reminders
+    case remindersUnknownZoneUsers = "reminders_unknown_zone_users"
     case statusesChecked = "statuses_checked"
     case statusesExpired = "statuses_expired"
     case statusesFinal = "statuses_final"
