@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldPostgres
 import HeraldTestSupport
+import Logging
 @testable import HeraldWorker
 import Testing
 
@@ -204,6 +205,56 @@ import Testing
         // Left as they were, to be corrected: not marked enqueued.
         #expect(try f.count("select count(*)::int from reminders where id = any(\(bad)::uuid[]) and enqueued_at is null") == bad.count)
         #expect(try f.count("select count(*)::int from reminders where id = \(good) and enqueued_at is not null") == 1)
+    }
+
+    /// The app edits a reminder after the phase read it and before it wrote: the phase's marks overwrote
+    /// the trigger's reset and its rows were enqueued for a reminder cancelled, disabled, deleted or
+    /// moved (the trigger had nothing to withdraw yet). Now only reminders still as read are acted on.
+    @Test func anEditBetweenTheReadAndTheWriteIsNotOverwritten() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let app = try tdb.connect()
+        let f = Fixtures(db: db)
+        let p = try f.profile()
+        func reminder(_ sql: SQL) throws -> UUID { try db.query(sql).first!["id"].uuid! }
+        func once(_ at: String) throws -> UUID {
+            try reminder("insert into reminders (user_id, schedule, reminder_type, at) values (\(p), 'once', 'test_start', \(instant(at))) returning id")
+        }
+        let kept = try once("2026-01-25T11:00:00Z")
+        let cancelled = try once("2026-01-25T11:00:00Z")
+        let deleted = try once("2026-01-25T11:00:00Z")
+        let moved = try once("2026-01-25T11:00:00Z")
+        let disabledDaily = try reminder("insert into reminders (user_id, schedule, reminder_type, local_time) values (\(p), 'daily', 'daily', '09:00') returning id")
+        let retimedDaily = try reminder("insert into reminders (user_id, schedule, reminder_type, local_time) values (\(p), 'daily', 'daily', '10:00') returning id")
+
+        let now = instant("2026-01-25T12:00:00Z")
+        let phase = ReminderPhase(db: db, passId: "test-pass", now: now, logger: Logger(label: "test"))
+        let plan = try phase.plan()
+        #expect(plan.due.count == 6)
+        // The app, between the read and the write.
+        try app.execute("update reminders set cancelled_at = now() where id = \(cancelled)")
+        try app.execute("delete from reminders where id = \(deleted)")
+        try app.execute("update reminders set at = \(instant("2026-01-25T18:00:00Z")) where id = \(moved)")
+        try app.execute("update reminders set enabled = false where id = \(disabledDaily)")
+        try app.execute("update reminders set local_time = '13:00' where id = \(retimedDaily)")
+        #expect(try phase.write(plan) == 1)
+
+        #expect(try db.query("select reminder_id from notification_queue").map { $0["reminder_id"].uuid } == [kept])
+        let marks = try db.query("select id, enqueued_at, last_enqueued_for::text as last from reminders")
+        func mark(_ id: UUID) -> PGRow? { marks.first { $0["id"].uuid == id } }
+        #expect(mark(kept)?["enqueued_at"].date != nil)
+        for id in [cancelled, moved] { #expect(mark(id)?["enqueued_at"].date == nil) }
+        for id in [disabledDaily, retimedDaily] { #expect(mark(id)?["last"].string == nil) }
+        // The moved one and the retimed one come due at their new times, once each.
+        let worker = Worker(url: tdb.url)
+        _ = worker.run(now: instant("2026-01-25T13:00:00Z")) { $0.phases = [.reminders] }
+        #expect(try f.count("select count(*)::int from notification_queue where reminder_id = \(retimedDaily) and scheduled_at = \(instant("2026-01-25T13:00:00Z"))") == 1)
+        #expect(try f.count("select count(*)::int from notification_queue where reminder_id = \(moved)") == 0)
+        _ = worker.run(now: instant("2026-01-25T18:00:00Z")) { $0.phases = [.reminders] }
+        _ = worker.run(now: instant("2026-01-25T18:05:00Z")) { $0.phases = [.reminders] }
+        #expect(try f.count("select count(*)::int from notification_queue where reminder_id = \(moved) and scheduled_at = \(instant("2026-01-25T18:00:00Z"))") == 1)
+        #expect(try f.count("select count(*)::int from notification_queue") == 3)
     }
 
     @Test func eachTypeHasItsToggle() throws {

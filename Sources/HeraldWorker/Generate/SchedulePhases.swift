@@ -86,7 +86,7 @@ struct ReminderPhase {
     let now: Date
     let logger: Logger
 
-    private struct Due {
+    struct Due {
         var reminder: UUID
         var user: UUID
         var type: ReminderType
@@ -99,16 +99,33 @@ struct ReminderPhase {
         var unknownZones = UnknownZones()
     }
 
-    func run() throws -> Result {
-        var result = Result()
+    /// What the read found due, before anything is written: the rows, and per reminder the marks to
+    /// set (`last_enqueued_for`, `enqueued_at`, `end_enqueued_at`) with the columns as they were read.
+    struct Plan {
         var due: [Due] = []
-        var daily: [JSONValue] = []
-        var once: [UUID] = []
-        var ends: [UUID] = []
+        /// One object per reminder acted on: its id, its marks (`date`, `once`, `ends`) and the values
+        /// read (`schedule`, `reminder_type`, `at`, `ends_at`, `local_time`, `last`), as text.
+        var marks: [UUID: [String: JSONValue]] = [:]
+        var adherence: [UUID: (frequency: NotificationFrequency, score: AdherenceScore)] = [:]
+        var result = Result()
+    }
+
+    func run() throws -> Result {
+        let plan = try plan()
+        var result = plan.result
+        result.enqueued = try write(plan)
+        return result
+    }
+
+    /// Reads the reminders due at `now` and makes their rows (no lock is held: see `write`).
+    func plan() throws -> Plan {
+        var plan = Plan()
+        var due: [Due] = []
         var adaptive: [UUID: (zone: TimeZone, current: NotificationFrequency)] = [:]
         var unschedulable: [UUID] = []
         for row in try db.query("""
             select r.id, r.user_id, r.schedule, r.reminder_type, r.title, r.body, r.title_ar, r.body_ar,
+                   r.local_time::text as own_time,
                    coalesce(r.local_time, case when r.reminder_type = 'daily' then p.daily_reminder_time end)::text as local_time,
                    r.at, r.ends_at, r.enqueued_at, r.end_enqueued_at, r.critical, r.channel,
                    r.related_entity_type, r.related_entity_id, r.last_enqueued_for::text as last, p.timezone,
@@ -142,10 +159,22 @@ struct ReminderPhase {
                 n.reminderId = id
                 due.append(Due(reminder: id, user: user, type: type, notification: n))
             }
+            // The reminder as read: `write` acts on it only while it is still so.
+            func mark(_ key: String, _ value: JSONValue) {
+                if plan.marks[id] == nil {
+                    var read: [String: JSONValue] = ["id": .string(id.lowercased)]
+                    for (k, column) in [("schedule", "schedule"), ("reminder_type", "reminder_type"), ("at", "at"),
+                                        ("ends_at", "ends_at"), ("local_time", "own_time"), ("last", "last")] {
+                        read[k] = row[column].string.map(JSONValue.string) ?? .null
+                    }
+                    plan.marks[id] = read
+                }
+                plan.marks[id]?[key] = value
+            }
             let key = "reminder:\(id.lowercased)"
             if row["schedule"].string == "daily" {
                 guard let zone = row["timezone"].string.flatMap(Zone.named) else {
-                    result.unknownZones.note(user)
+                    plan.result.unknownZones.note(user)
                     continue
                 }
                 guard let time = row["local_time"].string.flatMap(LocalTime.init),
@@ -155,7 +184,7 @@ struct ReminderPhase {
                 if type == .dose { extra["dose_at"] = .string(ISO8601.string(d.at.addingTimeInterval(advance))) }
                 add(at: d.at, key: "\(key):\(d.date):\(ISO8601.string(d.at))",
                     reason: type == .dose ? "dose_reminder" : "daily_reminder", extra: extra)
-                daily.append(["id": .string(id.lowercased), "date": .string(d.date.description)])
+                mark("date", .string(d.date.description))
             } else {
                 // A time that is no real instant (-infinity, a BC date) is skipped and named: enqueued, it
                 // would make PostgreSQL refuse the insert and roll back everyone's reminders.
@@ -171,7 +200,7 @@ struct ReminderPhase {
                         default: break
                         }
                         add(at: at, key: "\(key):\(ISO8601.string(at))", reason: Self.reason(type, end: false), extra: extra)
-                        once.append(id)
+                        mark("once", true)
                     }
                 }
                 if type == .washout, row["end_enqueued_at"].date == nil, let end = row["ends_at"].date, end <= now {
@@ -180,7 +209,7 @@ struct ReminderPhase {
                     } else {
                         add(at: end, key: "\(key):end:\(ISO8601.string(end))", reason: Self.reason(type, end: true),
                             extra: ["washout_event": "end"])
-                        ends.append(id)
+                        mark("ends", true)
                     }
                 }
                 if !real { unschedulable.append(id) }
@@ -194,8 +223,8 @@ struct ReminderPhase {
             logger.warning("reminder's time is not a real instant (infinity, or outside the years 0001-9999); not enqueued",
                            metadata: ["reminder_id": .string(id.lowercased)])
         }
-        result.unknownZones.report(.reminders, logger: logger)
-        guard !due.isEmpty else { return result }
+        plan.result.unknownZones.report(.reminders, logger: logger)
+        guard !due.isEmpty else { return plan }
 
         // Adaptive frequency: score each person once, then hold back what their frequency leaves out.
         let adherence = try score(adaptive)
@@ -205,20 +234,47 @@ struct ReminderPhase {
             due[i].notification.skipReason = .adaptiveFrequency
             due[i].notification.skipDetails = ["frequency": .string(a.frequency.rawValue), "adherence": a.score.json]
         }
+        plan.due = due
+        plan.adherence = adherence
+        return plan
+    }
 
-        result.enqueued = try db.transaction { db in
-            if !daily.isEmpty {
-                try db.execute("""
-                    update reminders r set last_enqueued_for = x.date, updated_at = now()
-                      from jsonb_to_recordset(\(JSONValue.array(daily).pgJSONText)::jsonb) as x(id uuid, date date)
+    /// Marks the planned reminders and enqueues their rows, in one transaction. The app may have
+    /// cancelled, disabled, deleted or moved a reminder since `plan` read it (its trigger withdrew
+    /// nothing then: the rows did not exist yet). So the marks are set by one statement that acts only on
+    /// reminders still enabled, not cancelled, with the schedule, type, times and marks read, and only
+    /// the rows of the reminders it returns are enqueued. It also locks them until the commit: an edit
+    /// arriving meanwhile waits, and its trigger then withdraws the rows just enqueued. A reminder
+    /// passed over is read again by the next pass.
+    func write(_ plan: Plan) throws -> Int {
+        guard !plan.due.isEmpty else { return 0 }
+        let adherence = plan.adherence
+        return try db.transaction { db in
+            var acted: Set<UUID> = []
+            if !plan.marks.isEmpty {
+                // In id order, as concurrent passes write them.
+                let marks = JSONValue.array(plan.marks.sorted { $0.key.lowercased < $1.key.lowercased }.map { .object($0.value) })
+                for row in try db.query("""
+                    update reminders r
+                       set last_enqueued_for = coalesce(x.date, r.last_enqueued_for),
+                           enqueued_at = case when x.once then now() else r.enqueued_at end,
+                           end_enqueued_at = case when x.ends then now() else r.end_enqueued_at end,
+                           updated_at = now()
+                      from jsonb_to_recordset(\(marks.pgJSONText)::jsonb) as x(
+                             id uuid, date date, once boolean, ends boolean, schedule text, reminder_type text,
+                             at timestamptz, ends_at timestamptz, local_time time, last date)
                      where r.id = x.id
-                    """)
-            }
-            if !once.isEmpty {
-                try db.execute("update reminders set enqueued_at = now(), updated_at = now() where id = any(\(once)::uuid[])")
-            }
-            if !ends.isEmpty {
-                try db.execute("update reminders set end_enqueued_at = now(), updated_at = now() where id = any(\(ends)::uuid[])")
+                       and r.enabled and r.cancelled_at is null
+                       and r.schedule = x.schedule and r.reminder_type = x.reminder_type
+                       and r.at is not distinct from x.at and r.ends_at is not distinct from x.ends_at
+                       and r.local_time is not distinct from x.local_time
+                       and r.last_enqueued_for is not distinct from x.last
+                       and (x.once is not true or r.enqueued_at is null)
+                       and (x.ends is not true or r.end_enqueued_at is null)
+                    returning r.id
+                    """) {
+                    if let id = row["id"].uuid { acted.insert(id) }
+                }
             }
             if !adherence.isEmpty {
                 let scores = JSONValue.array(adherence.map { user, a in
@@ -232,9 +288,9 @@ struct ReminderPhase {
                      where p.user_id = x.user_id
                     """)
             }
-            return try Enqueuer.insert(due.map(\.notification), db: db, passId: passId).count
+            let rows = plan.due.filter { acted.contains($0.reminder) }.map(\.notification)
+            return try Enqueuer.insert(rows, db: db, passId: passId).count
         }
-        return result
     }
 
     static func reason(_ type: ReminderType, end: Bool) -> String {
