@@ -17,6 +17,20 @@ import Testing
         #expect(late.date == day("2026-01-25") && late.at == utc(2026, 1, 25, 9))
     }
 
+    /// A reminder at 23:57 is first seen by the pass at 00:00, on the next local date: it is still owed for
+    /// an hour after its time (once), then no more.
+    @Test func aTimeJustBeforeMidnightIsCaughtUpAfterIt() throws {
+        let late = t("23:57")
+        let due = try #require(ReminderSchedule.dailyDue(now: utc(2026, 1, 26, 0, 0), zone: london, time: late,
+                                                         lastEnqueuedFor: day("2026-01-24")))
+        #expect(due.date == day("2026-01-25"))
+        #expect(due.at == utc(2026, 1, 25, 23, 57))
+        #expect(ReminderSchedule.dailyDue(now: utc(2026, 1, 26, 0, 5), zone: london, time: late,
+                                          lastEnqueuedFor: day("2026-01-25")) == nil, "once")
+        #expect(ReminderSchedule.dailyDue(now: utc(2026, 1, 26, 0, 58), zone: london, time: late,
+                                          lastEnqueuedFor: day("2026-01-24")) == nil, "over an hour late: not owed")
+    }
+
     @Test func alreadyEnqueuedToday() {
         let now = utc(2026, 1, 25, 12)
         #expect(ReminderSchedule.dailyDue(now: now, zone: london, time: nine, lastEnqueuedFor: day("2026-01-25")) == nil)

@@ -22,10 +22,15 @@ public enum ReminderSchedule {
     ///
     /// With `advance` (a dose reminder), the date is that of the dose and the instant is `advance` seconds
     /// before the dose's instant: the reminder for a dose at 00:10 goes out at 23:40 the evening before.
+    /// How long after its time a daily reminder missed across midnight is still sent: passes run every
+    /// few minutes, so one at 23:57 is first seen after midnight, on the next local date.
+    public static let catchUp: TimeInterval = 3600
+
     public static func dailyDue(now: Date, zone: TimeZone, time: LocalTime, advance: TimeInterval = 0,
                                 lastEnqueuedFor: LocalDate?) -> (date: LocalDate, at: Date)? {
         let time = DailyTime.timeOfDay(time)                          // 24:00 is midnight, as the date begins
-        guard let date = DailyTime.dateReached(time, at: now.addingTimeInterval(advance), in: zone) else { return nil }
+        guard let date = DailyTime.dateReached(time, at: now.addingTimeInterval(advance), in: zone,
+                                               catchUp: catchUp) else { return nil }
         if let last = lastEnqueuedFor, last >= date { return nil }
         return (date, Zone.instant(of: date, time, in: zone).addingTimeInterval(-advance))
     }
