@@ -192,8 +192,10 @@ import Testing
     // MARK: - Signals
 
     /// SIGTERM in the middle of a batch: no request starts after it, those in flight finish and are
-    /// recorded, the rest go back to the queue with no attempt charged, and the process exits 3.
-    @Test func sigtermReleasesUnsentRowsWithoutChargingAnAttempt() throws {
+    /// recorded, the rest go back to the queue with no attempt charged, and the process exits 3. SIGHUP
+    /// (the terminal of an interactive drain closed) does the same instead of killing the pass mid-send.
+    @Test(arguments: [SIGTERM, SIGHUP])
+    func aStopSignalReleasesUnsentRowsWithoutChargingAnAttempt(_ sig: Int32) throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
         let f = Fixtures(db: try tdb.connect())
@@ -213,7 +215,7 @@ import Testing
         let deadline = Date().addingTimeInterval(30)
         while server.requests.count < 4 && Date() < deadline { usleep(10_000) }
         let seenAtSignal = server.requests.count
-        p.terminate()  // SIGTERM
+        kill(p.processIdentifier, sig)
         p.waitUntilExit()
         let elapsed = Date().timeIntervalSince(started)
         #expect(p.terminationStatus == 3)

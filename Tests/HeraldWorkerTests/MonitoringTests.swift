@@ -57,6 +57,30 @@ import Testing
                 || push.text.contains(#"herald_sends_total{channel="in_app",provider="inbox",outcome="delivered"} 1"#))
     }
 
+    /// A failed pass POSTs, so the group keeps the last success's timestamp (a PUT would drop it and the
+    /// staleness alert could never fire); the instance is HERALD_PUSHGATEWAY_INSTANCE when set.
+    @Test func aFailedPassKeepsTheLastSuccessInItsGroup() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        _ = try f.enqueue(to: try f.profile(), at: seedInstant)
+        let gateway = try FakeHTTPServer(http2: false) { _ in FakeResponse(status: 200) }
+        defer { gateway.shutdown() }
+        let worker = Worker(url: tdb.url, settings: ["HERALD_PUSHGATEWAY_INSTANCE": "herald-cronjob"])
+        _ = worker.run(now: seedInstant) { $0.pushgateway = gateway.baseURL }
+        // The next pass fails: its database is gone.
+        let gone = Worker(url: "postgresql://postgres@127.0.0.1:1/nowhere?connect_timeout=2",
+                          settings: ["HERALD_PUSHGATEWAY_INSTANCE": "herald-cronjob"])
+        let (_, code) = gone.run(now: seedInstant) { $0.pushgateway = gateway.baseURL }
+        #expect(code == .database)
+        let pushes = gateway.requests
+        #expect(pushes.map(\.method) == ["PUT", "POST"])
+        #expect(pushes.allSatisfy { $0.path == "/metrics/job/herald/instance/herald-cronjob" })
+        #expect(pushes[0].text.contains("herald_last_success_timestamp_seconds"))
+        #expect(!pushes[1].text.contains("herald_last_success_timestamp_seconds"))
+        #expect(pushes[1].text.contains("herald_pass_success 0"))
+    }
+
     @Test func theGroupingKeyIsPathSafe() {
         #expect(Pushgateway.groupPath(host: "web-1.example.com") == "/metrics/job/herald/instance/web-1.example.com")
         #expect(Pushgateway.groupPath(host: "a/b c") == "/metrics/job/herald/instance/a%2Fb%20c")

@@ -35,6 +35,7 @@ extension Settings {
         SettingSpec("HERALD_AUDIT_RETENTION_DAYS", default: "400", "how long the trail and deliveries are kept"),
         SettingSpec("HERALD_HEARTBEAT_URL", "a dead man's switch called around each pass"),
         SettingSpec("HERALD_PUSHGATEWAY_URL", "a Prometheus Pushgateway for each pass's metrics"),
+        SettingSpec("HERALD_PUSHGATEWAY_INSTANCE", "the Pushgateway group's instance label (default: the host name)"),
         SettingSpec("HERALD_CHANNEL_<CHANNEL>", "log: print the channel's notifications; off: disable it"),
         SettingSpec("HERALD_LOG_ADAPTER_FILE", "where the log adapter appends each notification"),
         SettingSpec("APNS_KEY_FILE", "APNs: the .p8 key"),

@@ -38,15 +38,21 @@ public struct Heartbeat: Sendable {
 }
 
 /// Pushes the pass's metrics to a Prometheus Pushgateway, for passes on several hosts or in a
-/// Kubernetes CronJob where no node_exporter reads a textfile: `PUT <url>/metrics/job/herald/instance/<host>`
-/// replaces this host's group. Best effort, like the heartbeat.
+/// Kubernetes CronJob where no node_exporter reads a textfile, under `job/herald/instance/<instance>`:
+/// `HERALD_PUSHGATEWAY_INSTANCE`, else the host name (a CronJob's pods each have a new one, so set it
+/// there, or every pass leaves a group behind). A successful pass `PUT`s, replacing the group; any
+/// other `POST`s, replacing only the metrics it pushes, so the group keeps the last success's
+/// `herald_last_success_timestamp_seconds` and an alert on its age fires. Best effort, like the heartbeat.
 public struct Pushgateway: Sendable {
     public let url: String
+    public let instance: String
     public var timeout: Double = 5
 
-    public init?(url: String?) throws {
+    public init?(url: String?, instance: String? = nil) throws {
         guard let url else { return nil }
         self.url = try monitorBase(url, named: "the Pushgateway URL (--pushgateway or HERALD_PUSHGATEWAY_URL)")
+        let given = instance?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        self.instance = given.isEmpty ? ProcessInfo.processInfo.hostName : given
     }
 
     /// The grouping key's path: job `herald`, instance = this host (path-escaped).
@@ -56,8 +62,9 @@ public struct Pushgateway: Sendable {
         return "/metrics/job/herald/instance/" + (instance.isEmpty ? "unknown" : instance)
     }
 
-    public func push(_ text: String, host: String, transport: HTTPTransport, logger: Logger) {
-        let request = HTTPRequest(method: "PUT", url: url + Self.groupPath(host: host),
+    public func push(_ summary: Summary, transport: HTTPTransport, logger: Logger) {
+        let text = Metrics.text(summary)
+        let request = HTTPRequest(method: Metrics.succeeded(summary) ? "PUT" : "POST", url: url + Self.groupPath(host: instance),
                                   headers: [("content-type", "text/plain; version=0.0.4")],
                                   body: Array(text.utf8), timeout: timeout, version: .http1_1)
         switch transport.perform(request) {

@@ -6,6 +6,9 @@ import Foundation
 ///     herald run --metrics-file /var/lib/node_exporter/textfile_collector/herald.prom
 public enum Metrics {
     /// `previousSuccess` carries the last success time over a failed pass, so the alert fires on age.
+    /// A pass that completed, was not interrupted and had no phase fail: what `herald_pass_success` says.
+    public static func succeeded(_ s: Summary) -> Bool { s.ok && !s.interrupted && s.phaseErrors.isEmpty }
+
     public static func text(_ s: Summary, now: Date = Date(), previousSuccess: Double? = nil) -> String {
         var out = ""
         func metric(_ name: String, _ help: String, _ type: String, _ samples: [(String, Double)]) {
@@ -74,7 +77,7 @@ public enum Metrics {
         if let m = s.peakMemoryBytes {
             metric("herald_pass_peak_memory_bytes", "Peak resident memory of the last pass.", "gauge", [("", Double(m))])
         }
-        let succeeded = s.ok && !s.interrupted && s.phaseErrors.isEmpty
+        let succeeded = Self.succeeded(s)
         metric("herald_pass_success", "1 when the last pass completed, 0 when it failed, was interrupted or a phase failed.", "gauge",
                [("", succeeded ? 1 : 0)])
         metric("herald_last_run_timestamp_seconds", "When the last pass finished.", "gauge",

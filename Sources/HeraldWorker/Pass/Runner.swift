@@ -68,7 +68,8 @@ public struct Runner {
         var eventKeys = ProviderEventKeys()
         do {
             heartbeat = try Heartbeat(url: settings["HERALD_HEARTBEAT_URL"])
-            pushgateway = try Pushgateway(url: options.pushgateway ?? settings["HERALD_PUSHGATEWAY_URL"])
+            pushgateway = try Pushgateway(url: options.pushgateway ?? settings["HERALD_PUSHGATEWAY_URL"],
+                                          instance: settings["HERALD_PUSHGATEWAY_INSTANCE"])
             databaseURL = try settings.databaseURL() ?? ""
             guard options.batchSize > 0 else { throw ConfigError("--batch-size must be at least 1") }
             guard options.deadline.isFinite, options.deadline > 0 else { throw ConfigError("--deadline must be a positive number of seconds") }
@@ -140,7 +141,7 @@ public struct Runner {
                 "error": .string("\(error)"),
                 "hint": "set DATABASE_URL (a postgresql:// URI or a libpq conninfo), or libpq's PG* variables",
             ])
-            pushgateway?.push(Metrics.text(summary), host: ProcessInfo.processInfo.hostName, transport: transport, logger: logger)
+            pushgateway?.push(summary, transport: transport, logger: logger)
             heartbeat?.ping("\(ExitCode.database.rawValue)", transport: transport, logger: logger)
             return (summary, .database)
         }
@@ -288,7 +289,7 @@ public struct Runner {
             }
         }
         if !options.dryRun {
-            pushgateway?.push(Metrics.text(summary), host: ProcessInfo.processInfo.hostName, transport: transport, logger: logger)
+            pushgateway?.push(summary, transport: transport, logger: logger)
             heartbeat?.ping("\(code.rawValue)", transport: transport, logger: logger)
         }
         logger.info("pass finished", metadata: [

@@ -2,8 +2,8 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// SIGTERM and SIGINT ask the pass to stop: it claims nothing more, lets in-flight sends finish, records
-/// them, and exits with code 3.
+/// SIGTERM, SIGINT and SIGHUP (the terminal of an interactive drain closed) ask the pass to stop: it
+/// claims nothing more, lets in-flight sends finish, records them, and exits with code 3.
 ///
 ///     StopSignal.install()
 ///     while !StopSignal.requested { … }
@@ -17,7 +17,7 @@ public enum StopSignal {
 
     /// Replaces the default handlers (which kill the process) with a flag. Call once, early.
     public static func install() {
-        for sig in [SIGTERM, SIGINT] {
+        for sig in [SIGTERM, SIGINT, SIGHUP] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler { StopSignal.request() }
