@@ -234,6 +234,17 @@ struct ExpoAdapterTests {
         #expect(throws: AdapterError.self) { try adapter.request(for: envelopes(101)) }
     }
 
+    /// Only "ok" and "error" are final: a receipt whose status is "pending", missing or unknown is asked
+    /// for again, not stored as an error.
+    @Test func aReceiptWithoutAFinalStatusIsNotReadyYet() {
+        let adapter = try! ExpoAdapter(accessToken: nil, baseURL: "https://exp.host")
+        let body = #"{"data":{"a":{"status":"pending"},"b":{},"c":{"status":"queued"},"d":{"status":"ok"},"e":{"status":"error","message":"m","details":{"error":"MessageRateExceeded"}}}}"#
+        let result = adapter.classifyReceipts(.success(HTTPResponse(status: 200, headers: [], body: Array(body.utf8))))
+        #expect(result.notReady(["a", "b", "c", "d", "e"]) == ["a", "b", "c"])
+        #expect(result.receipt(for: "d") == .ok)
+        #expect(result.receipt(for: "e")?.outcome.code == "MessageRateExceeded")
+    }
+
     @Test func receiptsRecogniseDeviceNotRegistered() throws {
         let rig = try MessagingRig()
         defer { rig.remove() }

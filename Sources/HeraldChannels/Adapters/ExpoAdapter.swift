@@ -470,13 +470,17 @@ public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
             switch receipt["status"]?.stringValue {
             case "ok":
                 receipts[id] = .ok
-            default:
+            case "error":
                 let code = AdapterSupport.readable(receipt["details"]?["error"]?.stringValue ?? "expo_error",
                                                    maxUTF8Bytes: AdapterSupport.maxCodeBytes)
                 let message = receipt["message"]?.stringValue.map {
                     AdapterSupport.redact(AdapterSupport.readable($0), secrets: secrets)
                 } ?? code
                 receipts[id] = .error(code: code, message: Truncation.prefix(message, maxUTF8Bytes: AdapterSupport.maxMessageBytes))
+            default:
+                // Any other status ("pending", none, one Expo adds later) is not a final word: the
+                // receipt is asked for again, like one not in the answer, until the phase gives up.
+                continue
             }
         }
         return .receipts(receipts)
