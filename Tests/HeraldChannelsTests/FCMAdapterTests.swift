@@ -304,6 +304,13 @@ final class FCMAdapterTests {
         fcm.scriptTokenEndpoint(.json(400, #"{"error":"invalid_scope","error_description":"Invalid OAuth scope."}"#))
         do { try adapter.prepare(now: Date(), transport: transport); Issue.record("expected a throw") }
         catch { #expect("\(error)" == "FCM token exchange failed (400): invalid_scope: Invalid OAuth scope.") }
+        // An access token that cannot go into a header (a line break, a control character) is refused,
+        // not cached to fail every request for its lifetime.
+        for bad in [#"ya29.abc\r\nX-Injected: 1"#, #"ya29 abc"#, #"ya29.\u0000"#] {
+            fcm.scriptTokenEndpoint(.json(200, #"{"access_token":"\#(bad)","expires_in":86400,"token_type":"Bearer"}"#))
+            do { try adapter.prepare(now: Date().addingTimeInterval(7200), transport: transport); Issue.record("expected a throw for \(bad)") }
+            catch { #expect("\(error)".contains("cannot go into a header")) }
+        }
         fcm.scriptTokenEndpoint(nil)
 
         var closedAccount = account

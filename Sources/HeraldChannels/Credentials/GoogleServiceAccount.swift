@@ -135,8 +135,15 @@ public final class GoogleServiceAccount: @unchecked Sendable {
         guard let token = body?["access_token"]?.stringValue, !token.isEmpty else {
             throw AdapterError("FCM token exchange answered 200 without an access_token")
         }
-        // Google answers 3599; a lifetime that is not a number between a minute and a day is ignored.
-        let lifetime = body?["expires_in"]?.doubleValue.flatMap { $0.isFinite && (60...86_400).contains($0) ? $0 : nil } ?? 3600
+        // It goes into an Authorization header: visible ASCII only (RFC 6750's b64token alphabet is a
+        // subset). A token with a line break or a control character would fail every request locally,
+        // and being cached, for its whole lifetime.
+        guard token.utf8.count <= 4096, token.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw AdapterError("FCM token exchange answered an access_token that cannot go into a header")
+        }
+        // Google answers 3599; a lifetime that is not a number between a minute and an hour is ignored
+        // (an answer that claimed a day would keep a revoked token a day).
+        let lifetime = body?["expires_in"]?.doubleValue.flatMap { $0.isFinite && (60...3600).contains($0) ? $0 : nil } ?? 3600
         lock.withLock {
             if let cached { previous = cached.token }
             cached = (token, now.addingTimeInterval(lifetime))
