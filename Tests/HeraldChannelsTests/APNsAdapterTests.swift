@@ -185,11 +185,28 @@ final class APNsAdapterTests {
         expectNoSecrets(down.outcome, secrets)
     }
 
+    /// ExpiredProviderToken about a JWT minted minutes ago (an answer to the one it replaced, or a clock
+    /// that is off) does not mint yet another: a new JWT for each such answer would earn APNs's
+    /// TooManyProviderTokenUpdates.
+    @Test func anExpiredAnswerAboutAFreshJWTDoesNotMintAnother() throws {
+        let cache = try APNsTokenCache(keyPEM: apns.keyPEM, keyId: apns.keyId, teamId: apns.teamId)
+        let now = Date()
+        let jwt = try cache.token(now: now)
+        cache.invalidate(ifOlderThan: 20 * 60, now: now.addingTimeInterval(60))
+        #expect(try cache.token(now: now.addingTimeInterval(61)) == jwt)
+        #expect(cache.mintedCount == 1)
+        cache.invalidate(ifOlderThan: 20 * 60, now: now.addingTimeInterval(21 * 60))
+        #expect(try cache.token(now: now.addingTimeInterval(21 * 60)) != jwt)
+        #expect(cache.mintedCount == 2)
+    }
+
     @Test func expiredProviderTokenRetriesAndMintsANewJWT() throws {
         let now = Date()
         // A token minted two hours ago (as if the clock jumped): APNs says it expired.
         let stale = now.addingTimeInterval(-2 * 3600)
-        let (first, _) = try send(pushEnvelope(token: "aa", provider: .apns, now: stale))
+        // Answered now: the JWT is two hours old, so it is dropped.
+        let first = adapter.classify(transport.perform(try adapter.request(for: pushEnvelope(token: "aa", provider: .apns, now: stale))),
+                                     now: now)
         guard case .retry(_, let code, _) = first.outcome else {
             Issue.record("expected retry, got \(first.outcome)")
             return

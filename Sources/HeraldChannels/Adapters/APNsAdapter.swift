@@ -280,7 +280,7 @@ public struct APNsAdapter: HTTPAdapter {
         case .retry:
             return .retry(after: after, code: reason, message: message)
         case .refreshTokenAndRetry:
-            tokens.invalidate()
+            tokens.invalidate(ifOlderThan: 20 * 60, now: now)
             return .retry(after: after, code: reason, message: message)
         case .fail:
             return .permanent(code: reason, message: message)

@@ -76,6 +76,17 @@ public final class APNsTokenCache: @unchecked Sendable {
         }
     }
 
+    /// Drops the cached token only if it is at least `minimumAge` old at `now`. An ExpiredProviderToken
+    /// answer about a token minted minutes ago is about the one it replaced (a request still in flight)
+    /// or this host's clock; minting again for each such answer would earn TooManyProviderTokenUpdates.
+    public func invalidate(ifOlderThan minimumAge: TimeInterval, now: Date) {
+        lock.withLock {
+            guard let current, now.timeIntervalSince(current.issuedAt) >= minimumAge else { return }
+            previous = current.jwt
+            self.current = nil
+        }
+    }
+
     /// The tokens requests may have carried: the current one and the one before it. An answer that
     /// echoes one of them must not carry it into `last_error`.
     public var recentTokens: [String] {
