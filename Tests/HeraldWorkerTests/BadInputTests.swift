@@ -14,7 +14,10 @@ import Testing
         let db = try tdb.connect()
         let f = Fixtures(db: db)
         // PostgreSQL accepts the POSIX zone 'UTC+3', which is not an IANA zone herald can apply.
+        // A zone written before migration 031, which now refuses it: the row is there, and must not stop the pass.
+        try f.db.execute("alter table user_profiles disable trigger user_profiles_timezone_check")
         let oddZone = try f.profile(timezone: "UTC+3")
+        try f.db.execute("alter table user_profiles enable trigger user_profiles_timezone_check")
         let good = try f.profile()
         let badZone = try f.enqueue(to: oddZone, at: seedInstant)
         let badPayload = try f.enqueue(to: good, payload: #"["not", "an", "object"]"#, at: seedInstant)

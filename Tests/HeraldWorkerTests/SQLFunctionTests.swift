@@ -58,7 +58,11 @@ import Testing
         #expect(throws: PGError.self) { try w.db.query("select * from get_family_pattern_alerts(\(w.family))") }
         #expect(throws: PGError.self) { try w.db.query("select dismiss_pattern_alert(\(w.alert))") }
         try w.asUser(w.member)
-        try w.db.query("select dismiss_pattern_alert(\(w.alert))")
+        let first = try w.db.query("select dismiss_pattern_alert(\(w.alert))->>'dismissed_at' as at").first?["at"].string
+        // Dismissed again (an app retrying the call): the first dismissal's time stays (migration 031).
+        usleep(20_000)
+        let again = try w.db.query("select dismiss_pattern_alert(\(w.alert))->>'dismissed_at' as at").first?["at"].string
+        #expect(first != nil && again == first)
         try w.asUser(w.admin)
         #expect(try w.db.query("select * from get_family_pattern_alerts(\(w.family))").count == 0)
     }
