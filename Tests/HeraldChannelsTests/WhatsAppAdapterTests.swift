@@ -17,6 +17,19 @@ struct WhatsAppAdapterTests {
         return adapter.classify(rig.transport.perform(try adapter.request(for: envelope)), now: Date())
     }
 
+    /// Meta's language codes have an underscore (pt_BR); a title's "\r\n" (one Character in Swift) or a
+    /// U+2028 does not reach the template parameter, which may hold no newline.
+    @Test func languageCodesAndParameterText() throws {
+        let rendered = RenderedNotification(title: "Dose\r\ndue", body: "Take\u{2028}it\u{000B}now\u{00A0}\u{00A0}\u{00A0}\u{00A0}\u{00A0}ok")
+        let text = WhatsAppAdapter.parameterText(for: rendered)
+        #expect(!text.contains(where: { $0.isNewline }), "\(text.debugDescription)")
+        #expect(!text.contains("     "))
+        let adapter = try WhatsAppAdapter(token: "t", phoneNumberId: "1", baseURL: "https://graph.example")
+        var envelope = messagingEnvelope(provider: .whatsapp, address: "+14155552671", locale: "pt-BR")
+        envelope.destination.locale = nil
+        #expect(adapter.template(for: envelope).language == "pt_BR")
+    }
+
     @Test func parseTemplates() throws {
         let parsed = try WhatsAppAdapter.parseTemplates([
             "WHATSAPP_TEMPLATE_PATTERN_ALERT": "pattern_alert_v2:en_US",

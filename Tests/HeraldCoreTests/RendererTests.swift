@@ -12,6 +12,29 @@ import Testing
         item(about: bob, alert: episodeId, priority: priority, payload: alertPayload, scheduledAt: utc(2026, 1, 25), id: queueId)
     }
 
+    /// What a payload puts into a push's `data` is cut: a 5,000-character field, a 5 KB deep link or
+    /// action titles would otherwise overflow APNs's and FCM's 4 KB, which fails the push for good.
+    @Test func payloadFieldsInDataAreCut() throws {
+        let long = String(repeating: "x", count: 5_000)
+        let alert = item(about: bob, alert: episodeId, payload: #"{"metric_type":"\#(long)","baseline_value":1e400,"recent_value":{"a":1},"deviation_percent":-25}"#,
+                         scheduledAt: utc(2026, 1, 25), id: queueId)
+        let n = Renderer().render(alert, preferences: en, unreadInApp: 0)
+        #expect((n.data["metric"]?.stringValue?.utf8.count ?? 0) <= Renderer.maxDataValueBytes)
+        #expect(n.data["metric"] != nil)
+        #expect(n.data["baseline"] == nil, "out of range: left out")
+        #expect(n.data["recent"] == nil, "an object: left out")
+        #expect(n.data["deviation"] == .number(-25))
+        let reminder = item(kind: "reminder", payload: #"{"title":"T","body":"B","deep_link":"herald://\#(long)","actions":[{"id":"a","title":"\#(long)"}]}"#,
+                            scheduledAt: utc(2026, 1, 25))
+        let r = Renderer().render(reminder, preferences: en, unreadInApp: 0)
+        #expect(r.deepLink == "herald://inbox", "a 5 KB link falls back to the inbox")
+        #expect(r.actions.allSatisfy { $0.title.utf8.count <= 64 })
+        for bad in [#"herald://a\u202Eb"#, #"herald://a\u0007b"#, "herald://a b"] {   // JSON escapes
+            let odd = item(kind: "reminder", payload: #"{"deep_link":"\#(bad)"}"#, scheduledAt: utc(2026, 1, 25))
+            #expect(Renderer().render(odd, preferences: en, unreadInApp: 0).deepLink == "herald://inbox", "\(bad)")
+        }
+    }
+
     @Test func alertIsGenericByDefault() {
         let n = Renderer().render(alertRow(), preferences: en, unreadInApp: 2)
         #expect(n.title == "Health update")

@@ -90,14 +90,17 @@ public struct WhatsAppAdapter: HTTPAdapter {
         let kind = envelope.item.kindRaw
         let t = templates[kind] ?? Self.defaultTemplate(kind: kind)
         let language = t.language.isEmpty ? (envelope.destination.locale ?? envelope.rendered.locale) : t.language
-        return (t.name, language.isEmpty ? "en" : language)
+        // Meta's language codes are written with an underscore (pt_BR), the renderer's with a hyphen.
+        return (t.name, language.isEmpty ? "en" : language.replacingOccurrences(of: "-", with: "_"))
     }
 
     /// The body parameter: "Title: body" on one line. Template parameters may not hold newlines, tabs
     /// or more than four spaces in a row, and are cut to 1,024 characters (both per third-party
     /// documentation of error 132018 / parameter limits — unconfirmed in providers.md).
     public static func parameterText(for rendered: RenderedNotification) -> String {
-        var text = rendered.titleAndBody.split(whereSeparator: { $0 == "\n" || $0 == "\r" || $0 == "\t" || $0 == " " })
+        // By Character: "\r\n" is one Character, equal to neither "\n" nor "\r"; isNewline and
+        // isWhitespace also take U+2028, vertical tabs, form feeds and no-break spaces.
+        var text = rendered.titleAndBody.split(whereSeparator: { $0.isNewline || $0.isWhitespace })
             .joined(separator: " ")
         if text.isEmpty { text = "-" }
         return Truncation.prefix(text, maxUTF16Units: 1024)

@@ -68,7 +68,9 @@ public struct NotificationAction: Sendable, Equatable {
         for entry in list {
             guard let id = entry["id"]?.stringValue, !id.isEmpty,
                   let title = entry[titleKey]?.stringValue ?? entry["title"]?.stringValue, !title.isEmpty else { continue }
-            out.append(NotificationAction(id: id, title: title, action: entry["action"]?.stringValue))
+            // Cut: a push's payload is 4 KB in all, and an action button shows a few words.
+            out.append(NotificationAction(id: Truncation.prefix(id, maxUTF8Bytes: 64), title: Truncation.prefix(title, maxUTF8Bytes: 64),
+                                          action: entry["action"]?.stringValue.map { Truncation.prefix($0, maxUTF8Bytes: 64) }))
             if out.count == limit { break }
         }
         return out

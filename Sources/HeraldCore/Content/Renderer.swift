@@ -71,12 +71,12 @@ public struct Renderer: Sendable {
                 deepLink = link("alerts")
             }
             for (key, names) in Renderer.alertFields {
-                if let v = names.lazy.compactMap({ payload[$0] }).first { data[key] = v }
+                if let v = names.lazy.compactMap({ payload[$0] }).first.flatMap(Renderer.dataValue) { data[key] = v }
             }
             if let member = item.memberUserId { data["member_user_id"] = .string(member.uuidString.lowercased()) }
 
         case .dailyForecast:
-            let risk = payload["risk_level"]?.stringValue ?? "UNKNOWN"
+            let risk = payload["risk_level"]?.stringValue.map { Truncation.prefix($0, maxUTF8Bytes: Renderer.maxDataValueBytes) } ?? "UNKNOWN"
             let own: String? = switch lang {
             case .ar: payload["summary_ar"]?.stringValue
             case .ptBR: (payload["summary_pt"] ?? payload["summary_pt_br"])?.stringValue
@@ -91,7 +91,7 @@ public struct Renderer: Sendable {
                 // A forecast made from the weather has no summary: seed 004's text for its risk level.
                 body = Templates.forecastBody(lang, risk: risk, summary: Templates.forecastSummary(lang, risk: risk), cut: false)
             }
-            let date = payload["date"]?.stringValue
+            let date = payload["date"]?.stringValue.map { Truncation.prefix($0, maxUTF8Bytes: Renderer.maxDataValueBytes) }
             deepLink = link(date.map { "forecast/\($0)" } ?? "forecast")
             data["date"] = date.map(JSONValue.string) ?? .null
             data["risk_level"] = .string(risk)
@@ -214,8 +214,27 @@ public struct Renderer: Sendable {
     private func link(_ path: String) -> String { "\(options.deepLinkScheme)://\(path)" }
 
     /// A payload-supplied deep link is kept only when it uses the app's own scheme (seed 003: validate
-    /// deep links); anything else falls back to the inbox.
+    /// deep links), is printable ASCII (no controls, bidi overrides or spaces) and fits in `maxDeepLinkBytes`;
+    /// anything else falls back to the inbox. A push's payload is 4 KB in all: a longer link would fail it.
     private func ownLink(_ s: String) -> String? {
-        s.hasPrefix("\(options.deepLinkScheme)://") && !s.contains(where: { $0.isWhitespace }) ? s : nil
+        s.hasPrefix("\(options.deepLinkScheme)://") && s.utf8.count <= Renderer.maxDeepLinkBytes
+            && s.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) ? s : nil
+    }
+
+    /// The longest deep link a payload may give (bytes).
+    public static let maxDeepLinkBytes = 512
+    /// The longest text an alert's or forecast's field is copied into `data` with (bytes): the push
+    /// payload is 4 KB in all, and only its title and body are cut to fit.
+    public static let maxDataValueBytes = 128
+
+    /// A payload field as it goes into `data`: a finite number, a boolean, or a string cut to
+    /// `maxDataValueBytes`; anything else (objects, arrays) is left out.
+    static func dataValue(_ v: JSONValue) -> JSONValue? {
+        switch v {
+        case .number(let n): return n.isFinite ? v : nil
+        case .bool: return v
+        case .string(let s): return .string(Truncation.prefix(s, maxUTF8Bytes: maxDataValueBytes))
+        default: return nil
+        }
     }
 }

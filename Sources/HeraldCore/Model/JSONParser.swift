@@ -60,7 +60,9 @@ struct JSONParser {
         case UInt8(ascii: "f"): try expect("false"); return .bool(false)
         case UInt8(ascii: "n"): try expect("null"); return .null
         case .some(let b) where b == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b):
-            return .number(try number())
+            // A number beyond Double's range (jsonb keeps 1e400 as numeric) reads as null: valid JSON,
+            // so the rest of the document — a row's payload, a provider's answer — is still read.
+            return try number().map(JSONValue.number) ?? .null
         default: throw fail("expected a value")
         }
     }
@@ -105,7 +107,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func number() throws -> Double {
+    private mutating func number() throws -> Double? {
         let start = i
         if peek == UInt8(ascii: "-") { i += 1 }
         func digits() -> Int {
@@ -126,7 +128,7 @@ struct JSONParser {
             guard digits() > 0 else { throw fail("bad number") }
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
-        guard let d = Double(text), d.isFinite else { throw fail("number out of range") }
+        guard let d = Double(text), d.isFinite else { return nil }
         return d
     }
 
