@@ -40,6 +40,14 @@ public struct PGError: Error, CustomStringConvertible, Sendable {
         return text
     }
 
+    /// An error the same statement may well not meet again: a deadlock, a serialization failure, a lock
+    /// or statement timeout, a lost connection. What failed for such a reason is tried again later, not
+    /// given up on.
+    public var isPassing: Bool {
+        isConnectionFailure || [Self.deadlockDetected, Self.serializationFailure, Self.lockNotAvailable,
+                                Self.queryCanceled].contains(sqlState ?? "")
+    }
+
     // Common SQLSTATEs.
     public static let uniqueViolation = "23505"
     public static let foreignKeyViolation = "23503"

@@ -619,6 +619,33 @@ extension ProviderTruthPassTests {
     }
 }
 
+extension ProviderTruthPassTests {
+    /// An event whose record meets a passing error (here a deadlock the trigger raises) is not marked
+    /// invalid: it stays unprocessed for a later pass, and the phase reports the error (exit 4).
+    @Test func anEventThatMeetsADeadlockIsKeptForALaterPass() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let ids = try (0..<3).map { _ in try Self.event(db, "whatsapp", headers: [:], body: "{}") }
+        try db.execute("""
+            create function test_deadlock() returns trigger language plpgsql as $$
+            begin
+              if new.id = \(unescaped: String(ids[1])) then raise exception 'a deadlock' using errcode = '40P01'; end if;
+              return new;
+            end $$
+            """)
+        try db.execute("create trigger test_deadlock before update on provider_events for each row execute function test_deadlock()")
+        let (_, c) = Self.pass(tdb.url, [:], now: ProviderPassTests.now(), phases: [.events])
+        #expect(c == .degraded)
+        #expect(try Self.outcome(db, ids[0]).0 == "unverified")
+        #expect(try Self.outcome(db, ids[1]).0 == nil, "kept for a later pass, not invalid")
+        try db.execute("drop trigger test_deadlock on provider_events")
+        _ = Self.pass(tdb.url, [:], now: ProviderPassTests.now(), phases: [.events])
+        #expect(try Self.outcome(db, ids[1]).0 == "unverified")
+        #expect(try Self.outcome(db, ids[2]).0 == "unverified")
+    }
+}
+
 /// A seeded generator, so a failure reproduces.
 struct ProviderTruthTestsRNG: RandomNumberGenerator {
     var state: UInt64

@@ -320,7 +320,9 @@ struct ProviderEventsPhase {
                     do {
                         if try batch(&result, limit: 1, attempted: &one) == 0 { break }
                     } catch {
-                        guard let id = one.first else { throw error }
+                        // A passing error (a deadlock with the deliver pass's opt-out write, a timeout)
+                        // leaves the event for a later pass: a STOP or a bounce must not be lost to it.
+                        guard let id = one.first, !((error as? PGError)?.isPassing ?? false) else { throw error }
                         try db.execute("""
                             update provider_events
                                set processed_at = \(now), outcome = 'invalid',
