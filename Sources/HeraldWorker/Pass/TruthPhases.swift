@@ -397,8 +397,11 @@ struct ProviderEventsPhase {
             result.optedOut += applied.optedOut
 
             var marks: [JSONValue] = []
+            // Each event's final statuses, counted once (a SendGrid body may hold thousands of events).
+            var finalsAt: [Int: Int] = [:]
+            for item in items { finalsAt[item.index, default: 0] += 1 }
             for (index, verdict) in verdicts.enumerated() {
-                let (outcome, error) = Self.outcome(verdict, index: index, items: items, matched: applied.matched)
+                let (outcome, error) = Self.outcome(verdict, index: index, finals: finalsAt[index] ?? 0, matched: applied.matched)
                 result.outcomes[outcome, default: 0] += 1
                 result.processed += 1
                 var o: [String: JSONValue] = ["id": .number(Double(ids[index])), "outcome": .string(outcome)]
@@ -420,20 +423,19 @@ struct ProviderEventsPhase {
     }
 
     /// The stored outcome and error of one event.
-    static func outcome(_ verdict: ProviderEventVerdict, index: Int, items: [TruthStore.Item],
+    static func outcome(_ verdict: ProviderEventVerdict, index: Int, finals: Int,
                         matched: Set<Int>) -> (String, String?) {
         switch verdict {
         case .rejected(let e): return ("rejected", e)
         case .unverified(let e): return ("unverified", e)
         case .invalid(let e): return ("invalid", e)
         case .reports(let reports):
-            let finals = items.filter { $0.index == index }
-            if finals.isEmpty {
+            if finals == 0 {
                 let words = Set(reports.map(\.providerStatus)).sorted().joined(separator: ", ")
                 return ("ignored", reports.isEmpty ? "no message status in the payload" : "no final status (\(words))")
             }
             if matched.contains(index) { return ("applied", nil) }
-            return ("unmatched", "no delivery of herald's has the message id of \(finals.count == 1 ? "this status" : "these \(finals.count) statuses")")
+            return ("unmatched", "no delivery of herald's has the message id of \(finals == 1 ? "this status" : "these \(finals) statuses")")
         }
     }
 }
