@@ -29,6 +29,10 @@ import Testing
         let r = Renderer().render(reminder, preferences: en, unreadInApp: 0)
         #expect(r.deepLink == "herald://inbox", "a 5 KB link falls back to the inbox")
         #expect(r.actions.allSatisfy { $0.title.utf8.count <= 64 })
+        let forecast = item(kind: "daily_forecast", payload: #"{"date":"\#(long)","risk_level":"\#(long)"}"#, scheduledAt: utc(2026, 1, 25))
+        let f = Renderer().render(forecast, preferences: en, unreadInApp: 0)
+        #expect((f.data["risk_level"]?.stringValue?.utf8.count ?? 0) <= Renderer.maxDataValueBytes)
+        #expect((f.data["date"]?.stringValue?.utf8.count ?? 0) <= Renderer.maxDataValueBytes)
         for bad in [#"herald://a\u202Eb"#, #"herald://a\u0007b"#, "herald://a b"] {   // JSON escapes
             let odd = item(kind: "reminder", payload: #"{"deep_link":"\#(bad)"}"#, scheduledAt: utc(2026, 1, 25))
             #expect(Renderer().render(odd, preferences: en, unreadInApp: 0).deepLink == "herald://inbox", "\(bad)")

@@ -66,6 +66,11 @@ public enum ThrottleScope: Sendable, Equatable {
         }
     }
 
+    /// About one destination only: says nothing of the provider's health (its circuit breaker).
+    public var isAboutOneDestination: Bool {
+        if case .destination = self { true } else { false }
+    }
+
     /// The rule every adapter used before scopes were its own: a retry with a wait on HTTP 429 or 503 is
     /// provider-wide. Adapters whose provider documents a narrower scope override it.
     public static func providerWide(_ outcome: DeliveryOutcome, httpStatus: Int?) -> ThrottleScope? {

@@ -94,9 +94,9 @@ struct ForecastPhase {
                             headers: [("accept", "application/json")], timeout: 15, version: .http2)
             }
             var made: [JSONValue] = []
-            let stopAt = ContinuousClock.now + .milliseconds(Int64((max(0, fetchBudget.isFinite ? fetchBudget : 60) * 1000).rounded(.down)))
+            let started = Date()
             let unstarted = transport.perform(requests, shouldStart: { _ in
-                !StopSignal.requested && ContinuousClock.now < stopAt
+                !StopSignal.requested && Date().timeIntervalSince(started) < fetchBudget
             }) { index, response in
                 let c = missing[index]
                 guard case .success(let r) = response, r.status == 200,

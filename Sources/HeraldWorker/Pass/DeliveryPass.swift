@@ -405,17 +405,13 @@ final class DeliveryPass {
         }
         // A "slow down" about one destination (one device, one recipient) says nothing of the provider's health.
         let failed: Bool
-        if case .retry = answer.outcome, !Self.aboutOneDestination(answer.throttle) { failed = true } else { failed = false }
+        if case .retry = answer.outcome, answer.throttle?.isAboutOneDestination != true { failed = true } else { failed = false }
         if breaker.record(provider, failed: failed) {
             let t = breaker.tally(provider)
             summary.breakerOpen.insert(provider)
             logger.error("circuit breaker open: this provider's requests mostly fail; it is not called again this pass",
                          metadata: ["provider": .string(provider.rawValue), "answers": "\(t.answers)", "failures": "\(t.failures)"])
         }
-    }
-
-    static func aboutOneDestination(_ scope: ThrottleScope?) -> Bool {
-        if case .destination? = scope { true } else { false }
     }
 
     func sendRound(_ jobs: [Job], writer: RecordWriter? = nil, done: (Job, JobResult) -> Void) {

@@ -147,6 +147,15 @@ public struct Runner {
         }
         defer { db.close() }
 
+        /// Ends the pass before any row is claimed: the summary and the log say why, the heartbeat the code.
+        func endBeforeClaiming(_ code: ExitCode, _ error: String, log message: Logger.Message) -> (Summary, ExitCode) {
+            summary.ok = false
+            summary.error = error
+            logger.error(message, metadata: ["error": .string(error)])
+            heartbeat?.ping("\(code.rawValue)", transport: transport, logger: logger)
+            return (summary, code)
+        }
+
         // A schema behind this binary is refused before anything is claimed (see `SchemaVersion`);
         // one ahead of it, or one whose migrations cannot be read, is run against, with a warning.
         do {
@@ -161,33 +170,19 @@ public struct Runner {
                 break
             }
         } catch let error as SchemaBehind {
-            summary.ok = false
-            summary.error = "\(error)"
-            logger.error("configuration error", metadata: ["error": .string("\(error)")])
-            heartbeat?.ping("\(ExitCode.configuration.rawValue)", transport: transport, logger: logger)
-            return (summary, .configuration)
+            return endBeforeClaiming(.configuration, "\(error)", log: "configuration error")
         } catch {
-            summary.ok = false
-            summary.error = "cannot read the database's schema version: \(error)"
-            logger.error("cannot read the database's schema version", metadata: ["error": .string("\(error)")])
-            heartbeat?.ping("\(ExitCode.database.rawValue)", transport: transport, logger: logger)
-            return (summary, .database)
+            return endBeforeClaiming(.database, "cannot read the database's schema version: \(error)",
+                                     log: "cannot read the database's schema version")
         }
         // A --shard the queue's partitions do not match is a configuration error; a statement that
         // fails while checking it is a database error.
         if let shard = options.shard {
             do { try QueueStore.checkShard(shard, db: db) } catch let error as ShardMismatch {
-                summary.ok = false
-                summary.error = "\(error)"
-                logger.error("configuration error", metadata: ["error": .string("\(error)")])
-                heartbeat?.ping("\(ExitCode.configuration.rawValue)", transport: transport, logger: logger)
-                return (summary, .configuration)
+                return endBeforeClaiming(.configuration, "\(error)", log: "configuration error")
             } catch {
-                summary.ok = false
-                summary.error = "cannot read the queue's partitions: \(error)"
-                logger.error("cannot read the queue's partitions", metadata: ["error": .string("\(error)")])
-                heartbeat?.ping("\(ExitCode.database.rawValue)", transport: transport, logger: logger)
-                return (summary, .database)
+                return endBeforeClaiming(.database, "cannot read the queue's partitions: \(error)",
+                                         log: "cannot read the queue's partitions")
             }
         }
         let store = QueueStore(db: db, passId: summary.passId, shard: options.shard)
