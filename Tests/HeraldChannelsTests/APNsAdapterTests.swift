@@ -78,12 +78,15 @@ final class APNsAdapterTests {
         #expect(apns.distinctJWTs == 1)
     }
 
-    @Test func normalPriorityWithoutAlertHasPriority5AndNoCollapseId() throws {
+    /// Every push carries a collapse id, so a copy sent again replaces the first on the device: a row
+    /// other than a pattern alert collapses under its own queue id.
+    @Test func normalPriorityWithoutAlertHasPriority5AndItsOwnCollapseId() throws {
+        let id = UUID()
         let envelope = pushEnvelope(token: "abcdef", provider: .apns, kind: .reminder, severity: nil,
-                                    priority: .normal, alertStateId: nil)
+                                    priority: .normal, id: id, alertStateId: nil)
         let request = try adapter.request(for: envelope)
         #expect(request.headers.first { $0.0 == "apns-priority" }?.1 == "5")
-        #expect(request.headers.contains { $0.0 == "apns-collapse-id" } == false)
+        #expect(request.headers.filter { $0.0 == "apns-collapse-id" }.map(\.1) == [id.lowercased])
         #expect(request.version == .http2)
         #expect(request.url == apns.baseURL + "/3/device/abcdef")
         let high = pushEnvelope(token: "abcdef", provider: .apns, kind: .reminder, severity: nil, priority: .high)

@@ -49,6 +49,9 @@ struct ExpoAdapterTests {
         #expect(messages[0]["to"]?.stringValue == token(1))
         #expect(messages[0]["categoryId"]?.stringValue == "PROMPT_CATEGORY")
         #expect(messages[0]["channelId"]?.stringValue == "herald-default")
+        // Each message collapses under its notification, so a copy sent again replaces the first.
+        #expect(messages.map { $0["collapseId"]?.stringValue } == batch.map { CollapseKey.of($0.item) })
+        #expect(messages[0]["collapseId"]?.stringValue == batch[0].item.id.lowercased)
         #expect(messages[0]["badge"]?.intValue == 3)
         #expect(messages[0]["sound"]?.stringValue == "default")
         #expect(messages[3]["sound"] == .null)

@@ -75,13 +75,16 @@ final class FCMAdapterTests {
         #expect(android["collapse_key"] as? String == "alert-" + alert.lowercased)
         let apns = try #require(message["apns"] as? [String: Any])
         #expect((apns["headers"] as? [String: String])?["apns-priority"] == "10")
+        #expect((apns["headers"] as? [String: String])?["apns-collapse-id"] == "alert-" + alert.lowercased)
         let aps = try #require((apns["payload"] as? [String: Any])?["aps"] as? [String: Any])
         #expect(aps["badge"] as? Int == 3)
         #expect(aps["sound"] as? String == "default")
     }
 
+    /// A row other than a pattern alert collapses under its own queue id, on Android and iOS alike.
     @Test func normalPriorityAndNonStringDataAreStringified() throws {
-        let envelope = pushEnvelope(token: "t", provider: .fcm, kind: .reminder, severity: nil, alertStateId: nil,
+        let id = UUID()
+        let envelope = pushEnvelope(token: "t", provider: .fcm, kind: .reminder, severity: nil, id: id, alertStateId: nil,
                                     data: ["n": 1.5, "flag": true, "obj": ["a": 1], "skip": nil, "from": "x",
                                            "google.x": "y"])
         #expect(try send(envelope).outcome.label == "delivered")
@@ -90,7 +93,9 @@ final class FCMAdapterTests {
         #expect(message["data"] as? [String: String] == ["n": "1.5", "flag": "true", "obj": #"{"a":1}"#])
         let android = try #require(message["android"] as? [String: Any])
         #expect(android["priority"] as? String == "NORMAL")
-        #expect(android["collapse_key"] == nil)
+        #expect(android["collapse_key"] as? String == id.lowercased)
+        let apns = try #require(message["apns"] as? [String: Any])
+        #expect((apns["headers"] as? [String: String])?["apns-collapse-id"] == id.lowercased)
     }
 
     @Test func tokenIsCachedAndRefreshedNearExpiry() throws {

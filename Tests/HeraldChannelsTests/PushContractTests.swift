@@ -240,7 +240,8 @@ struct PushContractTests {
         #expect(message["notification"] == nil)
         #expect((message["data"] as? [String: Any])?["kind"] as? String == "system")
         let apns = try #require(message["apns"] as? [String: Any])
-        #expect((apns["headers"] as? [String: String]) == ["apns-priority": "5", "apns-push-type": "background"])
+        #expect((apns["headers"] as? [String: String]) == ["apns-priority": "5", "apns-push-type": "background",
+                                                            "apns-collapse-id": e.item.id.lowercased])
         let aps = try #require((apns["payload"] as? [String: Any])?["aps"] as? [String: Any])
         #expect(aps.count == 1 && aps["content-available"] as? Int == 1)
     }

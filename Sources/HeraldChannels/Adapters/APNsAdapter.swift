@@ -39,8 +39,6 @@ public struct APNsAdapter: HTTPAdapter {
 
     /// Notifications are stored by APNs and retried until this long after they were scheduled.
     public static let expiration: TimeInterval = 24 * 3600
-    /// APNs' limit for `apns-collapse-id`.
-    public static let maxCollapseIdBytes = 64
 
     /// - Parameters:
     ///   - keyPEM: the `.p8` auth key's text (PEM, PKCS#8 EC P-256).
@@ -76,14 +74,6 @@ public struct APNsAdapter: HTTPAdapter {
     /// Apple requires at priority 5 (10 is an error).
     public static func pushType(for envelope: Envelope) -> (type: String, priority: Int) {
         envelope.rendered.silent ? ("background", 5) : ("alert", priority(for: envelope.item))
-    }
-
-    /// "alert-<alert_state_id>" for a pattern alert, so a later notification of the same episode
-    /// replaces the earlier one on the device; nil otherwise.
-    public static func collapseId(for item: QueueItem) -> String? {
-        guard item.kind == .patternAlert, let alert = item.alertStateId else { return nil }
-        let id = "alert-" + alert.lowercased
-        return id.utf8.count <= maxCollapseIdBytes ? id : nil
     }
 
     /// The JSON payload: `aps` (alert, sound, badge, category, thread-id) and the notification's data
@@ -145,7 +135,7 @@ public struct APNsAdapter: HTTPAdapter {
             ("apns-id", item.id.lowercased),
             ("content-type", "application/json"),
         ]
-        if let collapse = Self.collapseId(for: item) { headers.append(("apns-collapse-id", collapse)) }
+        headers.append(("apns-collapse-id", CollapseKey.of(item)))
         return HTTPRequest(method: "POST", url: baseURL + "/3/device/" + token, headers: headers,
                            body: try Self.payloadBytes(for: envelope), timeout: timeout, version: .http2)
     }

@@ -105,6 +105,8 @@ public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
             "to": .string(envelope.destination.address),
             "data": .object(r.data),
             "priority": .string(Self.priority(for: envelope.item)),
+            // A copy sent again replaces the first (Expo's SDK types name it; its docs do not yet).
+            "collapseId": .string(CollapseKey.of(envelope.item)),
         ]
         if let channel = androidChannel(for: envelope) { base["channelId"] = .string(channel) }
         if r.silent {

@@ -75,8 +75,9 @@ public struct FCMAdapter: HTTPAdapter {
         let item = envelope.item
         let r = envelope.rendered
         let high = PushUrgency.of(item) == .immediate
-        var android: [String: JSONValue] = ["priority": high ? "HIGH" : "NORMAL"]
-        if let collapse = APNsAdapter.collapseId(for: item) { android["collapse_key"] = .string(collapse) }
+        // A copy sent again replaces the first on the device, Android and iOS alike.
+        let collapse = JSONValue.string(CollapseKey.of(item))
+        let android: [String: JSONValue] = ["priority": high ? "HIGH" : "NORMAL", "collapse_key": collapse]
         var message: [String: JSONValue] = [
             "token": .string(envelope.destination.address),
             "data": .object(stringData(r.data)),
@@ -84,7 +85,7 @@ public struct FCMAdapter: HTTPAdapter {
         ]
         if r.silent {
             message["apns"] = [
-                "headers": ["apns-priority": "5", "apns-push-type": "background"],
+                "headers": ["apns-priority": "5", "apns-push-type": "background", "apns-collapse-id": collapse],
                 "payload": ["aps": ["content-available": 1]],
             ]
             return ["message": .object(message)]
@@ -93,7 +94,7 @@ public struct FCMAdapter: HTTPAdapter {
         var aps: [String: JSONValue] = ["badge": .number(Double(r.badge))]
         if let sound = r.sound { aps["sound"] = .string(sound) }
         if let category = r.category { aps["category"] = .string(category) }
-        var apns: [String: JSONValue] = ["headers": ["apns-priority": high ? "10" : "5"]]
+        var apns: [String: JSONValue] = ["headers": ["apns-priority": high ? "10" : "5", "apns-collapse-id": collapse]]
         if let image = r.imageURL {
             notification["image"] = .string(image)
             aps["mutable-content"] = 1
