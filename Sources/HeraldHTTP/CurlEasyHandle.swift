@@ -88,6 +88,12 @@ public final class CurlEasyHandle {
         return herald_curl_easy_getinfo_double(raw, item, &value) == CURLE_OK ? value : nil
     }
 
+    /// A `curl_off_t` item of `curl_easy_getinfo` (the `_T` sizes), or nil.
+    public func info(offset item: CURLINFO) -> Int64? {
+        var value: curl_off_t = 0
+        return herald_curl_easy_getinfo_off_t(raw, item, &value) == CURLE_OK ? Int64(value) : nil
+    }
+
     /// A `char *` item of `curl_easy_getinfo`, or nil.
     public func info(string item: CURLINFO) -> String? {
         var value: UnsafeMutableRawPointer?

@@ -22,6 +22,8 @@ final class HTTPTransfer {
     private(set) var responseHeaders: [(String, String)] = []
     private(set) var responseBody: [UInt8] = []
     private var maxResponseBytes = Int.max
+    /// The request body's size, to tell whether it all left when the connection ended.
+    private var bodyBytes = 0
 
     init(index: Int, easy: CurlEasyHandle) {
         self.index = index
@@ -35,6 +37,7 @@ final class HTTPTransfer {
             return
         }
         easy.reset()
+        bodyBytes = request.body.count
         try easy.set(CURLOPT_URL, request.url)
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
         try easy.set(CURLOPT_NOSIGNAL, 1)
@@ -256,7 +259,9 @@ final class HTTPTransfer {
     func result(_ code: CURLcode) -> Result<HTTPResponse, TransportError> {
         if mail != nil { return mailResult(code) }
         guard code == CURLE_OK else {
-            return .failure(TransportError(curlCode: code, message: easy.errorMessage))
+            return .failure(TransportError(curlCode: code, message: easy.errorMessage,
+                                           uploadedBytes: easy.info(offset: CURLINFO_SIZE_UPLOAD_T) ?? 0,
+                                           bodyBytes: bodyBytes))
         }
         return .success(HTTPResponse(
             status: easy.info(long: CURLINFO_RESPONSE_CODE) ?? 0,
@@ -264,6 +269,14 @@ final class HTTPTransfer {
             body: responseBody,
             httpVersion: HTTPVersion.number(fromCurlInfo: easy.info(long: CURLINFO_HTTP_VERSION) ?? 0),
             seconds: easy.info(double: CURLINFO_TOTAL_TIME) ?? 0))
+    }
+
+    /// This transfer's end when its connection was found dead under it: sent, when its whole body was
+    /// handed over (its fate unknown), else not.
+    func connectionEnded() -> TransportError {
+        let uploaded = easy.info(offset: CURLINFO_SIZE_UPLOAD_T) ?? 0
+        return .connectionEnded(requestSent: bodyBytes == 0 || uploaded >= Int64(bodyBytes),
+                                message: "its connection ended under another request")
     }
 
     // MARK: Debug output

@@ -22,7 +22,7 @@ public final class HTTPTransport {
     private let idleHandlesKept = 64
     private var performing = false
     /// libcurl's assumption of a server's HTTP/2 MAX_CONCURRENT_STREAMS before its SETTINGS arrive.
-    private static let streamsBeforeSettings = 100
+    fileprivate static let streamsBeforeSettings = 100
 
     public init(options: TransportOptions = .init()) throws {
         self.options = options
@@ -32,13 +32,15 @@ public final class HTTPTransport {
             caBundle = nil
         }
         multi = try CurlMultiHandle()
+        streams = StreamsPerConnection(initial: max(100, options.maxTransfersInFlight))
         try multi.set(CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         try multi.set(CURLMOPT_MAX_HOST_CONNECTIONS, max(1, options.maxConnectionsPerHost))
         try multi.set(CURLMOPT_MAX_TOTAL_CONNECTIONS, max(1, options.maxTotalConnections))
         try multi.set(CURLMOPT_MAXCONNECTS, max(1, options.maxTotalConnections))
         // libcurl's own cap on streams per HTTP/2 connection defaults to 100, beyond which it opens a
-        // connection per further request; let the server's SETTINGS decide instead.
-        try multi.set(CURLMOPT_MAX_CONCURRENT_STREAMS, max(100, options.maxTransfersInFlight))
+        // connection per further request; let the server's SETTINGS decide instead, until connections
+        // end with answers in flight (StreamsPerConnection).
+        try multi.set(CURLMOPT_MAX_CONCURRENT_STREAMS, streams.limit)
     }
 
     deinit {
@@ -58,74 +60,144 @@ public final class HTTPTransport {
     /// HTTP/2. So a request never waits inside libcurl for a connection, and its timeout counts from
     /// when it goes on the wire, not from when it was queued.
     ///
-    /// `shouldStart(index)` is asked before each request is started; a request it refuses is not
-    /// started (after a stop signal it refuses them all; a provider's open circuit breaker refuses
-    /// that provider's). The transfers in flight finish, and the indices of the requests never started
-    /// are returned, in order (they never left this process: nothing was sent).
+    /// A connection that ends under its requests is not their answer. A request that never wholly left
+    /// goes again at once on a new connection (up to `unsentResends` times; libcurl itself sends again
+    /// the streams a server refused or left beyond its GOAWAY). A request sent whose answer was lost with
+    /// its connection goes again at once when `resendAfterLostAnswer(index, error)` says so — the caller's
+    /// choice, since the server may have acted on it — else completes with
+    /// ``TransportError/connectionEnded(requestSent:message:)``. Either way the other requests go on.
+    ///
+    /// `shouldStart(index)` is asked before each request is started (and before each start again); a
+    /// request it refuses is not started (after a stop signal it refuses them all; a provider's open
+    /// circuit breaker refuses that provider's). The transfers in flight finish, and the indices of the
+    /// requests never started are returned, in order (they never left this process: nothing was sent).
     @discardableResult
     public func perform(_ requests: [HTTPRequest], shouldStart: (Int) -> Bool = { _ in true },
+                        resendAfterLostAnswer: (Int, TransportError) -> Bool = { _, _ in false },
                         onComplete: (Int, Result<HTTPResponse, TransportError>) -> Void) -> [Int] {
         // A nested call from onComplete would take the outer call's completions, leaving it waiting forever.
         precondition(!performing, "HTTPTransport.perform called from its own onComplete")
         performing = true
-        let limit = max(1, options.maxTransfersInFlight)
-        let perHost = max(1, options.maxConnectionsPerHost)
-        // Slow start: until a server's HTTP/2 SETTINGS arrive, libcurl assumes it allows 100 concurrent
-        // streams and opens a new connection for each further request. So start at most 100 transfers
-        // until one completes (its connection's SETTINGS have then arrived) or half a second passes.
-        var warmedUp = limit <= Self.streamsBeforeSettings
-        let started = ContinuousClock.now
-        var queues = HostQueues(requests)
-        var active: [UnsafeMutableRawPointer: HTTPTransfer] = [:]
-        var activeByHost: [Int: Int] = [:]
-        var refused: [Int] = []
         defer {
             performing = false
             if idleHandles.count > idleHandlesKept { idleHandles.removeLast(idleHandles.count - idleHandlesKept) }
         }
-
-        while !queues.isEmpty || !active.isEmpty {
-            if !warmedUp, ContinuousClock.now - started > .milliseconds(500) { warmedUp = true }
-            let cap = warmedUp ? limit : Self.streamsBeforeSettings
-            for host in queues.hostsWaiting {
-                let room = multiplexing.contains(queues.key(host)) ? limit : perHost
-                while active.count < cap, activeByHost[host, default: 0] < room, let index = queues.peek(host) {
-                    queues.pop(host)
-                    guard shouldStart(index) else { refused.append(index); continue }
-                    switch start(requests[index], index: index) {
-                    case .success(let transfer):
-                        transfer.host = host
-                        active[transfer.easy.raw] = transfer
-                        activeByHost[host, default: 0] += 1
-                    case .failure(let error): onComplete(index, .failure(error))
-                    }
-                }
-                if active.count >= cap { break }
-            }
-            if active.isEmpty { continue }
-
+        var run = Run(requests, limit: max(1, options.maxTransfersInFlight))
+        while !run.queues.isEmpty || !run.active.isEmpty {
+            startWaiting(&run, requests, shouldStart: shouldStart, onComplete: onComplete)
+            if run.active.isEmpty { continue }
             multi.perform()
             var finishedSome = false
             while let done = multi.nextDone() {
-                guard let transfer = active.removeValue(forKey: done.easy) else { continue }
-                multi.remove(transfer.easy)
-                activeByHost[transfer.host, default: 1] -= 1
-                let result = transfer.result(done.result)
-                if case .success(let response) = result, response.httpVersion >= 20 {
-                    multiplexing.insert(queues.key(transfer.host))
-                }
-                idleHandles.append(transfer.easy)
+                guard let transfer = run.active.removeValue(forKey: done.easy) else { continue }
                 finishedSome = true
-                warmedUp = true
-                onComplete(transfer.index, result)
+                let ended = finish(transfer, transfer.result(done.result), &run,
+                                   resendAfterLostAnswer: resendAfterLostAnswer, onComplete: onComplete)
+                // The rest of a dead connection's transfers would wait for libcurl to notice: end them now.
+                if let port = ended {
+                    for (key, other) in run.active where other.easy.info(long: CURLINFO_LOCAL_PORT) == port {
+                        run.active[key] = nil
+                        finish(other, .failure(other.connectionEnded()), &run,
+                               resendAfterLostAnswer: resendAfterLostAnswer, onComplete: onComplete)
+                    }
+                }
             }
             // Go straight back to start waiting requests in the freed slots; otherwise wait for I/O.
-            if !active.isEmpty, !(finishedSome && !queues.isEmpty) {
+            if !run.active.isEmpty, !(finishedSome && !run.queues.isEmpty) {
                 multi.poll(milliseconds: 100)
             }
         }
-        return (refused + queues.remaining).sorted()
+        return (run.refused + run.queues.remaining).sorted()
     }
+
+    /// How many times a request that never wholly left is sent again on a new connection before it
+    /// completes with the connection's end.
+    public static let unsentResends = 3
+
+    /// One call of `perform`: what waits, what runs, what was refused.
+    private struct Run {
+        var queues: HostQueues
+        var active: [UnsafeMutableRawPointer: HTTPTransfer] = [:]
+        var activeByHost: [Int: Int] = [:]
+        var refused: [Int] = []
+        var unsentTries: [Int: Int] = [:]
+        let limit: Int
+        // Slow start: until a server's HTTP/2 SETTINGS arrive, libcurl assumes it allows 100 concurrent
+        // streams and opens a new connection for each further request. So start at most 100 transfers
+        // until one completes (its connection's SETTINGS have then arrived) or half a second passes.
+        var warmedUp: Bool
+        let started = ContinuousClock.now
+
+        init(_ requests: [HTTPRequest], limit: Int) {
+            queues = HostQueues(requests)
+            self.limit = limit
+            warmedUp = limit <= HTTPTransport.streamsBeforeSettings
+        }
+    }
+
+    /// Starts waiting requests while their hosts, and the transport, have room.
+    private func startWaiting(_ run: inout Run, _ requests: [HTTPRequest], shouldStart: (Int) -> Bool,
+                              onComplete: (Int, Result<HTTPResponse, TransportError>) -> Void) {
+        if !run.warmedUp, ContinuousClock.now - run.started > .milliseconds(500) { run.warmedUp = true }
+        let cap = run.warmedUp ? run.limit : Self.streamsBeforeSettings
+        let perHost = max(1, options.maxConnectionsPerHost)
+        for host in run.queues.hostsWaiting {
+            // A multiplexing host takes as many as its connections carry; another, one per connection.
+            let room = multiplexing.contains(run.queues.key(host)) ? min(run.limit, perHost * streams.limit) : perHost
+            while run.active.count < cap, run.activeByHost[host, default: 0] < room, let index = run.queues.peek(host) {
+                run.queues.pop(host)
+                guard shouldStart(index) else { run.refused.append(index); continue }
+                switch start(requests[index], index: index) {
+                case .success(let transfer):
+                    transfer.host = host
+                    run.active[transfer.easy.raw] = transfer
+                    run.activeByHost[host, default: 0] += 1
+                case .failure(let error): onComplete(index, .failure(error))
+                }
+            }
+            if run.active.count >= cap { break }
+        }
+    }
+
+    /// A finished transfer: its handle back to the pool, then its result — or, when its connection ended
+    /// under it and it may go again, back to the head of its host's queue. Returns the local port of a
+    /// connection that ended, whose other transfers are doomed too.
+    @discardableResult
+    private func finish(_ transfer: HTTPTransfer, _ result: Result<HTTPResponse, TransportError>, _ run: inout Run,
+                        resendAfterLostAnswer: (Int, TransportError) -> Bool,
+                        onComplete: (Int, Result<HTTPResponse, TransportError>) -> Void) -> Int? {
+        let port = transfer.easy.info(long: CURLINFO_LOCAL_PORT) ?? 0
+        multi.remove(transfer.easy)
+        run.activeByHost[transfer.host, default: 1] -= 1
+        run.warmedUp = true
+        idleHandles.append(transfer.easy)
+        switch result {
+        case .success(let response):
+            if response.httpVersion >= 20 { multiplexing.insert(run.queues.key(transfer.host)) }
+            streams.answered(onConnection: port)
+        case .failure(let error) where error.isConnectionEnd:
+            guard case .connectionEnded(let sent, _) = error else { break }
+            if sent, let limit = streams.lostAnswer(onConnection: port) {
+                try? multi.set(CURLMOPT_MAX_CONCURRENT_STREAMS, limit)
+            }
+            let again: Bool
+            if sent {
+                again = resendAfterLostAnswer(transfer.index, error)
+            } else {
+                run.unsentTries[transfer.index, default: 0] += 1
+                again = run.unsentTries[transfer.index, default: 0] <= Self.unsentResends
+            }
+            if again { run.queues.pushFront(transfer.host, transfer.index) } else { onComplete(transfer.index, result) }
+            return port > 0 ? port : nil
+        case .failure:
+            break
+        }
+        onComplete(transfer.index, result)
+        return nil
+    }
+
+    /// Streams per HTTP/2 connection: the server's limit until connections end with answers lost.
+    private var streams: StreamsPerConnection
 
     /// Hosts (scheme://authority) that answered over HTTP/2: many requests share one connection.
     private var multiplexing: Set<String> = []
@@ -156,6 +228,16 @@ public final class HTTPTransport {
         func key(_ host: Int) -> String { keys[host] }
         func peek(_ host: Int) -> Int? { heads[host] < queues[host].count ? queues[host][heads[host]] : nil }
         mutating func pop(_ host: Int) { heads[host] += 1; waiting -= 1 }
+        /// Puts `index` back at the head of `host`'s queue, to be started next.
+        mutating func pushFront(_ host: Int, _ index: Int) {
+            if heads[host] > 0 {
+                heads[host] -= 1
+                queues[host][heads[host]] = index
+            } else {
+                queues[host].insert(index, at: 0)
+            }
+            waiting += 1
+        }
         /// Every index not started, in request order.
         var remaining: [Int] { keys.indices.flatMap { queues[$0][heads[$0]...] }.sorted() }
     }

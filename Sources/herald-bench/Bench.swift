@@ -20,7 +20,9 @@ import Logging
 ///   5. 10,000 APNs pushes to an HTTP/2 fake answering after 20 ms — beside one connection, one
 ///      request at a time (and the sequential rate it implies);
 ///   6. pattern evaluation of 10,000 users × 60 days × 4 metrics — beside reading the same rows bare,
-///      the two taking turns (the best of 3 each), and streamed; the same pass as a process of its own, for its peak memory.
+///      the two taking turns (the best of 3 each), and streamed; the same pass as a process of its own, for its peak memory;
+///   7. 3,000 APNs pushes to a fake that ends its connections every 500 requests (dropped, reset, or a
+///      GOAWAY) — beside the same to a steady fake.
 @main
 struct Bench {
     static func main() throws {
@@ -36,7 +38,7 @@ struct Bench {
         let only = Set((ProcessInfo.processInfo.environment["HERALD_BENCH_ONLY"] ?? "").split(separator: ",").compactMap { Int($0) })
         let sections: [(Int, () throws -> Void)] = [
             (1, bench.claimDecideRecord), (2, bench.webhookFanOut), (3, bench.idlePass),
-            (4, bench.peakMemory), (5, bench.apnsPushes), (6, bench.patterns),
+            (4, bench.peakMemory), (5, bench.apnsPushes), (6, bench.patterns), (7, bench.apnsConnectionEnds),
         ]
         for (n, run) in sections where only.isEmpty || only.contains(n) { try run() }
     }

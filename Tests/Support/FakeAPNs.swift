@@ -45,10 +45,11 @@ public final class FakeAPNs: Sendable {
     public let server: FakeHTTPServer
     private let state: FakeAPNsState
 
-    /// `latency`: how long every unscripted answer takes (the benchmark's 20 ms provider).
+    /// `latency`: how long every unscripted answer takes (the benchmark's 20 ms provider); `ending`: how
+    /// the fake ends its connections (nil: never).
     public init(certificates: TestCertificates, topic: String = "com.example.herald",
                 keyId: String = "ABC123DEFG", teamId: String = "DEF123GHIJ", latency: Double = 0,
-                threads: Int = 1) throws {
+                threads: Int = 1, ending: ConnectionEnding? = nil) throws {
         let key = P256.Signing.PrivateKey()
         let state = FakeAPNsState(publicKey: key.publicKey, topic: topic, keyId: keyId, teamId: teamId, latency: latency)
         self.topic = topic
@@ -56,12 +57,14 @@ public final class FakeAPNs: Sendable {
         self.teamId = teamId
         keyPEM = key.pemRepresentation
         self.state = state
-        server = try FakeHTTPServer(tls: certificates, threads: threads) { request in state.handle(request) }
+        server = try FakeHTTPServer(tls: certificates, threads: threads, ending: ending) { request in state.handle(request) }
     }
 
     public var baseURL: String { server.baseURL }
     public var requests: [FakeRequest] { server.requests }
     public var connectionCount: Int { server.connectionCount }
+    /// Streams never processed: beyond a GOAWAY's last stream id.
+    public var refusedCount: Int { server.refusedCount }
     public func shutdown() { server.shutdown() }
 
     /// Scripts the answer for `token` (replacing an earlier script).

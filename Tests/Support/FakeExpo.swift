@@ -28,11 +28,12 @@ public final class FakeExpo: Sendable {
     }
     private let state: MsgFakeLock<State>
 
-    /// `accessToken`: when set, requests must carry `Authorization: Bearer <it>` ("enhanced push security").
-    public init(tls: TestCertificates, accessToken: String? = nil) throws {
+    /// `accessToken`: when set, requests must carry `Authorization: Bearer <it>` ("enhanced push security");
+    /// `ending`: how the fake ends its connections (nil: never).
+    public init(tls: TestCertificates, accessToken: String? = nil, ending: ConnectionEnding? = nil) throws {
         let state = MsgFakeLock(State(accessToken: accessToken))
         self.state = state
-        server = try FakeHTTPServer(tls: tls) { request in FakeExpo.handle(request, state: state) }
+        server = try FakeHTTPServer(tls: tls, ending: ending) { request in FakeExpo.handle(request, state: state) }
     }
 
     public func shutdown() { server.shutdown() }

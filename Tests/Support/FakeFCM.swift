@@ -72,11 +72,13 @@ public final class FakeFCM: Sendable {
     public let server: FakeHTTPServer
     private let state: FakeFCMState
 
+    /// `ending`: how the fake ends its connections (nil: never).
     public init(certificates: TestCertificates, projectId: String = "herald-test",
-                clientEmail: String = "herald-push@herald-test.iam.gserviceaccount.com") throws {
+                clientEmail: String = "herald-push@herald-test.iam.gserviceaccount.com",
+                ending: ConnectionEnding? = nil) throws {
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let state = FakeFCMState(publicKey: key.publicKey, projectId: projectId, clientEmail: clientEmail)
-        let server = try FakeHTTPServer(tls: certificates) { request in state.handle(request) }
+        let server = try FakeHTTPServer(tls: certificates, ending: ending) { request in state.handle(request) }
         state.setTokenURI(server.baseURL + "/token")
         self.server = server
         self.projectId = projectId

@@ -88,10 +88,11 @@ public final class FakeHTTPServer: Sendable {
     ///   - tls: nil for cleartext HTTP/1.1 and h2c (prior knowledge); else TLS with these certificates, ALPN h2 and http/1.1.
     ///   - threads: event loop threads.
     ///   - http2: offer h2 in ALPN (with TLS); false makes the server HTTP/1.1-only, as some webhooks are.
+    ///   - ending: how the server ends its connections; nil keeps them open.
     ///   - handler: answers each request.
-    public init(tls: TestCertificates? = nil, threads: Int = 1, http2: Bool = true,
+    public init(tls: TestCertificates? = nil, threads: Int = 1, http2: Bool = true, ending: ConnectionEnding? = nil,
                 handler: @escaping @Sendable (FakeRequest) -> FakeResponse) throws {
-        let state = FakeServerState(handler: handler)
+        let state = FakeServerState(handler: handler, ending: ending)
         let sslContext: NIOSSLContext?
         if let tls {
             let chain = try NIOSSLCertificate.fromPEMFile(tls.certFile).map { NIOSSLCertificateSource.certificate($0) }
@@ -147,6 +148,9 @@ public final class FakeHTTPServer: Sendable {
     /// TCP connections accepted so far.
     public var connectionCount: Int { state.connections }
 
+    /// Requests never handed to the handler: streams beyond a GOAWAY's last stream id.
+    public var refusedCount: Int { state.refused }
+
     /// The most requests the server held at once (received, not yet answered): how concurrent the
     /// client was, measured without a clock.
     public var peakInFlight: Int { state.peakInFlight }
@@ -162,7 +166,8 @@ public final class FakeHTTPServer: Sendable {
     fileprivate static func configureHTTP1(_ channel: any Channel, state: FakeServerState) -> EventLoopFuture<Void> {
         channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-            try channel.pipeline.syncOperations.addHandler(FakeRequestHandler(httpVersion: "1.1", state: state))
+            try channel.pipeline.syncOperations.addHandler(FakeRequestHandler(
+                httpVersion: "1.1", state: state, life: ConnectionLife(ending: state.ending)))
         }
     }
 
@@ -177,11 +182,12 @@ public final class FakeHTTPServer: Sendable {
         // load, which real providers don't do for resets of finished streams.
         var stream = NIOHTTP2Handler.StreamConfiguration()
         stream.streamResetFrameRateLimit.maximumCount = 1_000_000
+        let life = ConnectionLife(ending: state.ending)
         return channel.configureHTTP2Pipeline(mode: .server, connectionConfiguration: connection,
                                               streamConfiguration: stream) { stream in
             stream.eventLoop.makeCompletedFuture {
                 try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
-                try stream.pipeline.syncOperations.addHandler(FakeRequestHandler(httpVersion: "2", state: state))
+                try stream.pipeline.syncOperations.addHandler(FakeRequestHandler(httpVersion: "2", state: state, life: life))
             }
         }.map { _ in () }
     }
@@ -190,16 +196,22 @@ public final class FakeHTTPServer: Sendable {
 /// The fake server's shared, lock-protected state.
 private final class FakeServerState: @unchecked Sendable {
     let handler: @Sendable (FakeRequest) -> FakeResponse
+    let ending: ConnectionEnding?
     private let lock = NSLock()
+    private var _refused = 0
     private var _requests: [FakeRequest] = []
     private var _connections = 0
     private var _inFlight = 0
     private var _peakInFlight = 0
     private var _shutDown = false
 
-    init(handler: @escaping @Sendable (FakeRequest) -> FakeResponse) {
+    init(handler: @escaping @Sendable (FakeRequest) -> FakeResponse, ending: ConnectionEnding?) {
         self.handler = handler
+        self.ending = ending
     }
+
+    var refused: Int { lock.withLock { _refused } }
+    func refusedOne() { lock.withLock { _refused += 1 } }
 
     var requests: [FakeRequest] { lock.withLock { _requests } }
     var connections: Int { lock.withLock { _connections } }
@@ -230,12 +242,33 @@ private final class FakeRequestHandler: ChannelInboundHandler, RemovableChannelH
 
     private let httpVersion: String
     private let state: FakeServerState
+    private let life: ConnectionLife
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
 
-    init(httpVersion: String, state: FakeServerState) {
+    init(httpVersion: String, state: FakeServerState, life: ConnectionLife) {
         self.httpVersion = httpVersion
         self.state = state
+        self.life = life
+    }
+
+    /// Resets this HTTP/2 stream with REFUSED_STREAM: the client may send it again elsewhere.
+    private func refuse(_ context: ChannelHandlerContext) {
+        guard let codec = try? context.pipeline.syncOperations.context(handlerType: HTTP2FramePayloadToHTTP1ServerCodec.self)
+        else { return }
+        codec.writeAndFlush(NIOAny(HTTP2Frame.FramePayload.rstStream(.refusedStream)), promise: nil)
+    }
+
+    /// The HTTP/2 stream's id; nil over HTTP/1.1.
+    private func streamID(_ context: ChannelHandlerContext) -> Int? {
+        guard httpVersion == "2" else { return nil }
+        return (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)).map { Int($0) }
+    }
+
+    /// The TCP connection: the stream's parent over HTTP/2, the channel itself over HTTP/1.1 (whose
+    /// parent is the listening socket).
+    private func connection(_ context: ChannelHandlerContext) -> any Channel {
+        httpVersion == "2" ? (context.channel.parent ?? context.channel) : context.channel
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -243,32 +276,52 @@ private final class FakeRequestHandler: ChannelInboundHandler, RemovableChannelH
         case .head(let head):
             self.head = head
             body = []
+            if let stream = streamID(context), !life.began(stream: stream) {
+                // Beyond a GOAWAY: refused before any processing.
+                self.head = nil
+                state.refusedOne()
+                refuse(context)
+            }
         case .body(var buffer):
             body += buffer.readBytes(length: buffer.readableBytes) ?? []
         case .end:
             guard let head else { return }
             self.head = nil
+            let stream = streamID(context)
+            let verdict = life.arrived(http2: stream != nil)
             let request = FakeRequest(
                 method: head.method.rawValue, path: head.uri,
                 headers: head.headers.map { ($0.name.lowercased(), $0.value) },
                 body: body, httpVersion: httpVersion, receivedAt: Date())
             state.received(request)
             let response = state.handler(request)
+            switch verdict {
+            case .processThenEnd(let reset):
+                state.answered()  // never will be: the connection ends with it in flight
+                ConnectionLife.end(connection(context), reset: reset)
+                return
+            case .processAndGoAway:
+                life.goAway(connection(context))
+            case .process, .processThenClose:
+                break
+            }
             let keepAlive = head.isKeepAlive
             let version = head.version
+            let close = verdict == .processThenClose
             if response.delay > 0 {
                 context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(response.delay * 1e9))) {
-                    self.respond(context: context, response, version: version, keepAlive: keepAlive)
+                    self.respond(context: context, response, version: version, keepAlive: keepAlive, close: close, stream: stream)
                 }
             } else {
-                respond(context: context, response, version: version, keepAlive: keepAlive)
+                respond(context: context, response, version: version, keepAlive: keepAlive, close: close, stream: stream)
             }
         }
     }
 
     private func respond(context: ChannelHandlerContext, _ response: FakeResponse, version: NIOHTTP1.HTTPVersion,
-                         keepAlive: Bool) {
+                         keepAlive: Bool, close: Bool, stream: Int?) {
         state.answered()
+        let lastOfGoAway = life.answered(stream: stream)
         guard context.channel.isActive else { return }
         for interim in response.informational {
             var headers = HTTPHeaders()
@@ -289,6 +342,17 @@ private final class FakeRequestHandler: ChannelInboundHandler, RemovableChannelH
         let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
         if httpVersion == "1.1", !keepAlive {
             done.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        } else if close {
+            // Ends the connection with no warning.
+            let connection = connection(context)
+            done.whenComplete { _ in connection.close(promise: nil) }
+        } else if lastOfGoAway {
+            // After a GOAWAY, once its last stream is answered, the connection lingers a moment for the
+            // client to stop sending (as nginx's lingering close does), so that no answer already sent
+            // is lost to a reset.
+            let connection = connection(context)
+            let life = life
+            connection.eventLoop.scheduleTask(in: .milliseconds(500)) { life.close(connection) }
         }
     }
 }
@@ -333,4 +397,5 @@ private final class CleartextProtocolSniffer: ChannelInboundHandler, RemovableCh
         }
     }
 }
+
 

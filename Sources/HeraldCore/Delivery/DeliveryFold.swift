@@ -5,11 +5,15 @@ public struct DestinationAnswer: Sendable {
     public var destination: Destination
     public var provider: Provider
     public var response: ClassifiedResponse
+    /// Times the request went again, before this answer, after its connection ended with the answer
+    /// lost: this answer is the row's try `attempts + resends`.
+    public var resends: Int
 
-    public init(destination: Destination, provider: Provider, response: ClassifiedResponse) {
+    public init(destination: Destination, provider: Provider, response: ClassifiedResponse, resends: Int = 0) {
         self.destination = destination
         self.provider = provider
         self.response = response
+        self.resends = resends
     }
 }
 
@@ -49,6 +53,12 @@ public struct SentRow: Sendable {
     /// Transient failures after which the destination moved to another provider: recorded as delivery
     /// attempts, not as the destination's outcome.
     public var failedOver: [DestinationAnswer] = []
+    /// Answers lost with their connection, after which the request went again at once: each recorded as
+    /// a delivery attempt and charged as a try of the row.
+    public var lostAnswers: [DestinationAnswer] = []
+
+    /// Tries beyond the claim's: the most times one destination went again after a lost answer.
+    public var resends: Int { lostAnswers.map { $0.resends + 1 }.max() ?? 0 }
 
     public init(item: QueueItem, maxAttempts: Int, trail: JSONValue, title: String, body: String, provider: Provider?,
                 previouslyDelivered: Bool, prefs: Preferences?) {
@@ -102,7 +112,7 @@ public enum DeliveryFold {
         let item = sent.item
         var out = FoldedRow(row: RowRecord(id: item.id, status: .failed, event: .failed))
 
-        for answer in sent.failedOver + sent.answers {
+        for answer in sent.lostAnswers + sent.failedOver + sent.answers {
             out.deliveries.append(delivery(item, answer))
             followUps(of: answer, item: item, now: now, into: &out)
         }
@@ -119,7 +129,9 @@ public enum DeliveryFold {
         let refused = outcomes.filter { if case .refused = $0 { return true } else { return false } }
         let messages = (retries + failures + refused).compactMap(\.message)
         let reached = !delivered.isEmpty || sent.previouslyDelivered
-        let attemptsLeft = item.attempts < sent.maxAttempts
+        // A try sent again after its connection ended is charged: the row's attempts count it.
+        let tries = item.attempts + sent.resends
+        let attemptsLeft = tries < sent.maxAttempts
         let unsentUntil = (sent.unsent.compactMap(\.until) + (refused.isEmpty ? [] : [now.addingTimeInterval(refusedPause)])).max()
 
         var r: RowRecord
@@ -142,11 +154,11 @@ public enum DeliveryFold {
             let retryAfter = retries.compactMap { o -> Double? in
                 if case .retry(let after, _, _) = o { return after } else { return nil }
             }.max()
-            let delay = Backoff.delay(attempt: item.attempts, retryAfter: retryAfter, random: random)
+            let delay = Backoff.delay(attempt: tries, retryAfter: retryAfter, random: random)
             r.runAfter = max(now.addingTimeInterval(delay), unsentUntil ?? now)
             r.reason = firstRetry.code ?? "retry"
             r.lastError = messages.first
-            r.details = ["retry_in_s": .number(delay.rounded()), "attempt": .number(Double(item.attempts))]
+            r.details = ["retry_in_s": .number(delay.rounded()), "attempt": .number(Double(tries))]
         } else if reached {
             // Some destination got it, now or on an earlier attempt: sent, with what failed noted.
             r = RowRecord(id: item.id, status: .sent, event: .sent)
@@ -165,7 +177,7 @@ public enum DeliveryFold {
             r = RowRecord(id: item.id, status: .failed, event: .failed)
             r.permanent = true
             r.reason = "attempts_exhausted"
-            r.lastError = "gave up after \(item.attempts) attempts: \(messages.first ?? "transient failure")"
+            r.lastError = "gave up after \(tries) attempts: \(messages.first ?? "transient failure")"
         } else {
             r = RowRecord(id: item.id, status: .failed, event: .failed)
             r.permanent = true
@@ -175,6 +187,7 @@ public enum DeliveryFold {
             r.reason = allInvalid ? "destinations_invalid" : (failures.first?.code ?? "permanent")
             r.lastError = messages.isEmpty ? "nothing was delivered" : messages.joined(separator: "; ")
         }
+        if sent.resends > 0 { resent(sent.resends, &r) }
         // Failed for good without reaching anyone: a critical notification tries the next channel.
         if r.status == .failed && r.permanent && !reached, let prefs = sent.prefs {
             out.escalation = policy.escalation(of: item, prefs: prefs, because: r.reason ?? "failed")
@@ -183,11 +196,26 @@ public enum DeliveryFold {
         return out
     }
 
+    /// Charges the tries sent again after a lost answer, and says so in the trail.
+    static func resent(_ resends: Int, _ r: inout RowRecord) {
+        r.attemptsDelta += resends
+        let note: JSONValue = .number(Double(resends))
+        if case .object(var details) = r.details {
+            details[resentKey] = note
+            r.details = .object(details)
+        } else {
+            r.details = [resentKey: note]
+        }
+    }
+
+    /// The trail's key for the tries sent again because their connection ended before the answer.
+    public static let resentKey = "resent_after_connection_ended"
+
     /// One attempt's row of `notification_deliveries`.
     static func delivery(_ item: QueueItem, _ answer: DestinationAnswer) -> DeliveryRecord {
         let (destination, response) = (answer.destination, answer.response)
         var d = DeliveryRecord(
-            queueId: item.id, attempt: item.attempts, channel: item.channelRaw, provider: answer.provider,
+            queueId: item.id, attempt: item.attempts + answer.resends, channel: item.channelRaw, provider: answer.provider,
             destination: destination.storableAddress, deviceTokenId: destination.deviceTokenId,
             outcome: response.outcome.label, httpStatus: response.httpStatus, errorCode: response.outcome.code,
             messageId: nil, error: response.outcome.message, latencyMs: response.latencyMs)

@@ -92,6 +92,9 @@ public struct ClassifiedResponse: Sendable, Equatable {
     /// When the provider found the destination invalid, if it says (APNs 410's `timestamp`): a token
     /// registered again after it is not deactivated.
     public var invalidSince: Date?
+    /// The connection ended before the answer arrived: no answer of the provider's, so it counts toward
+    /// neither its circuit breaker nor a throttle, and the destination stays with its provider.
+    public var connectionEnded = false
 
     public init(_ outcome: DeliveryOutcome, httpStatus: Int? = nil, latencyMs: Int? = nil,
                 throttle: ThrottleScope? = nil, followUps: [FollowUp] = []) {

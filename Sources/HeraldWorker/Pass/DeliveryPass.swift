@@ -185,6 +185,9 @@ final class DeliveryPass {
         /// A transient failure after which the destination moved to the channel's next provider:
         /// recorded as a delivery attempt, not as the destination's outcome.
         case failedOver(provider: Provider, ClassifiedResponse)
+        /// The answer was lost with its connection and the request goes again at once on a new one:
+        /// recorded as a delivery attempt, and the row charged a try.
+        case answerLost(provider: Provider, ClassifiedResponse)
     }
 
     /// One batch: the plan (pure, `DeliveryPlanner`), the records known before any request, the sends,
@@ -265,7 +268,7 @@ final class DeliveryPass {
                                     .permanent(code: "no_adapter", message: "no adapter for provider '\(destination.provider.rawValue)'"))))
                             continue
                         }
-                        jobs.append(Job(flight: index, envelope: envelope, adapter: adapter))
+                        jobs.append(Job(flight: index, envelope: envelope, adapter: adapter, maxAttempts: row.maxAttempts))
                     }
                 }
                 if flight.done {
@@ -291,15 +294,20 @@ final class DeliveryPass {
             switch result {
             case .answered(let provider, let classified):
                 flights[job.flight].sent.answers.append(DestinationAnswer(
-                    destination: job.envelope.destination, provider: provider, response: classified))
+                    destination: job.envelope.destination, provider: provider, response: classified, resends: job.resends))
                 if noteAnswer(job, classified) { held.insert(job.flight) }
             case .notSent(let until, let reason):
                 flights[job.flight].sent.unsent.append(UnsentDestination(
                     destination: job.envelope.destination, until: until, reason: reason))
             case .failedOver(let provider, let classified):
                 flights[job.flight].sent.failedOver.append(DestinationAnswer(
-                    destination: job.envelope.destination, provider: provider, response: classified))
+                    destination: job.envelope.destination, provider: provider, response: classified, resends: job.resends))
                 return  // the destination is still on its way
+            case .answerLost(let provider, let classified):
+                flights[job.flight].sent.lostAnswers.append(DestinationAnswer(
+                    destination: job.envelope.destination, provider: provider, response: classified, resends: job.resends))
+                summary.resent += 1
+                return  // sent again at once
             }
             if flights[job.flight].done && !held.contains(job.flight) {
                 pending.append(finish(flights[job.flight]))
@@ -329,6 +337,12 @@ final class DeliveryPass {
         var flight: Int
         var envelope: Envelope
         var adapter: ProviderAdapter
+        var maxAttempts: Int
+        /// Times this destination went again after its connection ended before the answer.
+        var resends = 0
+
+        /// The row has a try left for this destination: its claim's attempt and each resend are tries.
+        var mayResend: Bool { envelope.item.attempts + resends < maxAttempts }
     }
 
     /// Sends every job concurrently on the shared transport: one request per job for single adapters,
@@ -362,6 +376,7 @@ final class DeliveryPass {
         switch result {
         case .answered(_, let response):
             switch response.outcome {
+            case .retry where response.connectionEnded: return nil  // the connection's end, not the provider's
             case .retry: failure = .transient
             case .refused: failure = .breakerOpen  // the provider refused herald itself: out for the pass
             default: return nil  // delivered, or a permanent answer: stays
@@ -369,7 +384,7 @@ final class DeliveryPass {
         case .notSent(_, let reason):
             guard let kind = Failover.Failure(rawValue: reason), kind == .throttled || kind == .breakerOpen else { return nil }
             failure = kind
-        case .failedOver:
+        case .failedOver, .answerLost:
             return nil
         }
         guard let channel = job.envelope.item.channel, let route = routes[channel],
@@ -498,16 +513,25 @@ final class DeliveryPass {
         let unstarted = transport.perform(requests, shouldStart: { index in
             !StopSignal.requested && !(writer?.failed ?? false) && !breaker.isOpen(owners[index].adapter.provider)
                 && clock.elapsed < leaseEnds
+        }, resendAfterLostAnswer: { index, error in
+            // Losing a health alert is worse than a copy the device folds away (every push carries a
+            // collapse id): sent again while each of its rows has a try left, each try charged.
+            guard owners[index].jobs.allSatisfy(\.mayResend) else { return false }
+            let owner = owners[index]
+            let answers = answers(owner, .failure(error))
+            for (i, job) in owner.jobs.enumerated() {
+                done(job, .answerLost(provider: owner.adapter.provider, answers[i]))
+                owners[index].jobs[i].resends += 1
+            }
+            return true
         }) { index, response in
             let owner = owners[index]
             let now = clock.now()
-            // Providers' dates (Retry-After as an HTTP date) are in real time.
-            let answers = owner.adapter.classify(response, envelopes: owner.jobs.map(\.envelope), now: Date())
-            for (i, job) in owner.jobs.enumerated() {
-                let answer = i < answers.count ? answers[i]
-                    : ClassifiedResponse(.retry(after: nil, code: "missing_answer", message: "the provider's answer did not cover this message"))
-                throttle(owner.adapter.provider, after: answer, now: now)
-                noteForBreaker(owner.adapter.provider, answer)
+            for (job, answer) in zip(owner.jobs, answers(owner, response)) {
+                if !answer.connectionEnded {  // a connection's end says nothing of the provider
+                    throttle(owner.adapter.provider, after: answer, now: now)
+                    noteForBreaker(owner.adapter.provider, answer)
+                }
                 done(job, .answered(provider: owner.adapter.provider, answer))
             }
         }
@@ -521,6 +545,21 @@ final class DeliveryPass {
             for index in unstarted {
                 for job in owners[index].jobs { done(job, .notSent(until: until, reason: reason)) }
             }
+        }
+    }
+
+    /// One answer per job of a request: the adapter's classification (providers' dates, such as
+    /// Retry-After as an HTTP date, are in real time), marked when the connection ended under it.
+    func answers(_ owner: (jobs: [Job], adapter: ProviderAdapter), _ result: Result<HTTPResponse, TransportError>)
+        -> [ClassifiedResponse] {
+        let classified = owner.adapter.classify(result, envelopes: owner.jobs.map(\.envelope), now: Date())
+        let ended: Bool
+        if case .failure(let error) = result { ended = error.isConnectionEnd } else { ended = false }
+        return owner.jobs.indices.map { i in
+            var answer = i < classified.count ? classified[i]
+                : ClassifiedResponse(.retry(after: nil, code: "missing_answer", message: "the provider's answer did not cover this message"))
+            answer.connectionEnded = ended
+            return answer
         }
     }
 

@@ -17,6 +17,8 @@ public struct Summary: Sendable {
     public var released = 0
     /// Of `failed`, those that will be retried.
     public var retrying = 0
+    /// Requests sent again at once after their connection ended with the answer lost.
+    public var resent = 0
     public var batches = 0
     public var recovered = 0
     public var pruned = 0
@@ -82,7 +84,7 @@ public struct Summary: Sendable {
             "processed": .number(Double(processed)), "sent": .number(Double(sent)),
             "skipped": .number(Double(skipped)), "failed": .number(Double(failed)),
             "deferred": .number(Double(deferred)), "retrying": .number(Double(retrying)),
-            "released": .number(Double(released)),
+            "released": .number(Double(released)), "resent": .number(Double(resent)),
             "batches": .number(Double(batches)), "deliveries": .number(Double(deliveries)),
             "recovered": .number(Double(recovered)), "pruned": .number(Double(pruned)),
             "unroutable": .number(Double(unroutable.values.reduce(0, +))),
