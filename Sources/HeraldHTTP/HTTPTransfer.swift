@@ -30,6 +30,16 @@ final class HTTPTransfer {
         self.easy = easy
     }
 
+    /// Trusts the CAs of the bundle file at `path` alone, when there is one: with no CA directory beside
+    /// it, libcurl keeps the parsed store in the multi handle (CURLOPT_CA_CACHE_TIMEOUT) instead of
+    /// parsing the whole bundle again for every new connection — about 37 ms each, which stalled a
+    /// pass opening 64 connections at once for 2.4 s.
+    private func trust(_ path: String?) throws(TransportError) {
+        guard let path else { return }
+        try easy.set(CURLOPT_CAINFO, path)
+        try easy.set(CURLOPT_CAPATH, pointer: nil)
+    }
+
     /// Resets the handle and sets every option for `request`.
     func configure(_ request: HTTPRequest, options: TransportOptions, caBundle: String?) throws(TransportError) {
         if let mail = request.mail {
@@ -57,7 +67,7 @@ final class HTTPTransfer {
         try easy.set(CURLOPT_USERAGENT, options.userAgent)
         try easy.set(CURLOPT_TCP_KEEPALIVE, 1)
         maxResponseBytes = max(0, options.maxResponseBytes)
-        if let caBundle { try easy.set(CURLOPT_CAINFO, caBundle) }
+        try trust(caBundle)
 
         try configureMethodAndBody(request)
 
@@ -146,7 +156,7 @@ final class HTTPTransfer {
         try easy.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(request.timeout))
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(min(options.connectTimeout, request.timeout)))
         try easy.set(CURLOPT_TCP_KEEPALIVE, 1)
-        if let caBundle { try easy.set(CURLOPT_CAINFO, caBundle) }
+        try trust(caBundle)
 
         try easy.set(CURLOPT_MAIL_FROM, "<\(mail.from)>")
         let recipients = try CurlStringList(mail.recipients.map { "<\($0)>" })

@@ -260,6 +260,9 @@ public final class HTTPTransport {
         return outcome
     }
 
+    /// The system's CA bundle file, trusted alone when no extra CA is configured (see `HTTPTransfer.trust`).
+    private static let systemBundle = CABundleFile.systemBundlePath()
+
     /// Configures an easy handle (reused if one is idle) for `request` and adds it to the multi handle.
     private func start(_ request: HTTPRequest, index: Int) -> Result<HTTPTransfer, TransportError> {
         let easy: CurlEasyHandle
@@ -274,7 +277,7 @@ public final class HTTPTransport {
         }
         let transfer = HTTPTransfer(index: index, easy: easy)
         do {
-            try transfer.configure(request, options: options, caBundle: caBundle?.path)
+            try transfer.configure(request, options: options, caBundle: caBundle?.path ?? Self.systemBundle)
             try multi.add(easy)
             return .success(transfer)
         } catch {
