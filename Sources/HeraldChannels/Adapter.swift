@@ -17,70 +17,94 @@ public struct Envelope: Sendable {
     }
 }
 
-/// A provider reached over HTTP. Adapters are pure: they build requests and classify responses; the
-/// shared `HTTPTransport` executes them concurrently.
+/// A provider reached over HTTP (or SMTP): it builds one request for a batch of envelopes and reads the
+/// answer as one outcome per envelope. Adapters are pure; the shared `HTTPTransport` executes the
+/// requests. A provider that takes one message per request adopts `SingleMessageAdapter` instead and
+/// speaks of one envelope at a time.
 ///
-///     let request = try adapter.request(for: envelope)
-///     let outcome = adapter.classify(transport.perform(request))
-public protocol HTTPAdapter: Sendable {
+///     let request = try adapter.request(for: envelopes)          // envelopes.count ≤ adapter.maxBatch
+///     let answers = adapter.answers(transport.perform(request), envelopes: envelopes, now: Date())
+///
+/// Optional capabilities are properties that are nil unless the provider has them: a configuration to
+/// check when its refusals look like a slip, what a dead destination asks for, the one address all its
+/// destinations share, receipts to check later, message statuses to poll.
+public protocol ProviderAdapter: Sendable {
     /// The provider it speaks for (`notification_deliveries.provider`): `.webhook`, `.apns`, …
     var provider: Provider { get }
     /// Seconds one request may take on the wire (the lease must outlast the deadline plus this).
     var timeout: Double { get }
+    /// The most envelopes one request carries: 1 for a single-message provider, Expo's 100.
+    var maxBatch: Int { get }
     /// Work to do before a batch of sends, outside any transaction: fetch or refresh an access token
     /// (FCM's OAuth exchange). Most adapters have nothing to do.
     func prepare(now: Date, transport: HTTPTransport) throws
-    func request(for envelope: Envelope) throws -> HTTPRequest
-    func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse
-    /// The configuration to name when most of this provider's destinations are refused in a pass.
-    var configuration: ConfigurationCheck { get }
+    func request(for envelopes: [Envelope]) throws -> HTTPRequest
+    /// One outcome per envelope, in the order of the request.
+    func classify(_ result: Result<HTTPResponse, TransportError>, envelopes: [Envelope], now: Date) -> [ClassifiedResponse]
+
+    /// The configuration to name when most of this provider's destinations are refused in a pass; nil:
+    /// no refusal of it is suspected of being a configuration slip.
+    var configurationCheck: ConfigurationCheck? { get }
     /// What a destination-invalid answer asks for: deactivate the device token (push), turn the channel
     /// off for the recipient (`.optOut`), or nothing (nil).
     var deadDestination: FollowUp? { get }
     /// The address every destination of this provider has (the webhook's URL); nil: the recipient's own.
     var providerAddress: String? { get }
+    /// The provider's receipt checker, when its acceptances are checked later (Expo's push tickets).
+    var receipts: (any ReceiptChecking)? { get }
+    /// The provider's status poller, when it answers "what became of message X" (Twilio).
+    var statusPolling: (any StatusPolling)? { get }
 }
 
-extension HTTPAdapter {
+extension ProviderAdapter {
+    public var maxBatch: Int { 1 }
     public func prepare(now: Date, transport: HTTPTransport) throws {}
+    public var configurationCheck: ConfigurationCheck? { nil }
     public var deadDestination: FollowUp? { nil }
     public var providerAddress: String? { nil }
-    /// No destination-invalid answer is suspected of being a configuration slip.
-    public var configuration: ConfigurationCheck {
-        ConfigurationCheck(hint: "check the \(provider.rawValue) configuration", codes: [])
+    public var receipts: (any ReceiptChecking)? { nil }
+    public var statusPolling: (any StatusPolling)? { nil }
+
+    /// The provider's answers to one request, exactly one per envelope (one the answer did not cover is a
+    /// retry), each carrying the follow-ups the adapter declares: a destination-invalid answer gets the
+    /// adapter's `deadDestination`.
+    public func answers(_ result: Result<HTTPResponse, TransportError>, envelopes: [Envelope],
+                        now: Date) -> [ClassifiedResponse] {
+        let classified = classify(result, envelopes: envelopes, now: now)
+        return envelopes.indices.map { i in
+            var answer = i < classified.count ? classified[i]
+                : ClassifiedResponse(.retry(after: nil, code: "missing_answer", message: "the provider's answer did not cover this message"))
+            if let dead = deadDestination, case .destinationInvalid = answer.outcome, !answer.followUps.contains(dead) {
+                answer.followUps.append(dead)
+            }
+            return answer
+        }
     }
 }
 
-/// A provider that takes many messages in one request (Expo: up to 100) and answers for each.
-public protocol BatchHTTPAdapter: Sendable {
-    var provider: Provider { get }
-    /// Seconds one request may take on the wire.
-    var timeout: Double { get }
-    /// The most envelopes one request may carry.
-    var maxBatch: Int { get }
-    func prepare(now: Date, transport: HTTPTransport) throws
-    func request(for envelopes: [Envelope]) throws -> HTTPRequest
-    /// One outcome per envelope, in the order of the request.
-    func classify(_ result: Result<HTTPResponse, TransportError>, count: Int, now: Date) -> [ClassifiedResponse]
-    /// The same, knowing the envelopes sent (their rows' attempts and ids): what a pass should call. By
-    /// default the count-only classification.
-    func classify(_ result: Result<HTTPResponse, TransportError>, envelopes: [Envelope], now: Date) -> [ClassifiedResponse]
-    /// The configuration to name when most of this provider's destinations are refused in a pass.
-    var configuration: ConfigurationCheck { get }
-    /// What a destination-invalid answer asks for (see `HTTPAdapter.deadDestination`).
-    var deadDestination: FollowUp? { get }
+/// A provider that takes one message per request: it builds and classifies one envelope, and its batch
+/// of one is made from that.
+///
+///     let request = try apns.request(for: envelope)
+///     let outcome = apns.classify(transport.perform(request), now: Date()).outcome
+public protocol SingleMessageAdapter: ProviderAdapter {
+    func request(for envelope: Envelope) throws -> HTTPRequest
+    func classify(_ result: Result<HTTPResponse, TransportError>, now: Date) -> ClassifiedResponse
 }
 
-extension BatchHTTPAdapter {
-    public func prepare(now: Date, transport: HTTPTransport) throws {}
-    public var deadDestination: FollowUp? { nil }
+extension SingleMessageAdapter {
+    public var maxBatch: Int { 1 }
+
+    public func request(for envelopes: [Envelope]) throws -> HTTPRequest {
+        guard envelopes.count == 1 else {
+            throw AdapterError("\(provider.rawValue) takes one message per request, not \(envelopes.count)")
+        }
+        return try request(for: envelopes[0])
+    }
+
     public func classify(_ result: Result<HTTPResponse, TransportError>, envelopes: [Envelope],
                          now: Date) -> [ClassifiedResponse] {
-        classify(result, count: envelopes.count, now: now)
-    }
-    /// No destination-invalid answer is suspected of being a configuration slip.
-    public var configuration: ConfigurationCheck {
-        ConfigurationCheck(hint: "check the \(provider.rawValue) configuration", codes: [])
+        [classify(result, now: now)]
     }
 }
 
@@ -94,81 +118,6 @@ public protocol ReceiptChecking: Sendable {
     func classifyReceipts(_ result: Result<HTTPResponse, TransportError>) -> ReceiptsResult
 }
 
-/// An adapter of either shape.
-public enum ProviderAdapter: Sendable {
-    case single(any HTTPAdapter)
-    case batch(any BatchHTTPAdapter)
-
-    public var provider: Provider {
-        switch self {
-        case .single(let a): a.provider
-        case .batch(let a): a.provider
-        }
-    }
-
-    public var timeout: Double {
-        switch self {
-        case .single(let a): a.timeout
-        case .batch(let a): a.timeout
-        }
-    }
-
-    public func prepare(now: Date, transport: HTTPTransport) throws {
-        switch self {
-        case .single(let a): try a.prepare(now: now, transport: transport)
-        case .batch(let a): try a.prepare(now: now, transport: transport)
-        }
-    }
-
-    public var configuration: ConfigurationCheck {
-        switch self {
-        case .single(let a): a.configuration
-        case .batch(let a): a.configuration
-        }
-    }
-
-    /// The provider's receipt checker, when its acceptances are checked later.
-    public var receipts: (any ReceiptChecking)? {
-        switch self {
-        case .single(let a): a as? any ReceiptChecking
-        case .batch(let a): a as? any ReceiptChecking
-        }
-    }
-
-    /// The provider's status poller, when it answers "what became of message X" (Twilio).
-    public var statusPoller: (any StatusPolling)? {
-        switch self {
-        case .single(let a): a as? any StatusPolling
-        case .batch(let a): a as? any StatusPolling
-        }
-    }
-
-    /// The address every destination of this provider has (the webhook's URL), if it has one.
-    public var providerAddress: String? {
-        if case .single(let a) = self { return a.providerAddress }
-        return nil
-    }
-
-    /// The provider's answers to one request, one per envelope, each carrying the follow-ups the adapter
-    /// declares: a destination-invalid answer gets the adapter's `deadDestination`.
-    public func classify(_ result: Result<HTTPResponse, TransportError>, envelopes: [Envelope],
-                         now: Date) -> [ClassifiedResponse] {
-        let answers: [ClassifiedResponse]
-        let dead: FollowUp?
-        switch self {
-        case .single(let a): (answers, dead) = ([a.classify(result, now: now)], a.deadDestination)
-        case .batch(let a): (answers, dead) = (a.classify(result, envelopes: envelopes, now: now), a.deadDestination)
-        }
-        guard let dead else { return answers }
-        return answers.map { answer in
-            guard case .destinationInvalid = answer.outcome, !answer.followUps.contains(dead) else { return answer }
-            var a = answer
-            a.followUps.append(dead)
-            return a
-        }
-    }
-}
-
 /// How a channel is delivered in this run.
 public enum ChannelRoute: Sendable {
     /// Printed as a JSON line (development, demos, dry runs of a channel).
@@ -178,7 +127,7 @@ public enum ChannelRoute: Sendable {
     /// Sent through providers over HTTP (or SMTP), chosen by the destination's provider: push reaches
     /// each device token through its own provider (apns, fcm, expo); other channels use `order`'s
     /// first and fail over to the next ones (HERALD_<CHANNEL>_PROVIDERS).
-    case providers([Provider: ProviderAdapter], order: [Provider] = [])
+    case providers([Provider: any ProviderAdapter], order: [Provider] = [])
 
     /// The provider that serves destinations with no provider of their own (phones, addresses, URLs);
     /// nil for a provider route without any.
@@ -191,7 +140,7 @@ public enum ChannelRoute: Sendable {
     }
 
     /// The adapter for a destination's provider, if this route has one.
-    public func adapter(for provider: Provider) -> ProviderAdapter? {
+    public func adapter(for provider: Provider) -> (any ProviderAdapter)? {
         if case .providers(let p, _) = self { return p[provider] }
         return nil
     }
@@ -211,7 +160,7 @@ public enum ChannelRoute: Sendable {
     /// The status pollers among this route's providers (Twilio: message status by id).
     public var statusPollers: [any StatusPolling] {
         guard case .providers(let p, _) = self else { return [] }
-        return p.keys.sorted().compactMap { p[$0]?.statusPoller }
+        return p.keys.sorted().compactMap { p[$0]?.statusPolling }
     }
 }
 

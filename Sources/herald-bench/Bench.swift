@@ -313,14 +313,13 @@ struct Bench {
 
         // The floor: one connection, one request at a time, through the same adapter and transport.
         let adapter = try ChannelRoutes.load(settings)[.push]!.adapter(for: .apns)!
-        guard case .single(let single) = adapter else { throw BenchError("APNs adapter is not a single adapter") }
         let transport = try HTTPTransport(options: TransportOptions(caFile: certificates.caFile, maxConnectionsPerHost: 1,
                                                                     maxTransfersInFlight: 1))
         let item = QueueItem(id: UUID(), recipientUserId: UUID(), channelRaw: "push", kindRaw: "system", scheduledAt: now)
         let rendered = RenderedNotification(title: "Hello", body: "Bench", badge: 1, locale: "en")
         let probes = (0..<100).map { i in
-            try! single.request(for: Envelope(item: item, rendered: rendered,
-                destination: Destination(provider: .apns, address: String(format: "%064x", i)), now: Date()))
+            try! adapter.request(for: [Envelope(item: item, rendered: rendered,
+                destination: Destination(provider: .apns, address: String(format: "%064x", i)), now: Date())])
         }
         var ok = 0
         let serial = Bench.seconds { transport.perform(probes) { _, r in if case .success(let x) = r, x.status == 200 { ok += 1 } } }

@@ -95,7 +95,7 @@ import Testing
         return fuzz.chance(0.1) ? String(text.prefix(fuzz.below(text.count + 1))) : text
     }
 
-    static func run(_ adapter: any HTTPAdapter, seed: UInt64) {
+    static func run(_ adapter: any SingleMessageAdapter, seed: UInt64) {
         var fuzz = Fuzz(seed: seed)
         for _ in 0..<Fuzz.bodyIterations {
             let result = answer(&fuzz, provider: adapter.provider)

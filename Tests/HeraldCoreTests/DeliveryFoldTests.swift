@@ -68,7 +68,7 @@ import Testing
         case .retry: answered(.retry(after: 10, code: "timeout", message: "request timed out"))
         case .permanent: answered(.permanent(code: "BadPayload", message: "bad payload"))
         case .invalid: answered(.destinationInvalid(code: "Unregistered", message: "gone"), followUps: [.deactivateDestination])
-        case .notSent: sent.unsent.append(UnsentDestination(destination: token, until: now.addingTimeInterval(30), reason: "throttled"))
+        case .notSent: sent.unsent.append(UnsentDestination(destination: token, until: now.addingTimeInterval(30), reason: .throttled))
         }
         return sent
     }

@@ -10,7 +10,7 @@ import HeraldHTTP
 ///     let apns = try APNsAdapter(keyPEM: p8Text, keyId: "ABC123DEFG", teamId: "DEF123GHIJ",
 ///                                topic: "com.example.app", environment: .production)
 ///     let outcome = apns.classify(transport.perform(try apns.request(for: envelope)), now: now)
-public struct APNsAdapter: HTTPAdapter {
+public struct APNsAdapter: SingleMessageAdapter {
     /// A dead token is deactivated.
     public var deadDestination: FollowUp? { .deactivateDestination }
     public enum Environment: String, Sendable, CaseIterable {
@@ -230,7 +230,7 @@ public struct APNsAdapter: HTTPAdapter {
     /// A wrong APNS_ENV makes every token answer BadDeviceToken (a token belongs to one environment,
     /// providers.md §1.5), a wrong APNS_TOPIC DeviceTokenNotForTopic. `Unregistered` and `ExpiredToken`
     /// (410) are APNs saying it knows the token is dead: always acted on.
-    public var configuration: ConfigurationCheck {
+    public var configurationCheck: ConfigurationCheck? {
         ConfigurationCheck(hint: "check APNS_ENV (sandbox/production) and APNS_TOPIC",
                            codes: ["BadDeviceToken", "DeviceTokenNotForTopic"])
     }

@@ -12,7 +12,7 @@ import HeraldHTTP
 /// A ticket "ok" means Expo took the message, not that the device got it: `delivered(ticketId)` stores
 /// the ticket id, and `receiptsRequest(ids:)` / `classifyReceipts(_:)` later tell whether Apple or Google
 /// accepted it (DeviceNotRegistered there deactivates the token).
-public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
+public struct ExpoAdapter: ProviderAdapter, ReceiptChecking {
     /// A dead token is deactivated.
     public var deadDestination: FollowUp? { .deactivateDestination }
     public let provider = Provider.expo
@@ -351,9 +351,12 @@ public struct ExpoAdapter: BatchHTTPAdapter, ReceiptChecking {
 
     /// DeviceNotRegistered is Expo relaying Apple's or Google's word that the token is dead: always acted
     /// on, never suspected of being a configuration slip.
-    public var configuration: ConfigurationCheck {
+    public var configurationCheck: ConfigurationCheck? {
         ConfigurationCheck(hint: "check EXPO_ACCESS_TOKEN and the Expo project's push credentials", codes: [])
     }
+
+    /// Its tickets' receipts are checked later, by the receipts phase.
+    public var receipts: (any ReceiptChecking)? { self }
 
     /// A push ticket: ok → delivered(ticket id); error → by `details.error`.
     static func ticketOutcome(_ ticket: JSONValue) -> DeliveryOutcome {

@@ -10,7 +10,7 @@ import HeraldHTTP
 ///     let fcm = try FCMAdapter(serviceAccountJSON: fileText)
 ///     try fcm.prepare(now: now, transport: transport)
 ///     let outcome = fcm.classify(transport.perform(try fcm.request(for: envelope)), now: now)
-public struct FCMAdapter: HTTPAdapter {
+public struct FCMAdapter: SingleMessageAdapter {
     /// A dead token is deactivated.
     public var deadDestination: FollowUp? { .deactivateDestination }
     public let provider = Provider.fcm
@@ -172,7 +172,7 @@ public struct FCMAdapter: HTTPAdapter {
 
     /// Tokens registered with another Firebase project answer SENDER_ID_MISMATCH: a service account of
     /// the wrong project makes every token do so. UNREGISTERED is FCM knowing the token is dead.
-    public var configuration: ConfigurationCheck {
+    public var configurationCheck: ConfigurationCheck? {
         ConfigurationCheck(hint: "check FCM_SERVICE_ACCOUNT_FILE: its project_id must be the Firebase project the apps register with",
                            codes: ["SENDER_ID_MISMATCH"])
     }

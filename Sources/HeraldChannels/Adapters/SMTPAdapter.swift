@@ -14,7 +14,7 @@ import HeraldHTTP
 /// `outcome(code:command:message:)`); a relay denial → retry, naming SMTP_URL and EMAIL_FROM; other 5yz →
 /// permanent; refused credentials, or STARTTLS not offered or refused with a 5yz where TLS is required →
 /// permanent (configuration); connection failures → retry. A reply of several lines is read whole.
-public struct SMTPAdapter: HTTPAdapter {
+public struct SMTPAdapter: SingleMessageAdapter {
     /// An address that refuses the channel turns it off for the recipient.
     public var deadDestination: FollowUp? { .optOut }
     public let provider = Provider.smtp
@@ -232,7 +232,7 @@ public struct SMTPAdapter: HTTPAdapter {
 
     /// SMTP_URL and EMAIL_FROM: a server that knows only its own mailboxes (or a wrong account on it)
     /// refuses every outside address as if it did not exist, so every destination-invalid answer counts.
-    public var configuration: ConfigurationCheck {
+    public var configurationCheck: ConfigurationCheck? {
         ConfigurationCheck(hint: "check SMTP_URL (a server that relays mail for EMAIL_FROM to other domains) and EMAIL_FROM",
                            codes: nil)
     }

@@ -8,7 +8,7 @@ import HeraldHTTP
 ///
 ///     let mail = try SendGridAdapter(apiKey: env["SENDGRID_API_KEY"]!, from: env["EMAIL_FROM"]!,
 ///                                    baseURL: env["SENDGRID_URL"])
-public struct SendGridAdapter: HTTPAdapter {
+public struct SendGridAdapter: SingleMessageAdapter {
     /// An address that refuses the channel turns it off for the recipient.
     public var deadDestination: FollowUp? { .optOut }
     public let provider = Provider.sendgrid
@@ -112,7 +112,7 @@ public struct SendGridAdapter: HTTPAdapter {
     }
 
     /// SendGrid refuses no destination at send time (bounces come later, by its Event Webhook).
-    public var configuration: ConfigurationCheck {
+    public var configurationCheck: ConfigurationCheck? {
         ConfigurationCheck(hint: "check SENDGRID_API_KEY and EMAIL_FROM", codes: [])
     }
 

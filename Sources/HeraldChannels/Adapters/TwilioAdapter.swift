@@ -11,7 +11,7 @@ import HeraldHTTP
 ///
 /// A 201 means Twilio queued the message; delivery (and async errors such as 30007) is learned later:
 /// the `statuses` phase polls the Message resource and the `events` phase applies status callbacks.
-public struct TwilioAdapter: HTTPAdapter {
+public struct TwilioAdapter: SingleMessageAdapter {
     /// An address that refuses the channel turns it off for the recipient.
     public var deadDestination: FollowUp? { .optOut }
     public let provider = Provider.twilio
@@ -141,7 +141,7 @@ public struct TwilioAdapter: HTTPAdapter {
     /// 21211 (not a valid phone number) for most numbers at once says the numbers are stored in a form
     /// Twilio does not take, not that every recipient is gone. 21610 (STOP), 21614 and 21635 (landline,
     /// not mobile) are about the number itself: always acted on.
-    public var configuration: ConfigurationCheck {
+    public var configurationCheck: ConfigurationCheck? {
         ConfigurationCheck(hint: "check that phone numbers are stored in E.164 (+ and the country code) and TWILIO_URL, if set",
                            codes: ["21211"])
     }
@@ -197,6 +197,9 @@ extension String {
 }
 
 extension TwilioAdapter: StatusPolling {
+    /// What became of a message is asked later, by the statuses phase.
+    public var statusPolling: (any StatusPolling)? { self }
+
     public func isPollable(messageId: String) -> Bool { TwilioTruth.isMessageSid(messageId) }
     public func statusRequest(messageId: String) -> HTTPRequest { statusRequest(messageSid: messageId) }
     public func readStatus(_ result: Result<HTTPResponse, TransportError>, messageId: String) -> StatusPoll {

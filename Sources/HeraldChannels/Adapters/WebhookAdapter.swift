@@ -8,7 +8,7 @@ import HeraldHTTP
 /// `webhook-signature` one `v1,<base64 HMAC-SHA256>` per secret (several during a key rotation).
 ///
 ///     let hook = try WebhookAdapter(url: "https://example.com/hooks", secrets: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-public struct WebhookAdapter: HTTPAdapter {
+public struct WebhookAdapter: SingleMessageAdapter {
     public let provider = Provider.webhook
     public let url: String
     /// Every webhook destination is the receiver's URL.

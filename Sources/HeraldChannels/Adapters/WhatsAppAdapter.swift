@@ -12,7 +12,7 @@ import HeraldHTTP
 ///     let templates = try WhatsAppAdapter.parseTemplates(env)    // WHATSAPP_TEMPLATE_<KIND>=name:lang
 ///     let wa = try WhatsAppAdapter(token: env["WHATSAPP_TOKEN"]!, phoneNumberId: env["WHATSAPP_PHONE_NUMBER_ID"]!,
 ///                                  templates: templates, baseURL: env["WHATSAPP_URL"])
-public struct WhatsAppAdapter: HTTPAdapter {
+public struct WhatsAppAdapter: SingleMessageAdapter {
     /// An address that refuses the channel turns it off for the recipient.
     public var deadDestination: FollowUp? { .optOut }
     public typealias Template = (name: String, language: String)
@@ -153,7 +153,7 @@ public struct WhatsAppAdapter: HTTPAdapter {
 
     /// 131026 (undeliverable: not a WhatsApp number, …) for most numbers at once points at the sender
     /// or the numbers' format rather than at every recipient.
-    public var configuration: ConfigurationCheck {
+    public var configurationCheck: ConfigurationCheck? {
         ConfigurationCheck(hint: "check WHATSAPP_PHONE_NUMBER_ID and that phone numbers are stored in E.164 (+ and the country code)",
                            codes: ["131026"])
     }

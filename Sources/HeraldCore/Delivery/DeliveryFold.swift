@@ -23,9 +23,9 @@ public struct UnsentDestination: Sendable {
     public var destination: Destination
     /// When it may be tried again; nil: at once.
     public var until: Date?
-    public var reason: String
+    public var reason: ReleaseReason
 
-    public init(destination: Destination, until: Date?, reason: String) {
+    public init(destination: Destination, until: Date?, reason: ReleaseReason) {
         self.destination = destination
         self.until = until
         self.reason = reason
@@ -105,95 +105,138 @@ public enum DeliveryFold {
     /// queue past its `--max-age`.
     public static let maxHold: TimeInterval = 3600
     /// The reason of a row released because its provider refused herald's credentials.
-    public static let refusedReason = "provider_refused"
+    public static let refusedReason = ReleaseReason.providerRefused.rawValue
 
     /// `random` (0..<1) is the backoff's jitter, injected so the result is reproducible.
     public static func fold(_ sent: SentRow, escalation policy: EscalationPolicy, now: Date, random: Double) -> FoldedRow {
         let item = sent.item
         var out = FoldedRow(row: RowRecord(id: item.id, status: .failed, event: .failed))
-
         for answer in sent.lostAnswers + sent.failedOver + sent.answers {
             out.deliveries.append(delivery(item, answer))
             followUps(of: answer, item: item, now: now, into: &out)
         }
-
-        let outcomes = sent.answers.map(\.response.outcome)
-        let delivered = outcomes.compactMap { o -> String?? in
-            if case .delivered(let id) = o { return .some(id) } else { return nil }
-        }
-        let retries = outcomes.filter { if case .retry = $0 { return true } else { return false } }
-        let failures = outcomes.filter {
-            switch $0 { case .permanent, .destinationInvalid: return true; default: return false }
-        }
-        // Refusals of herald's own credentials or configuration: not the message's fault.
-        let refused = outcomes.filter { if case .refused = $0 { return true } else { return false } }
-        let messages = (retries + failures + refused).compactMap(\.message)
-        let reached = !delivered.isEmpty || sent.previouslyDelivered
-        // A try sent again after its connection ended is charged: the row's attempts count it.
-        let tries = item.attempts + sent.resends
-        let attemptsLeft = tries < sent.maxAttempts
-        let unsentUntil = (sent.unsent.compactMap(\.until) + (refused.isEmpty ? [] : [now.addingTimeInterval(refusedPause)])).max()
-
+        let t = Tally(sent, now: now)
         var r: RowRecord
-        if (!sent.unsent.isEmpty || !refused.isEmpty) && retries.isEmpty {
-            // Some destinations were never sent to, or their provider refused herald's credentials (and
-            // nothing failed transiently): back to the queue; the destinations already delivered are
-            // not sent again. The attempt is given back only when nothing was delivered: the next claim
-            // looks up delivered destinations only for rows past their first attempt (BatchContext), so
-            // a row that reached someone must come back as attempt 2 or later.
-            r = RowRecord(id: item.id, status: .pending, event: .released)
-            r.attemptsDelta = delivered.isEmpty ? -1 : 0
-            r.runAfter = min(unsentUntil ?? now, now.addingTimeInterval(maxHold))
-            r.reason = sent.unsent.first?.reason ?? refusedReason
-            r.lastError = refused.first?.message
-            r.details = ["not_sent": .number(Double(sent.unsent.count + refused.count)),
-                         "delivered": .number(Double(delivered.count))]
-        } else if let firstRetry = retries.first, attemptsLeft {
-            // Transient failures remain: try again later (only the destinations not yet delivered).
-            r = RowRecord(id: item.id, status: .failed, event: .failed)
-            let retryAfter = retries.compactMap { o -> Double? in
-                if case .retry(let after, _, _) = o { return after } else { return nil }
-            }.max()
-            let delay = Backoff.delay(attempt: tries, retryAfter: retryAfter, random: random)
-            r.runAfter = max(now.addingTimeInterval(delay), unsentUntil ?? now)
-            r.reason = firstRetry.code ?? "retry"
-            r.lastError = messages.first
-            r.details = ["retry_in_s": .number(delay.rounded()), "attempt": .number(Double(tries))]
-        } else if reached {
-            // Some destination got it, now or on an earlier attempt: sent, with what failed noted.
-            r = RowRecord(id: item.id, status: .sent, event: .sent)
-            r.sentAt = now
-            (r.title, r.body) = (sent.title, sent.body)  // notification_history
-            r.providerMessageId = delivered.compactMap { $0 }.first
-            r.lastError = messages.isEmpty ? nil : "some destinations failed: " + messages.joined(separator: "; ")
-            r.details = sent.trail
-            // The provider that actually delivered (push: the token's; email: after any failover).
-            r.reason = (sent.answers.first(where: { if case .delivered = $0.response.outcome { true } else { false } })?.provider
-                ?? sent.provider)?.rawValue
+        if t.released {
+            r = released(sent, t, now: now)
+        } else if let firstRetry = t.retries.first, t.attemptsLeft {
+            r = retrying(sent, t, code: firstRetry.code, now: now, random: random)
+        } else if t.reached {
+            r = delivered(sent, t, now: now)
             if item.kind == .dailyForecast, let date = item.payload?["date"]?.stringValue.flatMap(LocalDate.init) {
                 out.forecastSent = ForecastSent(queueId: item.id, userId: item.recipientUserId, date: date)
             }
-        } else if !retries.isEmpty {
-            r = RowRecord(id: item.id, status: .failed, event: .failed)
-            r.permanent = true
-            r.reason = "attempts_exhausted"
-            r.lastError = "gave up after \(tries) attempts: \(messages.first ?? "transient failure")"
         } else {
-            r = RowRecord(id: item.id, status: .failed, event: .failed)
-            r.permanent = true
-            let allInvalid = !outcomes.isEmpty && outcomes.allSatisfy {
-                if case .destinationInvalid = $0 { return true } else { return false }
-            }
-            r.reason = allInvalid ? "destinations_invalid" : (failures.first?.code ?? "permanent")
-            r.lastError = messages.isEmpty ? "nothing was delivered" : messages.joined(separator: "; ")
+            r = failed(sent, t)
         }
         if sent.resends > 0 { resent(sent.resends, &r) }
         // Failed for good without reaching anyone: a critical notification tries the next channel.
-        if r.status == .failed && r.permanent && !reached, let prefs = sent.prefs {
+        if r.status == .failed && r.permanent && !t.reached, let prefs = sent.prefs {
             out.escalation = policy.escalation(of: item, prefs: prefs, because: r.reason ?? "failed")
         }
         out.row = r
         return out
+    }
+
+    /// A row's answers, sorted by what they mean for it.
+    struct Tally {
+        var delivered: [String?] = []
+        var retries: [DeliveryOutcome] = []
+        /// Permanent and destination-invalid answers.
+        var failures: [DeliveryOutcome] = []
+        /// Refusals of herald's own credentials or configuration: not the message's fault.
+        var refused: [DeliveryOutcome] = []
+        var messages: [String]
+        /// Some destination got it, now or on an earlier attempt.
+        var reached: Bool
+        /// The row's tries: its claim's attempt, and each request sent again after its connection ended.
+        var tries: Int
+        var attemptsLeft: Bool
+        /// When the destinations not sent, or a refusing provider, may be tried again.
+        var unsentUntil: Date?
+        var unsent: Int
+
+        init(_ sent: SentRow, now: Date) {
+            for outcome in sent.answers.map(\.response.outcome) {
+                switch outcome {
+                case .delivered(let id): delivered.append(id)
+                case .retry: retries.append(outcome)
+                case .permanent, .destinationInvalid: failures.append(outcome)
+                case .refused: refused.append(outcome)
+                }
+            }
+            messages = (retries + failures + refused).compactMap(\.message)
+            reached = !delivered.isEmpty || sent.previouslyDelivered
+            tries = sent.item.attempts + sent.resends
+            attemptsLeft = tries < sent.maxAttempts
+            unsent = sent.unsent.count
+            unsentUntil = (sent.unsent.compactMap(\.until) + (refused.isEmpty ? [] : [now.addingTimeInterval(refusedPause)])).max()
+        }
+
+        /// Some destinations were never sent to, or their provider refused herald's credentials, and
+        /// nothing failed transiently: the row goes back to the queue.
+        var released: Bool { (unsent > 0 || !refused.isEmpty) && retries.isEmpty }
+    }
+
+    /// Back to the queue; the destinations already delivered are not sent again. The attempt is given
+    /// back only when nothing was delivered: the next claim looks up delivered destinations only for
+    /// rows past their first attempt (BatchContext), so a row that reached someone must come back as
+    /// attempt 2 or later.
+    static func released(_ sent: SentRow, _ t: Tally, now: Date) -> RowRecord {
+        var r = RowRecord(id: sent.item.id, status: .pending, event: .released)
+        r.attemptsDelta = t.delivered.isEmpty ? -1 : 0
+        r.runAfter = min(t.unsentUntil ?? now, now.addingTimeInterval(maxHold))
+        r.reason = sent.unsent.first?.reason.rawValue ?? refusedReason
+        r.lastError = t.refused.first?.message
+        r.details = ["not_sent": .number(Double(t.unsent + t.refused.count)),
+                     "delivered": .number(Double(t.delivered.count))]
+        return r
+    }
+
+    /// Transient failures remain and tries are left: again later, after the backoff (or the provider's
+    /// wait), to the destinations not yet delivered.
+    static func retrying(_ sent: SentRow, _ t: Tally, code: String?, now: Date, random: Double) -> RowRecord {
+        var r = RowRecord(id: sent.item.id, status: .failed, event: .failed)
+        let retryAfter = t.retries.compactMap { o -> Double? in
+            if case .retry(let after, _, _) = o { return after } else { return nil }
+        }.max()
+        let delay = Backoff.delay(attempt: t.tries, retryAfter: retryAfter, random: random)
+        r.runAfter = max(now.addingTimeInterval(delay), t.unsentUntil ?? now)
+        r.reason = code ?? "retry"
+        r.lastError = t.messages.first
+        r.details = ["retry_in_s": .number(delay.rounded()), "attempt": .number(Double(t.tries))]
+        return r
+    }
+
+    /// Some destination got it, now or on an earlier attempt: sent, with what failed noted, and the
+    /// provider that actually delivered (push: the token's; email: after any failover).
+    static func delivered(_ sent: SentRow, _ t: Tally, now: Date) -> RowRecord {
+        var r = RowRecord(id: sent.item.id, status: .sent, event: .sent)
+        r.sentAt = now
+        (r.title, r.body) = (sent.title, sent.body)  // notification_history
+        r.providerMessageId = t.delivered.compactMap { $0 }.first
+        r.lastError = t.messages.isEmpty ? nil : "some destinations failed: " + t.messages.joined(separator: "; ")
+        r.details = sent.trail
+        r.reason = (sent.answers.first(where: { if case .delivered = $0.response.outcome { true } else { false } })?.provider
+            ?? sent.provider)?.rawValue
+        return r
+    }
+
+    /// Failed for good: tries exhausted on transient failures, or permanent answers only.
+    static func failed(_ sent: SentRow, _ t: Tally) -> RowRecord {
+        var r = RowRecord(id: sent.item.id, status: .failed, event: .failed)
+        r.permanent = true
+        if !t.retries.isEmpty {
+            r.reason = "attempts_exhausted"
+            r.lastError = "gave up after \(t.tries) attempts: \(t.messages.first ?? "transient failure")"
+        } else {
+            let allInvalid = !t.failures.isEmpty && t.failures.count == sent.answers.count && t.failures.allSatisfy {
+                if case .destinationInvalid = $0 { return true } else { return false }
+            }
+            r.reason = allInvalid ? "destinations_invalid" : (t.failures.first?.code ?? "permanent")
+            r.lastError = t.messages.isEmpty ? "nothing was delivered" : t.messages.joined(separator: "; ")
+        }
+        return r
     }
 
     /// Charges the tries sent again after a lost answer, and says so in the trail.

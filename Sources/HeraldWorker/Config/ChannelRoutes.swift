@@ -32,7 +32,7 @@ public struct ChannelRoutes: Sendable {
         var routes: [Channel: ChannelRoute] = [.inApp: .inbox]
 
         // Every provider the settings configure (ProviderCatalog), grouped by channel.
-        var byChannel: [Channel: [Provider: ProviderAdapter]] = [:]
+        var byChannel: [Channel: [Provider: any ProviderAdapter]] = [:]
         do {
             for registration in ProviderCatalog.all {
                 guard let channel = registration.provider.channel, let adapter = try registration.load(settings) else { continue }

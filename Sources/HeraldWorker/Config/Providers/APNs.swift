@@ -13,7 +13,7 @@ extension ProviderRegistration {
             throw ConfigError("APNS_ENV must be production or sandbox, got '\(env)'")
         }
         guard let pem = try settings.fileText("APNS_KEY_FILE") else { return nil }
-        return .single(try APNsAdapter(keyPEM: pem, keyId: keyId, teamId: teamId, topic: topic,
-                                       environment: environment, baseURL: settings["APNS_URL"]))
+        return try APNsAdapter(keyPEM: pem, keyId: keyId, teamId: teamId, topic: topic,
+                                       environment: environment, baseURL: settings["APNS_URL"])
     }
 }

@@ -5,14 +5,14 @@ extension ProviderRegistration {
     /// SENDGRID_API_KEY [SENDGRID_URL], with EMAIL_FROM.
     static let sendgrid = ProviderRegistration(provider: .sendgrid) { settings in
         guard let key = try settings.secret("SENDGRID_API_KEY") else { return nil }
-        return .single(try SendGridAdapter(apiKey: key, from: try emailFrom(settings), baseURL: settings["SENDGRID_URL"]))
+        return try SendGridAdapter(apiKey: key, from: try emailFrom(settings), baseURL: settings["SENDGRID_URL"])
     }
 
     /// SMTP_URL [SMTP_REQUIRE_TLS], with EMAIL_FROM.
     static let smtp = ProviderRegistration(provider: .smtp) { settings in
         guard let url = try settings.secret("SMTP_URL") else { return nil }
-        return .single(try SMTPAdapter(url: url, from: try emailFrom(settings),
-                                       requireTLS: try settings.bool("SMTP_REQUIRE_TLS") ?? true))
+        return try SMTPAdapter(url: url, from: try emailFrom(settings),
+                                       requireTLS: try settings.bool("SMTP_REQUIRE_TLS") ?? true)
     }
 
     /// EMAIL_FROM, which every email provider needs (and which alone is a configuration slip).

@@ -13,7 +13,7 @@ extension ProviderRegistration {
             if let c = settings["HERALD_ANDROID_CHANNEL_" + kind.rawValue.uppercased()], !c.isEmpty { channels[kind.rawValue] = c }
         }
         let fallback = settings["HERALD_ANDROID_CHANNEL"].flatMap { $0.isEmpty ? nil : $0 }
-        return .batch(try ExpoAdapter(accessToken: token, baseURL: settings["EXPO_URL"],
-                                      androidChannelId: fallback, androidChannels: channels))
+        return try ExpoAdapter(accessToken: token, baseURL: settings["EXPO_URL"],
+                                      androidChannelId: fallback, androidChannels: channels)
     }
 }

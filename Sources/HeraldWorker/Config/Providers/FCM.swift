@@ -6,7 +6,7 @@ extension ProviderRegistration {
     static let fcm = ProviderRegistration(provider: .fcm) { settings in
         guard let json = try settings.fileText("FCM_SERVICE_ACCOUNT_FILE") else { return nil }
         do {
-            return .single(try FCMAdapter(serviceAccountJSON: json, baseURL: settings["FCM_URL"]))
+            return try FCMAdapter(serviceAccountJSON: json, baseURL: settings["FCM_URL"])
         } catch let error as AdapterError where error.setting != nil {
             // The adapter names the field; the operator also needs the variable (and file) to fix.
             let setting = error.setting ?? ""

@@ -7,7 +7,7 @@ struct ProviderRegistration: Sendable {
     var provider: Provider
     /// The adapter when the settings configure this provider, nil when they do not mention it; throws
     /// (naming the variable to set) when they configure it only in part or wrongly.
-    var load: @Sendable (Settings) throws -> ProviderAdapter?
+    var load: @Sendable (Settings) throws -> (any ProviderAdapter)?
 }
 
 /// Every provider that sends, in the default failover order of its channel: the order of `Provider`'s

@@ -22,6 +22,6 @@ extension ProviderRegistration {
             }
             adapter.statusCallback = callback
         }
-        return .single(adapter)
+        return adapter
     }
 }

@@ -18,6 +18,6 @@ extension ProviderRegistration {
                 + "(or WEBHOOK_SECRET_FILE) to whsec_ followed by the base64 of 24–64 random bytes")
         }
         let timeout = Double(try settings.int("WEBHOOK_TIMEOUT_SECONDS", in: webhookTimeoutRange) ?? 15)
-        return .single(try WebhookAdapter(url: url, secrets: secret, timeout: timeout))
+        return try WebhookAdapter(url: url, secrets: secret, timeout: timeout)
     }
 }

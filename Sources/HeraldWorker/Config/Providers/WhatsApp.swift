@@ -7,7 +7,7 @@ extension ProviderRegistration {
         guard let v = try required(settings, ["WHATSAPP_TOKEN", "WHATSAPP_PHONE_NUMBER_ID"], for: "WhatsApp"),
               let token = v["WHATSAPP_TOKEN"], let number = v["WHATSAPP_PHONE_NUMBER_ID"] else { return nil }
         let templates = try WhatsAppAdapter.parseTemplates(settings.withPrefix("WHATSAPP_TEMPLATE_"))
-        return .single(try WhatsAppAdapter(token: token, phoneNumberId: number, templates: templates,
-                                           baseURL: settings["WHATSAPP_URL"]))
+        return try WhatsAppAdapter(token: token, phoneNumberId: number, templates: templates,
+                                           baseURL: settings["WHATSAPP_URL"])
     }
 }
