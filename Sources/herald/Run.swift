@@ -29,7 +29,8 @@ struct Run: ParsableCommand {
     @Option(help: "Decide as if it were this instant (ISO 8601 with a zone, e.g. 2026-01-25T03:00:00Z).")
     var now: String?
 
-    @Option(help: "Run only these phases, comma-separated: patterns, forecasts, prompts, reminders, deliver, receipts.")
+    @Option(help: ArgumentHelp("Run only these phases, comma-separated, from: \(Phase.allCases.map(\.rawValue).joined(separator: ", ")).",
+                               valueName: "phases"))
     var only: String?
 
     @Flag(help: "Decide everything and print what would be sent; change nothing.")

@@ -18,8 +18,10 @@ extension HTTPSuite {
     }
 
     /// Sends `count` requests (bodies "0"…) to `server`, resending a lost answer up to `maxLost` times.
+    /// The timeout is long: a request left waiting on a dead connection fails the test however long
+    /// it waits, while a busy machine's slow fake does not.
     static func run(_ server: FakeHTTPServer, _ certificates: TestCertificates?, count: Int, maxLost: Int,
-                    version: HTTPVersion = .http2, timeout: Double = 30) throws -> Tally {
+                    version: HTTPVersion = .http2, timeout: Double = 120) throws -> Tally {
         let transport = try HTTPTransport(options: .init(caFile: certificates?.caFile, maxTransfersInFlight: 1000))
         let requests = (0..<count).map {
             HTTPRequest(url: server.baseURL + "/send", body: Array("\($0)".utf8), timeout: timeout, version: version)

@@ -15,15 +15,23 @@ struct GeneratorContext {
     var settings: Settings
 }
 
-/// A phase that fills the queue from the data the apps write. The runner runs each one selected, in
-/// `Runner.generators`' order, in isolation (`Runner.isolated`): one that fails is reported in
-/// `phase_errors` and the others, and delivery, still run.
+/// A phase that fills the queue from the data the apps write. A stop signal ends the generators: the
+/// ones not yet run are left for the next pass.
 ///
-/// Adding one: a type conforming here, its `Phase` case, and its place in `Runner.generators`.
-protocol GeneratorPhase: Sendable {
-    var phase: Phase { get }
+/// Adding one: a type conforming here, its `Phase` case, and its place in `Runner.phases`.
+protocol GeneratorPhase: PassPhase, Sendable {
     /// Runs the phase and counts what it did in `summary.generated`.
     func run(_ context: GeneratorContext, summary: inout Summary) throws
+}
+
+extension GeneratorPhase {
+    func runs(in pass: PassContext, summary: Summary) -> Bool { true }
+
+    func run(_ pass: PassContext, summary: inout Summary) throws {
+        let context = GeneratorContext(db: pass.db, passId: pass.passId, now: pass.clock.now(), logger: pass.logger,
+                                       transport: pass.transport, options: pass.options, settings: pass.settings)
+        try run(context, summary: &summary)
+    }
 }
 
 /// Pattern evaluation: episodes opened and resolved, alerts enqueued (PatternPhase).

@@ -1,13 +1,6 @@
 import Foundation
 import HeraldCore
 
-/// The phases of a pass (`--only`). A pass runs them in this order.
-public enum Phase: String, CaseIterable, Sendable {
-    /// `events` and `statuses` learn what became of SMS, WhatsApp and email after the provider accepted
-    /// them (issue 12, README "Delivery truth").
-    case patterns, forecasts, prompts, reminders, deliver, receipts, events, statuses
-}
-
 /// How one `herald run` behaves. Defaults are the seed's cron body (batch 50) and DESIGN §1.
 public struct PassOptions: Sendable {
     public var batchSize = 50

@@ -1,0 +1,28 @@
+import Foundation
+import HeraldPostgres
+import Logging
+
+/// What a pass does before its phases, each step in isolation (a failure is logged, counted in
+/// `phase_errors` under its name, and the pass goes on): rows whose lease expired go back to the queue
+/// (`recover`), terminal rows past their retention are deleted (`prune`), and the audit trail's
+/// partitions are kept (`audit`).
+struct Housekeeping {
+    let pass: PassContext
+
+    func run(_ summary: inout Summary) {
+        let (db, logger, store, options) = (pass.db, pass.logger, pass.store, pass.options)
+        Runner.isolated("recover", db: db, logger: logger, summary: &summary) { summary in
+            summary.recovered = try store.recoverExpiredLeases()
+            if summary.recovered > 0 {
+                logger.warning("returned rows whose lease expired to the queue", metadata: ["rows": "\(summary.recovered)"])
+            }
+        }
+        Runner.isolated("prune", db: db, logger: logger, summary: &summary) { summary in
+            summary.pruned = try store.pruneTerminal(retentionDays: options.retentionDays, now: pass.clock.now())
+        }
+        Runner.isolated("audit", db: db, logger: logger, summary: &summary) { summary in
+            let dropped = try store.maintainAuditTrail(retentionDays: options.auditRetentionDays)
+            if dropped > 0 { summary.generated[.auditPartitionsDropped] = dropped }
+        }
+    }
+}
