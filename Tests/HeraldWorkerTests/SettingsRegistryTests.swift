@@ -2,19 +2,18 @@ import Foundation
 import Testing
 @testable import HeraldWorker
 
-/// Every environment key the sources read is declared once in `Settings.registry`, and the README's
-/// Configuration section documents every declared key: adding a key without both fails here.
+/// Every environment key the sources read is declared once in `Settings.registry`, and
+/// docs/configuration.md documents every declared key: adding a key without both fails here.
 @Suite struct SettingsRegistryTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    /// The README's "## Configuration" section.
+    /// The settings' documentation: docs/configuration.md, the whole file (its one subject is the
+    /// settings; every table row that starts with a backticked name there is a setting).
     static func configurationSection() throws -> String {
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let start = try #require(readme.range(of: "\n## Configuration\n"))
-        let rest = readme[start.upperBound...]
-        let end = rest.range(of: "\n## ")?.lowerBound ?? rest.endIndex
-        return String(rest[..<end])
+        let text = try String(contentsOf: root.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        #expect(text.contains("| variable | meaning |"), "docs/configuration.md has lost its settings table")
+        return text
     }
 
     /// Keys the sources read by name: `settings["X"]`, `.secret("X")`, `.int("X")`, `.bool("X")`,
@@ -55,15 +54,15 @@ import Testing
         }
     }
 
-    @Test func everyDeclaredKeyIsInTheReadme() throws {
+    @Test func everyDeclaredKeyIsDocumented() throws {
         let section = try Self.configurationSection()
         for spec in Settings.registry {
             #expect(section.contains("`\(spec.name)") || section.contains(spec.name + "`"),
-                    "\(spec.name) is declared but not documented in the README's Configuration section")
+                    "\(spec.name) is declared but not documented in docs/configuration.md")
         }
     }
 
-    @Test func everyKeyTheReadmeTableNamesIsDeclared() throws {
+    @Test func everyKeyTheDocsTableNamesIsDeclared() throws {
         let section = try Self.configurationSection()
         let regex = try NSRegularExpression(pattern: #"`([A-Z][A-Z0-9_]*(?:<[A-Z]+>[A-Z0-9_]*)?)"#)
         var named = Set<String>()
@@ -77,7 +76,7 @@ import Testing
         #expect(named.count > 40)
         for name in named.sorted() {
             #expect(Settings.registry.contains { $0.name == name || $0.matches(name) },
-                    "the README documents \(name), which Settings.registry does not declare")
+                    "docs/configuration.md documents \(name), which Settings.registry does not declare")
         }
     }
 
