@@ -136,7 +136,7 @@ struct Bench {
             var meter = try WriteMeter(url, flushing: db)
             let bare = try Bench.seconds {
                 while true {
-                    let claimed = try store.claimRows(limit: batch, now: now, channels: ["in_app"], leaseSeconds: 600)
+                    let claimed = try store.claimRows(limit: batch, now: now, channels: [.inApp], leaseSeconds: 600)
                     if claimed.isEmpty { break }
                     var records = RecordBatch()
                     for c in claimed {

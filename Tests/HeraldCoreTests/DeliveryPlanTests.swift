@@ -113,7 +113,7 @@ import Testing
         let plan = DeliveryPlanner.plan([PlanInput(item: critical, maxAttempts: 5)], context: ctx, routes: Self.routes,
                                         options: DecisionOptions(now: Self.noon), escalation: EscalationPolicy())
         guard case .record(let r, let escalation)? = plan.first?.action else { Issue.record("not recorded"); return }
-        #expect(r.skipReason == "no_destination")
+        #expect(r.skipReason == .noDestination)
         #expect(r.lastError?.contains("'huawei' is unknown") == true)
         #expect(escalation?.channel == .sms)
 
@@ -135,7 +135,7 @@ import Testing
         let none = DeliveryPlanner.plan([PlanInput(item: text, maxAttempts: 5)], context: sms, routes: Self.routes,
                                         options: DecisionOptions(now: Self.noon), escalation: EscalationPolicy())
         guard case .record(let skipped, _)? = none.first?.action else { Issue.record("not recorded"); return }
-        #expect(skipped.skipReason == "no_destination")
+        #expect(skipped.skipReason == .noDestination)
         #expect(skipped.lastError == nil)
     }
 

@@ -23,7 +23,7 @@ import Testing
         let token = try f.token(user)
         let id = try f.enqueue(to: user, channel: "push", at: seedInstant)
         let store = QueueStore(db: try tdb.connect(), passId: "p")
-        let claimed = try store.claimRows(limit: 1, now: seedInstant, channels: ["push"], leaseSeconds: 60)
+        let claimed = try store.claimRows(limit: 1, now: seedInstant, channels: [.push], leaseSeconds: 60)
         #expect(claimed.map(\.item.id) == [id])
 
         // As a provider would produce it (through a classifier), and raw, as the worst case.

@@ -15,14 +15,14 @@ import Testing
         let a = QueueStore(db: try tdb.connect(), passId: "pass-a")
         let b = QueueStore(db: try tdb.connect(), passId: "pass-b")
 
-        let claimedA = try a.claimRows(limit: 10, now: seedInstant, channels: ["in_app"], leaseSeconds: 1)
+        let claimedA = try a.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 1)
         #expect(claimedA.map(\.item.id) == [id])
         // While A holds the lease, B can neither claim nor recover the row.
-        #expect(try b.claimRows(limit: 10, now: seedInstant, channels: ["in_app"], leaseSeconds: 60).isEmpty)
+        #expect(try b.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 60).isEmpty)
         #expect(try b.recoverExpiredLeases() == 0)
         sleep(2)
         #expect(try b.recoverExpiredLeases() == 1)
-        let claimedB = try b.claimRows(limit: 10, now: seedInstant, channels: ["in_app"], leaseSeconds: 60)
+        let claimedB = try b.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 60)
         #expect(claimedB.first?.item.attempts == 2)
 
         // A wakes up and tries to record: fenced out.
@@ -57,7 +57,7 @@ import Testing
             // Another session, committed before the claim's update runs.
             paused = try Operator(db: db, actor: "t", reason: "bad copy").pause(channel: nil, kind: "prompt")
         }
-        let (rows, _) = try store.claim(limit: 50, now: seedInstant, channels: ["in_app"], leaseSeconds: 60)
+        let (rows, _) = try store.claim(limit: 50, now: seedInstant, channels: [.inApp], leaseSeconds: 60)
         #expect(paused)
         #expect(rows.count == 6 && rows.allSatisfy { $0.item.kind == .system })
         #expect(try f.count("""
@@ -79,7 +79,7 @@ import Testing
         let conn = try tdb.connect()
         try conn.setTimeouts(statement: nil, lock: 100, idleInTransaction: nil)
         let store = QueueStore(db: conn, passId: "p")
-        #expect(try store.claimRows(limit: 10, now: seedInstant, channels: ["in_app"], leaseSeconds: 60).count == 3)
+        #expect(try store.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 60).count == 3)
         var batch = RecordBatch()
         for id in ids {
             var r = RowRecord(id: id, status: .sent, event: .sent)
@@ -118,7 +118,7 @@ import Testing
         let recipient = try f.profile()
         let ids = try (0..<5).map { _ in try f.enqueue(to: recipient, at: seedInstant) }
         let store = QueueStore(db: db, passId: "p")
-        #expect(try store.claimRows(limit: 10, now: seedInstant, channels: ["in_app"], leaseSeconds: 60).count == 5)
+        #expect(try store.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 60).count == 5)
         let hostile = "nul\u{0} \"quote\" back\\slash {brace} 日本 🎉"
         let details: [JSONValue] = [
             ["rule": "send", "text": .string(hostile), "nested": ["n": 1.5, "list": [true, .null]]],
@@ -154,10 +154,10 @@ import Testing
         let high = try f.enqueue(to: p, at: seedInstant.addingTimeInterval(-100), priority: "high")
         let future = try f.enqueue(to: p, at: seedInstant.addingTimeInterval(600), priority: "high")
         let store = QueueStore(db: try tdb.connect(), passId: "p")
-        let first = try store.claimRows(limit: 2, now: seedInstant, channels: ["in_app"], leaseSeconds: 60)
+        let first = try store.claimRows(limit: 2, now: seedInstant, channels: [.inApp], leaseSeconds: 60)
         #expect(first.map(\.item.id) == [high, normal])
         #expect(try f.count("select count(*)::int from notification_queue where status = 'processing'") == 2)
-        let second = try store.claimRows(limit: 2, now: seedInstant, channels: ["in_app"], leaseSeconds: 60)
+        let second = try store.claimRows(limit: 2, now: seedInstant, channels: [.inApp], leaseSeconds: 60)
         #expect(second.map(\.item.id) == [low])
         #expect(try f.row(future)["status"].string == "pending")
     }

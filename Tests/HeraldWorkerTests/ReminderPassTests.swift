@@ -286,7 +286,7 @@ import Testing
         let (s, _) = Worker(url: tdb.url, settings: logAll).run(now: instant("2026-01-25T12:40:00Z"), drain: true) {
             $0.phases = [.reminders, .deliver]; $0.rateLimits.sameTypeSpacing = 0
         }
-        #expect(s.skipReasons["type_disabled"] == 6)
+        #expect(s.skipReasons[.typeDisabled] == 6)
         for type in types {
             let rows = try db.query("""
                 select payload->>'reminder_type' as t, status, skip_reason from notification_queue where recipient_user_id = \(people[type]!)

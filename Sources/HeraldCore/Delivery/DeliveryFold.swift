@@ -284,7 +284,8 @@ public enum DeliveryFold {
             case .optOut:
                 guard case .destinationInvalid = response.outcome, destination.deviceTokenId == nil,
                       let channel = item.channel, channel.optOutSwitch != nil else { continue }
-                out.optOuts.append(ChannelOptOut(userId: item.recipientUserId, channel: channel, reason: reason))
+                out.optOuts.append(ChannelOptOut(userId: item.recipientUserId, channel: channel,
+                                                 destination: destination.address, reason: reason))
             }
         }
     }

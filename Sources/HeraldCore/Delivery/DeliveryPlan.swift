@@ -159,7 +159,7 @@ public struct DeliveryPlanner: Sendable {
             return .record(r, escalation: nil)
         case .skip(let reason):
             var r = RowRecord(id: item.id, status: .skipped, event: reason == .superseded ? .superseded : .skipped)
-            r.skipReason = reason.rawValue
+            r.skipReason = reason
             r.reason = reason.rawValue
             r.details = result.trail
             if reason == .noDestination, !unusable.isEmpty { r.lastError = Self.unusableTokensText(unusable) }

@@ -8,7 +8,7 @@ public struct RowRecord: Sendable {
     public var status: QueueStatus
     public var permanent: Bool = false
     public var lastError: String?
-    public var skipReason: String?
+    public var skipReason: SkipReason?
     public var runAfter: Date?
     public var sentAt: Date?
     public var providerMessageId: String?
@@ -83,11 +83,15 @@ public struct TokenDeactivation: Sendable {
 public struct ChannelOptOut: Sendable {
     public var userId: UUID
     public var channel: Channel
+    /// The phone or address the provider's word was about: the channel is switched off only while it
+    /// is still the recipient's.
+    public var destination: String
     public var reason: String
 
-    public init(userId: UUID, channel: Channel, reason: String) {
+    public init(userId: UUID, channel: Channel, destination: String, reason: String) {
         self.userId = userId
         self.channel = channel
+        self.destination = destination
         self.reason = reason
     }
 }

@@ -61,7 +61,7 @@ public enum OperatorAction: Sendable, Equatable {
         switch self {
         case .retry: "q.status = 'failed'"
         case .cancel, .reschedule: "(q.status = 'pending' or (q.status = 'failed' and not q.permanent))"
-        case .unlock: "(q.status = 'processing' and q.locked_until < now())"
+        case .unlock: Lease.expired
         }
     }
 
@@ -104,7 +104,7 @@ public struct Operator {
     /// The ids changed (or, with `dryRun`, that would be), in queue order.
     public func apply(_ action: OperatorAction, to filter: RowFilter, dryRun: Bool) throws -> [UUID] {
         // Rows a pass holds under a live lease are never touched: the same fence as a pass's records.
-        let fence: SQL = "not (q.status = 'processing' and q.locked_until >= now())"
+        let fence: SQL = "not \(Lease.live)"
         if dryRun {
             return try db.query("""
                 select q.id from notification_queue q

@@ -26,11 +26,11 @@ public enum Status {
              where status = 'pending' and run_after > \(now)
             """).first?["n"].int ?? 0
         let stuck = try db.query("""
-            select count(*)::int as n, min(locked_until) as oldest from notification_queue
-             where status = 'processing' and locked_until < now()
+            select count(*)::int as n, min(q.locked_until) as oldest from notification_queue q
+             where \(Lease.expired)
             """).first
         let leased = try db.query("""
-            select count(*)::int as n from notification_queue where status = 'processing' and locked_until >= now()
+            select count(*)::int as n from notification_queue q where \(Lease.live)
             """).first?["n"].int ?? 0
         let dead = try db.query("""
             select count(*)::int as n from notification_queue where status = 'failed' and permanent

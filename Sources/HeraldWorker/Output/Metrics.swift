@@ -30,10 +30,11 @@ public enum Metrics {
         ])
         metric("herald_pass_rows_by_channel", "Rows the last pass recorded, by channel and outcome.", "gauge",
                s.byChannel.sorted { $0.key < $1.key }.flatMap { channel, counts in
-                   counts.sorted { $0.key < $1.key }.map { (label([("channel", channel), ("outcome", $0.key)]), Double($0.value)) }
+                   counts.sorted { $0.key.rawValue < $1.key.rawValue }
+                       .map { (label([("channel", channel), ("outcome", $0.key.rawValue)]), Double($0.value)) }
                })
         metric("herald_pass_skip_reasons", "Rows the last pass skipped, by reason.", "gauge",
-               s.skipReasons.sorted { $0.key < $1.key }.map { (label([("reason", $0.key)]), Double($0.value)) })
+               s.skipReasons.sorted { $0.key.rawValue < $1.key.rawValue }.map { (label([("reason", $0.key.rawValue)]), Double($0.value)) })
         metric("herald_pass_unroutable_rows", "Due rows whose channel has no adapter configured.", "gauge",
                s.unroutable.sorted { $0.key < $1.key }.map { (label([("channel", $0.key)]), Double($0.value)) })
         metric("herald_sends_total", "Sends of the last pass, one per destination, by channel, provider and outcome.", "counter",

@@ -26,8 +26,9 @@ public struct Summary: Sendable {
     public var unroutable: [String: Int] = [:]
     /// Due rows per channel held back by an operator's pause (left pending).
     public var paused: [String: Int] = [:]
-    public var skipReasons: [String: Int] = [:]
-    public var byChannel: [String: [String: Int]] = [:]
+    public var skipReasons: [SkipReason: Int] = [:]
+    /// Rows per channel (as the row names it) and what became of them.
+    public var byChannel: [String: [RowOutcome: Int]] = [:]
     public var generated: [String: Int] = [:]
     /// Phases that failed while the pass went on (recover, prune, a generator, receipts): their errors.
     public var phaseErrors: [String: String] = [:]
@@ -62,20 +63,20 @@ public struct Summary: Sendable {
 
     mutating func count(_ record: RowRecord, channel: String) {
         processed += 1
-        let key: String
-        switch record.status {
-        case .sent: sent += 1; key = "sent"
+        let outcome = RowOutcome(record)
+        switch outcome {
+        case .sent: sent += 1
         case .skipped:
-            skipped += 1; key = "skipped"
-            skipReasons[record.skipReason ?? "?", default: 0] += 1
-        case .pending where record.event == .released: released += 1; key = "released"
-        case .pending: deferred += 1; key = "deferred"
+            skipped += 1
+            if let reason = record.skipReason { skipReasons[reason, default: 0] += 1 }
+        case .released: released += 1
+        case .deferred: deferred += 1
         case .failed:
-            failed += 1; key = "failed"
+            failed += 1
             if !record.permanent { retrying += 1 }
-        case .processing: key = "processing"
+        case .processing: break
         }
-        byChannel[channel, default: [:]][key, default: 0] += 1
+        byChannel[channel, default: [:]][outcome, default: 0] += 1
     }
 
     public var json: JSONValue {
@@ -91,8 +92,10 @@ public struct Summary: Sendable {
             "unroutable_by_channel": .object(unroutable.mapValues { .number(Double($0)) }),
             "paused": .number(Double(paused.values.reduce(0, +))),
             "paused_by_channel": .object(paused.mapValues { .number(Double($0)) }),
-            "skip_reasons": .object(skipReasons.mapValues { .number(Double($0)) }),
-            "by_channel": .object(byChannel.mapValues { .object($0.mapValues { .number(Double($0)) }) }),
+            "skip_reasons": .object(Dictionary(uniqueKeysWithValues: skipReasons.map { ($0.key.rawValue, .number(Double($0.value))) })),
+            "by_channel": .object(byChannel.mapValues { counts in
+                .object(Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, .number(Double($0.value))) }))
+            }),
             "generated": .object(generated.mapValues { .number(Double($0)) }),
             "phase_errors": .object(phaseErrors.mapValues { .string($0) }),
             "config_suspect": .object(Dictionary(uniqueKeysWithValues: configSuspect.map { ($0.key.rawValue, .number(Double($0.value))) })),
@@ -103,6 +106,21 @@ public struct Summary: Sendable {
         if let e = error { o["error"] = .string(e) }
         if let m = peakMemoryBytes { o["peak_memory_mb"] = .number((Double(m) / 1_048_576 * 10).rounded() / 10) }
         return .object(o)
+    }
+}
+
+/// What became of a recorded row, as the summary counts it.
+public enum RowOutcome: String, Sendable, CaseIterable {
+    case sent, skipped, released, deferred, failed, processing
+
+    init(_ record: RowRecord) {
+        switch record.status {
+        case .sent: self = .sent
+        case .skipped: self = .skipped
+        case .pending: self = record.event == .released ? .released : .deferred
+        case .failed: self = .failed
+        case .processing: self = .processing
+        }
     }
 }
 

@@ -104,7 +104,7 @@ struct RowColumns {
             statuses.append(r.status.rawValue)
             permanent.append(r.permanent)
             lastErrors.append(r.lastError)
-            skipReasons.append(r.skipReason)
+            skipReasons.append(r.skipReason?.rawValue)
             runAfter.append(r.runAfter)
             sentAt.append(r.sentAt)
             providerMessageIds.append(r.providerMessageId)
@@ -157,7 +157,8 @@ extension TokenDeactivation {
 
 extension ChannelOptOut {
     var json: JSONValue {
-        ["user_id": .string(userId.lowercased), "channel": .string(channel.rawValue), "reason": .string(reason)]
+        ["user_id": .string(userId.lowercased), "channel": .string(channel.rawValue), "destination": .string(destination),
+         "reason": .string(reason)]
     }
 }
 

@@ -58,7 +58,7 @@ final class DeliveryPass {
         self.gate = SendGate(leaseSeconds: options.leaseSeconds, longestSend: routes.longestSendTimeout)
     }
 
-    var routableChannels: [String] { routes.routable.map(\.rawValue) }
+    var routableChannels: [Channel] { routes.routable }
 
     func run() throws {
         try countHeldBack()

@@ -74,41 +74,18 @@ struct TruthStore {
                                        when d.final_status = 'delivered' then 1
                                        when d.final_opt_out then 3 else 2 end
                   returning d.queue_id, d.channel, d.destination, p.opt_out, p.reason
-                ), off as (
-                  select q.recipient_user_id as user_id,
-                         bool_or(u.channel = 'sms') as sms, max(u.reason) filter (where u.channel = 'sms') as sms_reason,
-                         bool_or(u.channel = 'whatsapp') as whatsapp,
-                         max(u.reason) filter (where u.channel = 'whatsapp') as whatsapp_reason,
-                         bool_or(u.channel = 'email') as email, max(u.reason) filter (where u.channel = 'email') as email_reason
-                    from u
-                    join notification_queue q on q.id = u.queue_id
-                    join user_profiles pp on pp.user_id = q.recipient_user_id
-                   where u.opt_out
-                     and ((u.channel in ('sms', 'whatsapp') and pp.phone_e164 = u.destination)
-                       or (u.channel = 'email' and lower(pp.email) = lower(u.destination)))
-                   group by q.recipient_user_id
                 ), o as (
-                  update user_profiles p
-                     set notify_sms = p.notify_sms and not off.sms,
-                         notify_sms_disabled_reason = case when off.sms and p.notify_sms then off.sms_reason
-                                                           else p.notify_sms_disabled_reason end,
-                         notify_whatsapp = p.notify_whatsapp and not off.whatsapp,
-                         notify_whatsapp_disabled_reason = case when off.whatsapp and p.notify_whatsapp then off.whatsapp_reason
-                                                                else p.notify_whatsapp_disabled_reason end,
-                         notify_email = p.notify_email and not off.email,
-                         champion_notify_email = p.champion_notify_email and not off.email,
-                         notify_email_disabled_reason = case when off.email and (p.notify_email or p.champion_notify_email)
-                                                             then off.email_reason else p.notify_email_disabled_reason end,
-                         updated_at = now()
-                    from off
-                   where p.user_id = off.user_id
-                     and ((off.sms and p.notify_sms) or (off.whatsapp and p.notify_whatsapp)
-                       or (off.email and (p.notify_email or p.champion_notify_email)))
-                  returning p.user_id
+                  -- The one rule that switches a channel off (for a pass's records too): only while the
+                  -- delivery's destination is still the recipient's phone or address.
+                  select herald_switch_off_channels(jsonb_agg(jsonb_build_object(
+                           'user_id', q.recipient_user_id, 'channel', u.channel, 'destination', u.destination,
+                           'reason', u.reason))) as n
+                    from u join notification_queue q on q.id = u.queue_id
+                   where u.opt_out
                 )
                 select (select coalesce(jsonb_agg(distinct i), '[]'::jsonb) from m)::text as matched,
                        (select count(*) from u)::int as updated,
-                       (select count(*) from o)::int as opted_out
+                       coalesce((select n from o), 0)::int as opted_out
                 """).first
         }
         var applied = Applied()

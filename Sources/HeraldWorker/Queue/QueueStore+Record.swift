@@ -1,0 +1,186 @@
+import Foundation
+import HeraldCore
+import HeraldPostgres
+
+extension QueueStore {
+    /// Writes one flush in one statement, in one transaction: the rows' outcomes, fenced (`u`), then for
+    /// the rows actually recorded each table the flush writes, one named part each (`RecordParts`). No
+    /// part joins one batch-sized set to another but through the recorded ids, so the cost stays linear
+    /// in the batch. Escalations of the recorded rows follow in the same transaction. Returns the ids
+    /// recorded.
+    @discardableResult
+    public func record(_ batch: RecordBatch) throws -> Set<UUID> {
+        guard !batch.isEmpty else { return [] }
+        let parts = RecordParts(batch: batch, queue: queue, passId: passId)
+        return try db.transaction { db in
+            let recorded = Set(try db.query(parts.statement).compactMap { $0["id"].uuid })
+            guard !recorded.isEmpty else { return [] }
+            // Escalations of the rows recorded here: their dedupe keys make a repeat a no-op.
+            try Enqueuer.insert(batch.keeping(recorded).escalations, db: db, passId: passId)
+            return recorded
+        }
+    }
+}
+
+/// The parts of a flush's one statement, one per table it writes, each with its reason.
+///
+///     with r as materialized (…), u as (…), ev as (…), d as (…), … select id from u
+struct RecordParts {
+    let batch: RecordBatch
+    let queue: SQL
+    let passId: String
+
+    /// The whole statement: the rows, their fenced update, then every table's part.
+    var statement: SQL {
+        var sql: SQL = "with r as materialized (" + rows + "), u as (" + queueRows + ")"
+        for (name, part) in [("ev", trail), ("d", deliveries), ("i", inbox), ("h", history), ("t", deadTokens),
+                             ("o", optOuts), ("k", receipts), ("f", forecasts)] {
+            sql += SQL(unescaped: ", \(name) as (") + part + ")"
+        }
+        // `o` only selects (through a function that writes): a select part runs only when the statement
+        // reads it, so the last line does, once.
+        return sql + " select u.id, (select count(*) from o) as channels_off from u"
+    }
+
+    /// JSON of records for `jsonb_to_recordset`: delivery errors quote providers, whose answers may hold
+    /// NULs (jsonb refuses \u0000).
+    func json<T>(_ xs: [T], _ f: (T) -> JSONValue) -> String { JSONValue.array(xs.map(f)).pgJSONTextAnyOrder }
+
+    /// `r`: the rows' outcomes, as typed arrays (less to read than a jsonb document of the same rows).
+    var rows: SQL {
+        let r = RowColumns(batch.rows)
+        return """
+            select * from unnest(\(r.ids)::uuid[], \(r.statuses)::text[], \(r.permanent)::boolean[],
+                                 \(r.lastErrors)::text[], \(r.skipReasons)::text[], \(r.runAfter)::timestamptz[],
+                                 \(r.sentAt)::timestamptz[], \(r.providerMessageIds)::text[],
+                                 \(r.attemptsDeltas)::int[], \(r.events)::text[], \(r.reasons)::text[],
+                                 \(r.details)::text[], \(r.titles)::text[], \(r.bodies)::text[])
+              as r(id, status, permanent, last_error, skip_reason, run_after, sent_at, provider_message_id,
+                   attempts_delta, event, reason, details, title, body)
+            """
+    }
+
+    /// `u`, notification_queue: each row's outcome, only where this pass still holds its lease.
+    var queueRows: SQL {
+        """
+        update \(queue) q
+           set status = r.status, permanent = r.permanent, last_error = r.last_error,
+               skip_reason = r.skip_reason, run_after = coalesce(r.run_after, q.run_after),
+               sent_at = coalesce(r.sent_at, q.sent_at),
+               provider_message_id = coalesce(r.provider_message_id, q.provider_message_id),
+               attempts = greatest(q.attempts + r.attempts_delta, 0),
+               locked_until = null, locked_by = null, updated_at = now()
+          from r
+         where q.id = r.id and \(Lease.heldBy(passId))
+        returning q.id, q.recipient_user_id, q.channel, q.kind, q.scheduled_at, q.sent_at, q.created_at,
+                  q.related_entity_id, q.related_entity_type, q.attempts - r.attempts_delta as attempt,
+                  r.status, r.event, r.reason, r.details, r.title, r.body
+        """
+    }
+
+    /// notification_events, the trail: what became of each row and why; the event carries the attempt
+    /// (the claim writes none of its own), first in the details' text so one parse makes the jsonb (a
+    /// key of the details' own named attempt comes later and wins, as with jsonb's ||).
+    var trail: SQL {
+        """
+        insert into notification_events (queue_id, pass_id, event, reason, details)
+        select u.id, \(passId), u.event, u.reason,
+               case when u.details is null then jsonb_build_object('attempt', u.attempt)
+                    else ('{"attempt":' || u.attempt || ',' || substr(u.details, 2))::jsonb end
+          from u
+        """
+    }
+
+    /// notification_deliveries: each attempt to each destination, with the provider's answer.
+    var deliveries: SQL {
+        let d = DeliveryColumns(batch.deliveries)
+        return """
+            insert into notification_deliveries (queue_id, pass_id, attempt, channel, provider, destination,
+              device_token_id, outcome, http_status, provider_error_code, provider_message_id, error, latency_ms)
+            select x.queue_id, \(passId), x.attempt, x.channel, x.provider, x.destination, x.device_token_id,
+                   x.outcome, x.http_status, x.provider_error_code, x.provider_message_id, x.error, x.latency_ms
+              from unnest(\(d.queueIds)::uuid[], \(d.attempts)::int[], \(d.channels)::text[],
+                          \(d.providers)::text[], \(d.destinations)::text[],
+                          \(d.deviceTokenIds)::uuid[], \(d.outcomes)::text[],
+                          \(d.httpStatuses)::int[], \(d.errorCodes)::text[],
+                          \(d.messageIds)::text[], \(d.errors)::text[], \(d.latencies)::int[])
+                as x(queue_id, attempt, channel, provider, destination, device_token_id, outcome, http_status,
+                     provider_error_code, provider_message_id, error, latency_ms)
+             where x.queue_id in (select id from u)
+            """
+    }
+
+    /// inbox: the in-app copy, whose id is its queue row's (one id for the push payload's queue_id, the
+    /// inbox and notification_history).
+    var inbox: SQL {
+        """
+        insert into inbox (id, user_id, queue_id, type, priority, title, body, deep_link, data,
+                           title_en, title_ar, body_en, body_ar, image_url)
+        select x.queue_id, x.user_id, x.queue_id, x.type, x.priority, x.title, x.body, x.deep_link, x.data,
+               x.title_en, x.title_ar, x.body_en, x.body_ar, x.image_url
+          from jsonb_to_recordset(\(json(batch.inbox) { $0.json })::jsonb) as x(
+            queue_id uuid, user_id uuid, type text, priority text, title text, body text,
+            deep_link text, data jsonb, title_en text, title_ar text, body_en text, body_ar text,
+            image_url text)
+         where x.queue_id in (select id from u)
+        on conflict do nothing
+        """
+    }
+
+    /// notification_history: every row sent, on any channel, from the updated rows themselves, kept 30
+    /// days (pruneTerminal). No conflict target: a repeat is skipped whichever unique key it has.
+    var history: SQL {
+        """
+        insert into notification_history (id, user_id, channel, notification_type, title, body,
+          scheduled_time, delivered_time, related_entity_id, related_entity_type, created_at)
+        select u.id, u.recipient_user_id, u.channel, u.kind, u.title, u.body, u.scheduled_at,
+               coalesce(u.sent_at, now()), u.related_entity_id, u.related_entity_type, u.created_at
+          from u where u.status = 'sent'
+        on conflict do nothing
+        """
+    }
+
+    /// device_tokens: dead destinations are facts about the destination, whoever recorded the row (but
+    /// only written by a flush that recorded something); a token registered again since is kept.
+    var deadTokens: SQL {
+        """
+        update device_tokens dt
+           set is_active = false, deactivated_at = now(), deactivated_reason = x.reason, updated_at = now()
+          from jsonb_to_recordset(\(json(batch.deactivations) { $0.json })::jsonb) as x(id uuid, reason text, before timestamptz)
+         where dt.id = x.id and dt.is_active and exists (select 1 from u)
+           and (dt.last_used_at is null or dt.last_used_at <= x.before)
+        """
+    }
+
+    /// user_profiles: channels a recipient's address refuses are switched off by the one rule the truth
+    /// phases use too (`herald_switch_off_channels`), only by a flush that recorded something.
+    var optOuts: SQL {
+        """
+        select herald_switch_off_channels(\(json(batch.optOuts) { $0.json })::jsonb) where exists (select 1 from u)
+        """
+    }
+
+    /// push_receipts: tickets whose receipts a later pass checks.
+    var receipts: SQL {
+        """
+        insert into push_receipts (queue_id, provider, ticket_id, device_token_id, created_at)
+        select x.queue_id, x.provider, x.ticket_id, x.device_token_id, coalesce(x.created_at, now())
+          from jsonb_to_recordset(\(json(batch.tickets) { $0.json })::jsonb) as x(
+            queue_id uuid, provider text, ticket_id text, device_token_id uuid, created_at timestamptz)
+         where x.queue_id in (select id from u)
+        on conflict (ticket_id) do nothing
+        """
+    }
+
+    /// daily_forecasts: a forecast whose notification went out is marked sent, once.
+    var forecasts: SQL {
+        """
+        update daily_forecasts df
+           set notification_sent = true, notification_sent_at = now(), updated_at = now()
+          from jsonb_to_recordset(\(json(batch.forecastsSent) { $0.json })::jsonb) as x(
+            queue_id uuid, user_id uuid, date date)
+         where df.user_id = x.user_id and df.forecast_date = x.date and not df.notification_sent
+           and x.queue_id in (select id from u)
+        """
+    }
+}
