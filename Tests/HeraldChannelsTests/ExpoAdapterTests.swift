@@ -153,7 +153,10 @@ struct ExpoAdapterTests {
         #expect(scopes == [.destination(wait: 0), .destination(wait: 0), nil, .destination(wait: 0)])
         #expect(mixed.allSatisfy { $0.code == "PUSH_TOO_MANY_EXPERIENCE_IDS" })
         #expect(mixed[2].message?.contains("token of another Expo project (@old/app)") == true, "\(mixed[2])")
-        guard case .retry(let after, _, let message) = mixed[0] else { return }
+        guard case .retry(let after, _, let message) = mixed[0] else {
+            Issue.record("expected a retry, got \(mixed[0])")
+            return
+        }
         #expect(after == 0)
         #expect(message.contains("@old/app"))
         expectNoSecret(mixed, batch.map(\.destination.address))

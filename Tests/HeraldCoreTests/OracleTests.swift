@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 @testable import HeraldCore
 
@@ -7,8 +8,10 @@ import Testing
 /// definitions. It generates the cases too, from a fixed seed, gathered around the DST transitions of zones
 /// of both hemispheres (30-minute and 2-hour shifts, transitions at local midnight, a skipped day).
 ///
-/// Needs `python3` with `zoneinfo` (3.9+) and the system tzdata (`scripts/deps.sh` installs it).
-@Suite(.serialized) struct OracleTests {
+/// Needs `python3` with `zoneinfo` (3.9+) and the system tzdata (`scripts/deps.sh` installs it); without
+/// them the suite is reported as skipped.
+@Suite(.serialized, .enabled(if: Tools.pythonWithZoneinfo, "needs python3 with zoneinfo and the system tzdata (scripts/deps.sh installs them)"))
+struct OracleTests {
     struct QuietCase: Decodable, Sendable, CustomStringConvertible {
         var zone: String, start: String, end: String, t: Int, local: String, offset: Int
         var quiet: Bool

@@ -9,8 +9,10 @@ import Testing
 /// (Tests/EdgeFunctions/drive.mjs), the call it makes is run against the real PostgreSQL the way
 /// PostgREST runs an RPC with a JSON body (as `authenticated`, the caller in request.jwt.claims, the
 /// arguments by name from `json_to_record` with the types of the function's parameters), and the
-/// outcome goes back through the module to become the seed's HTTP answer.
-@Suite struct EdgeFunctionTests {
+/// outcome goes back through the module to become the seed's HTTP answer. Without Node.js the suite
+/// is reported as skipped.
+@Suite(.enabled(if: Tools.node, "needs Node.js (scripts/deps.sh installs it)"))
+struct EdgeFunctionTests {
     struct EdgeFailure: Error, CustomStringConvertible {
         let description: String
         init(_ description: String) { self.description = description }

@@ -1,0 +1,35 @@
+import Foundation
+
+/// The programs some tests need besides Swift and PostgreSQL (`scripts/deps.sh` installs them). A
+/// test that cannot run without one names it in an `.enabled(if:)` trait, so that on a machine without
+/// it the runner reports the test as skipped, with the reason, instead of passing it unchecked.
+///
+///     @Suite(.enabled(if: Tools.node, "needs Node.js (scripts/deps.sh installs it)"))
+///     struct EdgeFunctionTests { … }
+public enum Tools {
+    /// True when `program` (looked up in PATH) starts with `arguments` and exits 0.
+    public static func succeeds(_ program: String, _ arguments: [String]) -> Bool {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = [program] + arguments
+        p.standardInput = FileHandle.nullDevice
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return false }
+        p.waitUntilExit()
+        return p.terminationStatus == 0
+    }
+
+    /// Node.js, which runs the edge functions' routing module (Tests/EdgeFunctions).
+    public static let node = succeeds("node", ["--version"])
+
+    /// python3 with `zoneinfo` (3.9+) and the system tzdata, for the quiet-hours oracle (Tests/Oracles).
+    public static let pythonWithZoneinfo = succeeds(
+        "python3", ["-c", "import zoneinfo; zoneinfo.ZoneInfo('America/Chicago'); zoneinfo.ZoneInfo('Australia/Lord_Howe')"])
+
+    /// python3 with PyYAML, which reads the Kubernetes CronJob as Kubernetes would.
+    public static let pythonWithYAML = succeeds("python3", ["-c", "import yaml"])
+
+    /// systemd-analyze, which checks a timer's OnCalendar.
+    public static let systemdAnalyze = FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")
+}
