@@ -12,8 +12,11 @@ import Testing
 @Suite struct ClassifierFuzzTests {
     static let now = Date(timeIntervalSince1970: 1_769_310_000)   // 2026-01-25T03:00:00Z
 
-    /// Messages are capped: whatever a provider sends, `last_error` stays short.
-    static let maxMessageBytes = 2_000
+    /// Messages are capped: whatever a provider sends, `last_error` stays short. These are the caps every
+    /// classifier's answer goes through (`AdapterSupport.redact`): 1,000 UTF-8 bytes for a message, 200
+    /// for a code or a message id.
+    static let maxMessageBytes = 1_000
+    static let maxCodeBytes = 200
 
     /// The outcome can be written to PostgreSQL and read by a person.
     static func expectWellFormed(_ c: ClassifiedResponse, _ what: @autoclosure () -> String,
@@ -26,11 +29,12 @@ import Testing
         #expect(readable(o.message), "message not readable: \(String(describing: o.message?.debugDescription)) for \(what())", sourceLocation: sourceLocation)
         #expect((o.message?.utf8.count ?? 0) <= maxMessageBytes, "message too long for \(what())", sourceLocation: sourceLocation)
         #expect(readable(o.code), "code not readable: \(String(describing: o.code?.debugDescription))", sourceLocation: sourceLocation)
+        #expect((o.code?.utf8.count ?? 0) <= maxCodeBytes, "code too long for \(what())", sourceLocation: sourceLocation)
         switch o {
         case .retry(let after?, _, _):
             #expect(after.isFinite && after >= 0 && after <= Backoff.retryAfterCap, "retry after \(after) for \(what())", sourceLocation: sourceLocation)
         case .delivered(let id?):
-            #expect(readable(id) && id.utf8.count <= maxMessageBytes, "message id \(id.debugDescription)", sourceLocation: sourceLocation)
+            #expect(readable(id) && id.utf8.count <= maxCodeBytes, "message id \(id.debugDescription)", sourceLocation: sourceLocation)
         default:
             break
         }

@@ -89,16 +89,20 @@ import Testing
         }
     }
 
+    /// A date read is a real month and a day of at most 31 that writes back as itself; its day count
+    /// converts both ways, and the next day is one later. A time read is within the day.
     @Test func localTimesAndDatesParseOrRefuse() {
         var fuzz = Fuzz(seed: 6)
         for _ in 0..<Fuzz.iterations {
             let text = fuzz.chance(0.5) ? fuzz.timestampText() : fuzz.pick([fuzz.numberText(), fuzz.hostileText()])
             if let d = LocalDate(text) {
+                #expect((0...LocalDate.maxYear).contains(d.year) && (1...12).contains(d.month) && (1...31).contains(d.day),
+                        "\(text.debugDescription) → \(d)")
+                #expect(LocalDate(d.description) == d, "\(text.debugDescription) → \(d)")
                 let days = d.daysSinceEpoch
-                _ = LocalDate(daysSinceEpoch: days)
-                _ = d.description
-                _ = d < LocalDate(year: 2026, month: 1, day: 1)
-                _ = d.adding(days: 1)
+                #expect(LocalDate(daysSinceEpoch: days).daysSinceEpoch == days, "\(d)")
+                #expect(d.adding(days: 1).daysSinceEpoch == days + 1, "\(d)")
+                #expect(d < d.adding(days: 1), "\(d)")
             }
             let clock = fuzz.chance(0.5) ? String(text.suffix(8)) : "\(fuzz.numberText()):\(fuzz.numberText())"
             if let t = LocalTime(clock) {
@@ -124,8 +128,20 @@ import Testing
                 #expect([3, 7, 14, 21].contains(e.level))
                 #expect(e.duration >= 3 && e.duration <= PatternEvaluator.windowDays)
             }
+            // The day-by-day walk: every day from the first with a usable value to L, in order, with only
+            // finite values; a deviating day has its numbers; its run of deviating days ending at L is the
+            // episode's duration.
             let pairs = window.enumerated().map { (latest.adding(days: $0.offset - window.count + 1), $0.element) }
-            _ = PatternEvaluator.days(pairs, latest: latest, threshold: threshold)
+            let days = PatternEvaluator.days(pairs, latest: latest, threshold: threshold)
+            #expect(days.isEmpty == !window.contains { $0.isFinite })
+            #expect(days.count <= PatternEvaluator.windowDays)
+            #expect(days.last.map { $0.date == latest } ?? true)
+            #expect(zip(days, days.dropFirst()).allSatisfy { $0.date.adding(days: 1) == $1.date })
+            #expect(days.allSatisfy { $0.value?.isFinite ?? true })
+            #expect(days.allSatisfy { !$0.deviates || ($0.baseline != nil && $0.recent != nil && $0.deviationPercent != nil) })
+            let run = days.reversed().prefix { $0.deviates }.count
+            let episode = PatternEvaluator.evaluate(window: window, latest: latest, threshold: threshold)
+            #expect(episode?.duration == (run >= 3 ? run : nil), "a run of \(run) deviating days ending at L")
         }
     }
 
@@ -147,6 +163,9 @@ import Testing
         }
     }
 
+    /// A row fails as a malformed payload exactly when its payload is not a JSON object, an alert's level
+    /// is there but not a whole number of days within 0…`Decider.maxLevel`, or a forecast's date is there
+    /// but not a YYYY-MM-DD string. The message, bound for `last_error`, has no control character.
     @Test func deciderNeverTrapsOnPayloadNumbers() {
         var fuzz = Fuzz(seed: 9)
         for _ in 0..<Fuzz.iterations {
@@ -155,29 +174,55 @@ import Testing
             s.payload = fuzz.chance(0.9) ? "{\"level\":\(level)}" : fuzz.jsonText()
             s.kind = fuzz.pick(["pattern_alert", "daily_forecast"])
             if s.kind == "daily_forecast" { s.payload = "{\"date\":\(fuzz.chance(0.5) ? fuzz.jsonStringText() : fuzz.jsonNumberText())}" }
-            _ = s.decide()
+            let malformed: Bool
+            if case .object(let payload)? = try? JSONValue.parse(s.payload) {
+                if s.kind == "pattern_alert", let raw = payload["level"], raw != .null {
+                    malformed = !(raw.intValue.map { (0...Decider.maxLevel).contains($0) } ?? false)
+                } else if s.kind == "daily_forecast", let raw = payload["date"] {
+                    malformed = raw.stringValue.flatMap { LocalDate($0) } == nil
+                } else {
+                    malformed = false
+                }
+            } else {
+                malformed = true
+            }
+            let r = s.decide()
+            #expect((r.trail["rule"] == "malformed_payload") == malformed, "\(s.kind) \(s.payload.debugDescription) → \(r.decision)")
+            if case .fail(let message) = r.decision {
+                #expect(malformed, "\(s.kind) \(s.payload.debugDescription) → \(message)")
+                #expect(!message.unicodeScalars.contains { $0.properties.generalCategory == .control }, "\(message.debugDescription)")
+            }
         }
     }
 
     /// The weather API's answer (the forecasts phase): shaped like Open-Meteo's, with times and numbers
-    /// of any kind.
+    /// of any kind. Half the answers are well formed and span more than a day, so that a 24-hour change
+    /// can be read from them.
     @Test func hourlyWeatherParsesOrRefuses() {
         var fuzz = Fuzz(seed: 10)
         for _ in 0..<Fuzz.bodyIterations {
-            let n = fuzz.int(0...30)
+            let wellFormed = fuzz.chance(0.5)
+            let n = wellFormed ? fuzz.int(36...48) : fuzz.int(0...30)
             let times = (0..<n).map { i -> String in
-                fuzz.chance(0.9) ? "\"2026-01-\(String(format: "%02d", 24 + i / 24))T\(String(format: "%02d", i % 24)):00\""
+                wellFormed || fuzz.chance(0.9) ? "\"2026-01-\(String(format: "%02d", 24 + i / 24))T\(String(format: "%02d", i % 24)):00\""
                     : fuzz.chance(0.5) ? "\"\(fuzz.timestampText())\"" : fuzz.jsonValueText(depth: 5)
             }
-            let pressure = (0..<(fuzz.chance(0.9) ? n : fuzz.int(0...30))).map { _ in
-                fuzz.chance(0.8) ? fuzz.jsonNumberText() : fuzz.pick(["null", "\"x\"", "[]"])
+            let pressure = (0..<(wellFormed || fuzz.chance(0.9) ? n : fuzz.int(0...30))).map { _ in
+                fuzz.chance(0.8) ? fuzz.jsonNumberText() : fuzz.pick(wellFormed ? ["null"] : ["null", "\"x\"", "[]"])
             }
             let text = #"{"hourly":{"time":[\#(times.joined(separator: ","))],"pressure_msl":[\#(pressure.joined(separator: ","))]}}"#
-            guard let json = try? JSONValue.parse(fuzz.chance(0.9) ? text : fuzz.mutate(text)),
+            guard let json = try? JSONValue.parse(wellFormed || fuzz.chance(0.9) ? text : fuzz.mutate(text)),
                   let weather = try? HourlyWeather(json: json) else { continue }
-            let day = LocalDate(year: 2026, month: 1, day: fuzz.int(20...28))
+            // One pressure per time; a change is the difference of two of them; its risk is the rule's:
+            // a drop of 10 hPa or more is HIGH, of 5 or more MODERATE, anything else LOW.
+            #expect(weather.pressure.count == weather.times.count)
+            let day = LocalDate(year: 2026, month: 1, day: wellFormed && fuzz.chance(0.8) ? 24 : fuzz.int(20...28))
             if let change = weather.pressureChange(from: day, at: LocalTime(hour: fuzz.int(0...23), minute: 0)) {
-                _ = FlareForecast.risk(pressureChangeHPa: change, thresholds: .init())
+                let readings = weather.pressure.compactMap { $0 }
+                #expect(readings.contains { p0 in readings.contains { p1 in p1 - p0 == change || (p1 - p0).isNaN && change.isNaN } },
+                        "\(change) is not the difference of two readings")
+                let risk = FlareForecast.risk(pressureChangeHPa: change, thresholds: .init())
+                #expect(risk == (-change >= 10 ? .high : -change >= 5 ? .moderate : .low), "\(change) → \(risk)")
             }
         }
     }

@@ -4,7 +4,7 @@ import Testing
 @testable import HeraldPostgres
 
 /// Database cells are written by the apps: every accessor is fed random text and must answer or refuse,
-/// never trap.
+/// never trap, and what it answers must be what the text says.
 @Suite struct PGValueFuzzTests {
     @Test func cellAccessorsAnswerOrRefuse() {
         var fuzz = Fuzz(seed: 21)
@@ -19,13 +19,18 @@ import Testing
             default: text = fuzz.hostileText()
             }
             let cell = PGValue(text)
-            _ = cell.int
+            // A whole number reads as the same number in both accessors.
+            if let n = cell.int { #expect(cell.double == Double(n), "\(text.debugDescription)") }
             if let d = cell.date { #expect(!d.timeIntervalSince1970.isNaN, "\(text)") }
-            _ = cell.double
-            _ = cell.bool
-            _ = cell.uuid
-            _ = cell.array
-            _ = cell.description
+            #expect((cell.bool != nil) == ["t", "true", "f", "false"].contains(text), "\(text.debugDescription)")
+            // A uuid is read only from its canonical text, any case.
+            if let id = cell.uuid { #expect(id.uuidString.lowercased() == text.lowercased(), "\(text.debugDescription)") }
+            // An array literal is braced, and holds no more elements than its commas allow.
+            if let elements = cell.array {
+                #expect(text.unicodeScalars.last == "}" && (text.hasPrefix("{") || text.hasPrefix("[")), "\(text.debugDescription)")
+                #expect(elements.count <= text.unicodeScalars.filter { $0 == "," }.count + 1, "\(text.debugDescription)")
+            }
+            #expect(cell.description == text)
         }
     }
 
@@ -35,12 +40,13 @@ import Testing
             let text = fuzz.timestampText()
             if let date = PGTimestamp.parse(text) {
                 #expect(date.timeIntervalSince1970.isFinite, "\(text)")
-                _ = PGTimestamp.format(date)
+                let formatted = PGTimestamp.format(date)
+                #expect(!formatted.isEmpty && !formatted.utf8.contains(0), "\(text) → \(formatted)")
             }
             let date = fuzz.date()
             let formatted = PGTimestamp.format(date)
             #expect(!formatted.isEmpty && !formatted.utf8.contains(0))
-            _ = date.pgText
+            #expect(!date.pgText.isEmpty && !date.pgText.utf8.contains(0))
         }
     }
 
@@ -72,8 +78,12 @@ import Testing
             let cell = row[0]
             #expect(row.int(at: 0) == cell.int, "\(cell)")
             #expect(row.uuid(at: 0) == cell.uuid, "\(cell)")
-            _ = row.double(at: 0)      // strtod: reads more forms than Double(String), so not compared
-            _ = cell.date
+            // strtod reads more forms than Double(String); what both read, they read alike.
+            if let d = cell.double {
+                let positional = row.double(at: 0)
+                #expect(positional == d || (positional?.isNaN == true && d.isNaN), "\(cell)")
+            }
+            if let d = cell.date { #expect(d.timeIntervalSince1970.isFinite, "\(cell)") }
         }
     }
 
