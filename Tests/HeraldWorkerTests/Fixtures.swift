@@ -150,3 +150,42 @@ func inParallel(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
     for _ in 0..<count { go.signal() }
     done.wait()
 }
+
+/// Runs `body` on a thread of its own, so that the test can act while it runs (release a receiver's
+/// answers, signal a process); `value()` waits for its result.
+///
+///     let pass = InBackground { Worker(url: tdb.url).run(now: seedInstant) }
+///     #expect(gate.waitUntilHeld(1))
+///     gate.open()
+///     let (summary, code) = pass.value()
+final class InBackground<T: Sendable>: @unchecked Sendable {  // `result` is read and written under `condition`
+    private let condition = NSCondition()
+    private var result: T?
+
+    init(_ body: @escaping @Sendable () -> T) {
+        let thread = Thread { [self] in
+            let value = body()
+            condition.withLock {
+                result = value
+                condition.broadcast()
+            }
+        }
+        thread.stackSize = 4 << 20
+        thread.start()
+    }
+
+    /// The body's result, once it has returned.
+    func value() -> T {
+        condition.withLock {
+            while result == nil { condition.wait() }
+            return result!
+        }
+    }
+}
+
+/// Waits until `process` has exited, for at most `seconds`; true when it has.
+func waitForExit(_ process: Process, seconds: Double) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while process.isRunning && Date() < deadline { usleep(10_000) }
+    return !process.isRunning
+}

@@ -165,25 +165,48 @@ import Testing
     }
 
     /// Once a record flush fails, no new request is started: the pass stops sending and exits 2, and
-    /// its rows come back after their lease.
+    /// its rows come back after their lease. The receiver holds its answers: the first goes, and the
+    /// others only once the flush that recorded it has failed, so what the pass sent follows from the
+    /// rule (the request on the connection when the flush failed, at most one more), not from how
+    /// fast the database answered.
     @Test func aFailedRecordFlushStartsNoNewRequest() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
         let db = try tdb.connect()
         let f = Fixtures(db: db)
-        let server = try FakeHTTPServer(http2: false) { _ in FakeResponse(status: 204, delay: 0.4) }
+        let gate = FakeGate()
+        let server = try FakeHTTPServer(http2: false) { _ in FakeResponse(status: 204, gate: gate) }
         defer { server.shutdown() }
         var recipients: [UUID] = []
         for _ in 0..<10 { recipients.append(try f.profile()) }
         try f.enqueueMany(10, to: recipients, channel: "webhook", at: seedInstant)
+        // A sequence is not rolled back: it tells the test that a flush reached the trigger.
         try db.executeScript("""
+            create sequence refusals;
             create function refuse() returns trigger language plpgsql as $$
-            begin raise exception 'the disk is full'; end $$;
+            begin perform nextval('refusals'); raise exception 'the disk is full'; end $$;
             create trigger refuse before insert on notification_deliveries for each row execute function refuse();
             """)
         var settings = WebhookDeliveryTests.settings(server)
         settings["HERALD_CONNECTIONS_PER_HOST"] = "1"
-        let (summary, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant, batchSize: 10)
+        // A flush for every recorded row, so the first answer's record is written (and fails) at once.
+        let worker = Worker(url: tdb.url, settings: settings)
+        let pass = InBackground {
+            worker.run(now: seedInstant, batchSize: 10) { $0.recordChunk = 1 }
+        }
+        #expect(gate.waitUntilHeld(1))
+        gate.release(1)
+        // The flush failed: the trigger ran, and no other session of this database is still at work
+        // (the pass's transaction was rolled back).
+        #expect(try f.waitFor("""
+            select count(*)::int from refusals
+             where is_called
+               and not exists (select 1 from pg_stat_activity
+                                where datname = current_database() and backend_type = 'client backend'
+                                  and pid <> pg_backend_pid() and state <> 'idle')
+            """, atLeast: 1))
+        gate.open()
+        let (summary, code) = pass.value()
         #expect(code == .database)
         #expect(summary.error?.contains("the disk is full") == true)
         #expect(server.requests.count <= 3, "\(server.requests.count) requests after the flush failed")
@@ -199,7 +222,8 @@ import Testing
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
         let f = Fixtures(db: try tdb.connect())
-        let server = try FakeHTTPServer(http2: false) { _ in FakeResponse(status: 200, delay: 0.6) }
+        let gate = FakeGate()
+        let server = try FakeHTTPServer(http2: false) { _ in FakeResponse(status: 200, gate: gate) }
         defer { server.shutdown() }
         var recipients: [UUID] = []
         for _ in 0..<40 { recipients.append(try f.profile()) }
@@ -211,11 +235,15 @@ import Testing
             env: ["DATABASE_URL": tdb.url, "WEBHOOK_URL": server.baseURL + "/hooks",
                   "WEBHOOK_SECRET": WebhookDeliveryTests.secret, "HERALD_CONNECTIONS_PER_HOST": "4"],
             stdout: out)
-        // Wait until the receiver has seen the first requests, then stop the pass.
-        let deadline = Date().addingTimeInterval(30)
-        while server.requests.count < 4 && Date() < deadline { usleep(10_000) }
+        // The receiver holds its answers: once a request waits on each of the 4 connections, nothing
+        // more can start. Those are in flight when the pass is stopped.
+        #expect(gate.waitUntilHeld(4))
         let seenAtSignal = server.requests.count
         kill(p.processIdentifier, sig)
+        // Their answers go. A request started after the signal would wait at the gate; a pass still
+        // running after 10 s has not stopped sending, and is let go to be counted.
+        gate.release(4)
+        if !waitForExit(p, seconds: 10) { gate.open() }
         p.waitUntilExit()
         let elapsed = Date().timeIntervalSince(started)
         #expect(p.terminationStatus == 3)

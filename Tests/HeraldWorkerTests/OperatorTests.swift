@@ -115,14 +115,16 @@ import Testing
         #expect(try f.count("select count(*)::int from notification_events where event = 'unlocked'") == 1)
     }
 
-    /// A real pass holds rows under its lease while its sends are slow: every verb leaves them alone,
-    /// and the pass records them as it would have.
+    /// A real pass holds rows under its lease while their sends wait for answers: every verb leaves
+    /// them alone, and the pass records them as it would have. The receiver holds its answers until
+    /// the verbs are done, so the rows are in flight while they run, however slow the machine.
     @Test func aRealPassesLiveLeaseIsNeverTouched() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
         let db = try tdb.connect()
         let f = Fixtures(db: db)
-        let server = try FakeHTTPServer(http2: false) { _ in FakeResponse(status: 204, delay: 1.5) }
+        let gate = FakeGate()
+        let server = try FakeHTTPServer(http2: false) { _ in FakeResponse(status: 204, gate: gate) }
         defer { server.shutdown() }
         var recipients: [UUID] = []
         for _ in 0..<4 { recipients.append(try f.profile()) }
@@ -130,12 +132,15 @@ import Testing
         let p = try HeraldBinary.start(["run", "--now", ISO8601.string(seedInstant), "--quiet", "--only", "deliver"],
                                        env: ["DATABASE_URL": tdb.url, "WEBHOOK_URL": server.baseURL + "/hooks",
                                              "WEBHOOK_SECRET": WebhookDeliveryTests.secret])
-        #expect(try f.waitFor("select count(*)::int from notification_queue where status = 'processing'", atLeast: 4))
+        // The four requests are out and wait for their answers: their rows are leased to the pass.
+        #expect(gate.waitUntilHeld(4))
+        #expect(try f.count("select count(*)::int from notification_queue where status = 'processing'") == 4)
         var webhook = RowFilter()
         webhook.channel = "webhook"
         for action in [OperatorAction.cancel, .retry, .unlock, .reschedule(seedInstant.addingTimeInterval(3600))] {
             #expect(try ops(db).apply(action, to: webhook, dryRun: false).isEmpty, "\(action) touched a live lease")
         }
+        gate.open()
         p.waitUntilExit()
         #expect(p.terminationStatus == 0)
         #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == 4)

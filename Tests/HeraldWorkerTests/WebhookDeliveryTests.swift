@@ -127,27 +127,35 @@ import Testing
 
     /// A batch's requests queue for connections, so they can run past one send timeout: none starts once
     /// the rest of the batch's lease could not cover a whole send. Those rows go back to the queue with
-    /// no attempt charged, before another pass may take them over — never sent by two passes.
+    /// no attempt charged, before another pass may take them over — never sent by two passes. The
+    /// receiver holds the first answer until that moment has passed, so exactly one request goes out.
     @Test func noRequestStartsWhenTheLeaseCouldNotCoverIt() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
         let db = try tdb.connect()
         let f = Fixtures(db: db)
-        let server = try FakeHTTPServer { _ in
-            Thread.sleep(forTimeInterval: 0.8)
-            return FakeResponse(status: 204)
-        }
+        let gate = FakeGate()
+        let server = try FakeHTTPServer { _ in FakeResponse(status: 204, gate: gate) }
         defer { server.shutdown() }
         var ids: [UUID] = []
         for _ in 0..<6 { ids.append(try f.enqueue(to: try f.profile(), channel: "webhook", at: seedInstant)) }
         var settings = Self.settings(server)
-        settings["HERALD_CONNECTIONS_PER_HOST"] = "1"   // one request at a time: 0.8 s each
-        settings["WEBHOOK_TIMEOUT_SECONDS"] = "1"
-        settings["HERALD_LEASE_SECONDS"] = "3"          // no request starts 3 − 1 − 1 = 1 s after the claim
-        let (summary, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant, batchSize: 6) { $0.deadline = 0.5 }
+        settings["HERALD_CONNECTIONS_PER_HOST"] = "1"   // one request at a time
+        settings["WEBHOOK_TIMEOUT_SECONDS"] = "10"
+        settings["HERALD_LEASE_SECONDS"] = "13"         // no request starts 13 − 10 − 1 = 2 s after the claim
+        let worker = Worker(url: tdb.url, settings: settings)
+        let pass = InBackground {
+            worker.run(now: seedInstant, batchSize: 6) { $0.deadline = 0.5 }
+        }
+        // The first request went out after the claim; its answer goes 2.5 s after that, when the
+        // lease can no longer cover another send.
+        #expect(gate.waitUntilHeld(1))
+        Thread.sleep(forTimeInterval: 2.5)
+        gate.open()
+        let (summary, code) = pass.value()
         #expect(code == .ok, "\(summary.error ?? "")")
         let sent = server.requests.count
-        #expect(sent >= 1 && sent <= 2, "requests after the first second: \(sent)")
+        #expect(sent == 1, "\(sent - 1) requests started once the lease could no longer cover them")
         let released = try ids.map { try f.row($0) }.filter { $0["status"].string == "pending" }
         #expect(released.count == 6 - sent)
         #expect(released.allSatisfy { $0["attempts"].int == 0 })

@@ -31,6 +31,7 @@ public struct FakeRequest: Sendable {
 ///
 ///     FakeResponse.json(200, #"{"name":"projects/p/messages/1"}"#)
 ///     FakeResponse(status: 503, headers: [("retry-after", "2")], delay: 0.05)
+///     FakeResponse(status: 204, gate: gate)     // sent when the test releases it (see `FakeGate`)
 public struct FakeResponse: Sendable {
     public var status: Int
     public var headers: [(String, String)]
@@ -39,14 +40,17 @@ public struct FakeResponse: Sendable {
     public var delay: Double
     /// Interim 1xx responses sent first (e.g. 103 Early Hints), each with its own header fields.
     public var informational: [(status: Int, headers: [(String, String)])]
+    /// When set, the answer waits at this gate until the test releases it (then `delay` runs).
+    public var gate: FakeGate?
 
     public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = [], delay: Double = 0,
-                informational: [(status: Int, headers: [(String, String)])] = []) {
+                informational: [(status: Int, headers: [(String, String)])] = [], gate: FakeGate? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
         self.delay = delay
         self.informational = informational
+        self.gate = gate
     }
 
     /// A JSON response with `content-type: application/json`.
@@ -66,7 +70,8 @@ public struct FakeResponse: Sendable {
 
 /// A loopback HTTP server for tests and benchmarks: cleartext HTTP/1.1 (or h2c with prior knowledge),
 /// or TLS with ALPN h2 and http/1.1. The handler runs on the server's event loop for every request (keep it quick; use a lock
-/// for state); answers are sent after `FakeResponse.delay` without blocking other requests.
+/// for state; never sleep in it); answers are sent after `FakeResponse.delay`, or when the test releases
+/// them from a `FakeGate`, without blocking other requests.
 ///
 ///     let certificates = try TestCertificates.make()
 ///     let attempts = Counter()   // some lock-protected state of the test's own
@@ -159,6 +164,7 @@ public final class FakeHTTPServer: Sendable {
     /// Call it from a test's thread, never from the handler.
     public func shutdown() {
         guard state.markShutDown() else { return }
+        for gate in state.gates { gate.abandon(server: state.id) }
         try? channel.close().wait()
         try? group.syncShutdownGracefully()
     }
@@ -204,6 +210,9 @@ private final class FakeServerState: @unchecked Sendable {
     private var _inFlight = 0
     private var _peakInFlight = 0
     private var _shutDown = false
+    private var _gates: [FakeGate] = []
+    /// This server, to the gates its answers wait at.
+    let id = UUID()
 
     init(handler: @escaping @Sendable (FakeRequest) -> FakeResponse, ending: ConnectionEnding?) {
         self.handler = handler
@@ -225,6 +234,16 @@ private final class FakeServerState: @unchecked Sendable {
         }
     }
     func answered() { lock.withLock { _inFlight -= 1 } }
+    /// The gates this server's answers have waited at.
+    var gates: [FakeGate] { lock.withLock { _gates } }
+    /// Notes that an answer waits at `gate`; false once the server is shutting down (it never will).
+    func uses(_ gate: FakeGate) -> Bool {
+        lock.withLock {
+            guard !_shutDown else { return false }
+            if !_gates.contains(where: { $0 === gate }) { _gates.append(gate) }
+            return true
+        }
+    }
     /// True the first time only.
     func markShutDown() -> Bool {
         lock.withLock {
@@ -308,12 +327,27 @@ private final class FakeRequestHandler: ChannelInboundHandler, RemovableChannelH
             let keepAlive = head.isKeepAlive
             let version = head.version
             let close = verdict == .processThenClose
-            if response.delay > 0 {
-                context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(response.delay * 1e9))) {
+            let answer = {
+                if response.delay > 0 {
+                    context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(response.delay * 1e9))) {
+                        self.respond(context: context, response, version: version, keepAlive: keepAlive, close: close, stream: stream)
+                    }
+                } else {
                     self.respond(context: context, response, version: version, keepAlive: keepAlive, close: close, stream: stream)
                 }
+            }
+            if let gate = response.gate {
+                // Held until the test releases it. Every promise is completed: a server that shuts down
+                // first fails those it still holds (`shutdown`), and holds none after that.
+                let released = context.eventLoop.makePromise(of: Void.self)
+                released.futureResult.assumeIsolated().whenSuccess { answer() }
+                if state.uses(gate) {
+                    gate.hold(released, server: state.id)
+                } else {
+                    released.fail(FakeGateAbandoned())
+                }
             } else {
-                respond(context: context, response, version: version, keepAlive: keepAlive, close: close, stream: stream)
+                answer()
             }
         }
     }
