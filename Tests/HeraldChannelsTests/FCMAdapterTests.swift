@@ -175,7 +175,7 @@ final class FCMAdapterTests {
         fcm.script("device", .quotaExceeded(.device, retryAfter: 90))
         fcm.script("project", .quotaExceeded(.project, retryAfter: 90))
         fcm.script("topic", .quotaExceeded(.topic))
-        // A project quota as seen in the wild (firebase-admin-go issue 719): no FcmError, no QuotaFailure.
+        // A project quota as seen in the wild (firebase-admin-go#719): no FcmError, no QuotaFailure.
         fcm.script("bare", .raw(.json(429, #"{"error":{"code":429,"message":"Quota exceeded for quota metric 'Send requests' and limit 'Send requests per minute' of service 'fcm.googleapis.com'","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"RATE_LIMIT_EXCEEDED","domain":"googleapis.com","metadata":{"quota_limit":"SendsPerMinutePerProject"}}]}}"#)))
         let device = try send(pushEnvelope(token: "device", provider: .fcm))
         #expect(device.outcome.label == "retry" && device.outcome.code == "QUOTA_EXCEEDED")

@@ -5,9 +5,9 @@ import HeraldCore
 import HeraldHTTP
 import Testing
 
-/// Issue 12, "Delivery truth": the pure verifiers and parsers. Known-answer vectors are the providers'
-/// own published ones (Twilio's "webhooks security" example; SendGrid's SDK test vectors), so an
-/// implementation and its test cannot share one mistake.
+/// Delivery truth (what became of a message after the provider accepted it): the pure verifiers and
+/// parsers. Known-answer vectors are the providers' own published ones (Twilio's "webhooks security"
+/// example; SendGrid's SDK test vectors), so an implementation and its test cannot share one mistake.
 @Suite struct ProviderTruthTests {
 
     // MARK: - Twilio

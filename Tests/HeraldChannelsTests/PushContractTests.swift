@@ -5,7 +5,7 @@ import HeraldHTTP
 import HeraldTestSupport
 import Testing
 
-/// Issue 9's push contract, as the fake providers receive it: Expo channelId/categoryId, silent
+/// The push contract, as the fake providers receive it: Expo channelId/categoryId, silent
 /// data-only pushes, image and action buttons on APNs, FCM and Expo, Expo MessageTooBig and
 /// MessageRateExceeded.
 @Suite(.serialized)

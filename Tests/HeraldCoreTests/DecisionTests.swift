@@ -366,7 +366,7 @@ struct Scenario {
     }
 
     @Test func chicagoWindowEnteredInTheRepeatedHourIsLeftAtTheSecondOneOClock() {
-        // Issue 8: 01:30–01:00 in Chicago on 2026-11-01 (02:00 CDT → 01:00 CST at 07:00Z). A row held at
+        // A window of 01:30–01:00 in Chicago on 2026-11-01 (02:00 CDT → 01:00 CST at 07:00Z). A row held at
         // 01:45 CDT waits until 01:00 CST, the first instant the wall clock is outside, not a day longer.
         var s = Scenario(); s.prefs.timezone = "America/Chicago"; s.prefs.quietAction = .defer
         s.prefs.quietHoursStart = t("01:30"); s.prefs.quietHoursEnd = t("01:00")

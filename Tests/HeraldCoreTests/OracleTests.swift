@@ -112,7 +112,7 @@ struct OracleTests {
             let held = c.quiet && !(s.prefs.quietLevel == .all || (s.prefs.quietLevel == .criticalOnly && s.severity == .critical))
             let r = s.decide()
             let expected: Decision
-            // A critical reminder held back at `skip` is deferred, never dropped (issue 9).
+            // A critical reminder held back at `skip` is deferred, never dropped.
             let action: QuietAction = s.severity == .critical ? .defer : s.prefs.quietAction
             switch (held, action, c.until) {
             case (false, _, _): expected = .send

@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import HeraldCore
 
-/// Issue 9 "Content": pt-BR beside en and ar, the token's locale winning for push, times by locale,
-/// seed 004's forecast summaries per risk level, and the push contract's silent/image/actions fields.
+/// Content: pt-BR beside en and ar, the token's locale winning for push, times by locale,
+/// the forecast summaries per risk level, and the push contract's silent/image/actions fields.
 @Suite struct PushContentTests {
     let en = Preferences(userId: alice, locale: "en")
     let ar = Preferences(userId: alice, locale: "ar")

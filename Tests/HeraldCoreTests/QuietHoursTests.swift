@@ -81,7 +81,7 @@ import Testing
         #expect(w.end(after: utc(2026, 11, 2, 4), in: ny) == utc(2026, 11, 2, 6, 30))
     }
 
-    // MARK: Leaving a window by a jump of the clocks (issue 8)
+    // MARK: Leaving a window by a jump of the clocks
 
     @Test func chicagoFallBackWindowStartingInTheRepeatedHourEndsAtTheSecondOneOClock() {
         // 2026-11-01: 02:00 CDT → 01:00 CST at 07:00Z, so 01:00–01:59 happens twice. The window 01:30–01:00

@@ -5,7 +5,7 @@ import HeraldTestSupport
 import HeraldWorker
 import Testing
 
-/// The app's side of the contract (issue 9, sql/013_app_contract.sql): seed 003's notification list and
+/// The app's side of the contract (sql/013_app_contract.sql): seed 003's notification list and
 /// push-token shapes, seed 001's actions and history, and seed 003's error codes as a PostgREST client
 /// reads them (SQLSTATE PTxyz → HTTP xyz, the code in `message`). Called as PostgREST calls them: the
 /// caller's id in request.jwt.claim.sub, and, where roles matter, as `authenticated`.

@@ -5,7 +5,7 @@ import HeraldTestSupport
 @testable import HeraldWorker
 import Testing
 
-/// A pass in a hostile world (issue 8): failing phases, poison rows, slow receivers, signals, leases
+/// A pass in a hostile world: failing phases, poison rows, slow receivers, signals, leases
 /// and concurrent passes, against the real PostgreSQL, loopback receivers and real processes.
 @Suite struct HostileWorldTests {
     // MARK: - One failing phase never stops delivery

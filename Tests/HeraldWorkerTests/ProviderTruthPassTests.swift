@@ -7,10 +7,10 @@ import HeraldTestSupport
 import HeraldWorker
 import Testing
 
-/// Issue 12, "Delivery truth", end to end against a real PostgreSQL and the loopback fakes: the
-/// `statuses` phase polling FakeTwilio, and the `events` phase applying provider events stored in
-/// `provider_events` with real signatures (a P-256 key pair for SendGrid, HMAC-SHA1 for Twilio,
-/// HMAC-SHA256 for WhatsApp).
+/// Delivery truth (what became of a message after the provider accepted it), end to end against a
+/// real PostgreSQL and the loopback fakes: the `statuses` phase polling FakeTwilio, and the `events`
+/// phase applying provider events stored in `provider_events` with real signatures (a P-256 key pair
+/// for SendGrid, HMAC-SHA1 for Twilio, HMAC-SHA256 for WhatsApp).
 @Suite struct ProviderTruthPassTests {
     typealias Lab = ProviderPassTests.Lab
 

@@ -6,7 +6,7 @@ import Logging
 @testable import HeraldWorker
 import Testing
 
-/// Issue 9, end to end on a real PostgreSQL: seed 001's reminder types, per-type toggles, cancelling,
+/// Reminders, end to end on a real PostgreSQL: the reminder types, per-type toggles, cancelling,
 /// quiet hours for critical reminders, adaptive frequency, and the rate limits counted per notification.
 @Suite struct ReminderPassTests {
     let logAll = ["HERALD_CHANNEL_PUSH": "log", "HERALD_CHANNEL_EMAIL": "log", "HERALD_CHANNEL_SMS": "log"]

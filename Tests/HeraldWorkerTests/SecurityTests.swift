@@ -272,7 +272,7 @@ import Testing
     static let rpcs: Set<String> = [
         "snooze_pattern_alert", "dismiss_pattern_alert", "get_family_pattern_alerts",
         "register_device_token", "unregister_device_token", "mark_notifications_read",
-        // sql/013_app_contract.sql (issue 9)
+        // sql/013_app_contract.sql
         "get_notifications", "record_notification_action", "get_notification_history",
     ]
 

@@ -221,7 +221,7 @@ def main():
         return clocks[name]
 
     quiet_cases = []
-    # The case issue 8 names: Chicago, 2026-11-01, 01:30–01:00; CDT → CST at 07:00Z.
+    # A window entered in the repeated hour: Chicago, 2026-11-01, 01:30–01:00; CDT → CST at 07:00Z.
     fall_back = int(datetime.datetime(2026, 11, 1, 7, tzinfo=UTC).timestamp())
     named = [("America/Chicago", 5400, 3600, fall_back + k * 600) for k in range(-6, 7)]
     zone_anchors = {n: anchors(rng, n, y, 4) for n, y in QUIET_ZONES.items()}

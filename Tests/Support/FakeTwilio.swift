@@ -4,7 +4,7 @@ import Foundation
 /// HTTP basic auth that must match, a form-encoded body, `To` in E.164, `From` or `MessagingServiceSid`,
 /// `Body` of at most 1,600 characters. Answers 201 with a Message resource, or Twilio's error JSON
 /// `{"code","message","more_info","status"}`. `GET …/Messages/{sid}.json` answers the message's status,
-/// scripted with `setStatus` (issue 12's polling).
+/// scripted with `setStatus` (for the `statuses` phase's polling).
 ///
 ///     let twilio = try FakeTwilio(tls: certificates, accountSid: "AC…", authToken: "…")
 ///     twilio.fail(to: "+15555550100", code: 21610, message: "Attempt to send to unsubscribed recipient")
