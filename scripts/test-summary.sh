@@ -4,7 +4,8 @@
 # Swift Testing reports the total and each failed test; XCTest's lines are counted too.
 log="$1"
 total=$(grep -Eo 'Test run with [0-9]+ tests?' "$log" | tail -n1 | grep -Eo '[0-9]+' || true)
-failed=$(grep -Ec '^✘ Test [^ ]+\(.*\) failed' "$log" || true)
+# A parameterized test's line reads "✘ Test name(_:) with 3 test cases failed after …".
+failed=$(grep -Ec '^✘ Test [^ ]+\(.*\)( with [0-9]+ test cases?)? failed' "$log" || true)
 xc_total=$(grep -Eo 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$log" | tail -n1 | grep -Eo '[0-9]+' | head -n1 || true)
 xc_failed=$(grep -Eo 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$log" | tail -n1 | grep -Eo '[0-9]+' | tail -n1 || true)
 total=$(( ${total:-0} + ${xc_total:-0} ))
@@ -16,6 +17,6 @@ if (( failed > 0 )); then
   awk '/^✘ Test .* recorded an issue/ { show = 1; print; next }
        /^[◇✔✘↳􀟈􁁛]/ && !/^↳/ { show = 0 }
        show { print }' "$log" | head -n 150
-  grep -E '^✘ Test [^ ]+\(.*\) failed|error: .*: (failed|XCTAssert)' "$log" | head -n 40
+  grep -E '^✘ Test [^ ]+\(.*\)( with [0-9]+ test cases?)? failed|error: .*: (failed|XCTAssert)' "$log" | head -n 40
 fi
 echo "tests: $(( total - failed )) passed, $failed failed"
