@@ -63,6 +63,9 @@ public enum ProviderEventVerdict: Sendable, Equatable {
 /// nothing unauthenticated is parsed beyond what the signature needs, and a body that fails its
 /// signature is `rejected` whatever it holds.
 public enum ProviderEvents {
+    /// The providers that post events (`provider_events.provider`'s check lists the same).
+    public static let providers: Set<Provider> = [.sendgrid, .twilio, .whatsapp]
+
     /// Larger bodies are refused unread (SendGrid batches events; a request is far below this).
     public static let maxBodyBytes = 1 << 20
 

@@ -1,6 +1,6 @@
 /// A channel as one concept: its preference toggle, where it reaches a recipient, and the profile switch
 /// a provider's "this address refuses the channel" turns off. Its providers are registered in the
-/// worker's `ProviderCatalog`; the SQL that applies an opt-out is in `QueueStore.record`.
+/// worker's `ProviderCatalog`; the SQL that applies an opt-out is `herald_switch_off_channels`.
 extension Channel {
     /// How a channel finds a recipient's destinations.
     public enum Reach: Sendable, Equatable {
@@ -42,6 +42,19 @@ extension Channel {
         case .sms, .whatsapp: p.phoneE164
         case .email: p.email
         case .push, .webhook, .inApp: nil
+        }
+    }
+
+    /// The recipient's own toggle for the channel in `user_profiles` (the app's users may change it);
+    /// nil for the operator's webhook, always on.
+    public var toggleColumn: String? {
+        switch self {
+        case .push: "notify_push"
+        case .sms: "notify_sms"
+        case .whatsapp: "notify_whatsapp"
+        case .email: "notify_email"
+        case .inApp: "notify_in_app"
+        case .webhook: nil
         }
     }
 

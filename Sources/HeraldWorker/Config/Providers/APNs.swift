@@ -3,7 +3,9 @@ import HeraldCore
 
 extension ProviderRegistration {
     /// APNS_KEY_FILE APNS_KEY_ID APNS_TEAM_ID APNS_TOPIC [APNS_ENV=production|sandbox] [APNS_URL]
-    static let apns = ProviderRegistration(provider: .apns) { settings in
+    static let apns = ProviderRegistration(
+        provider: .apns, keys: ["APNS_KEY_FILE", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_TOPIC", "APNS_ENV", "APNS_URL"]
+    ) { settings in
         guard let v = try required(settings, ["APNS_KEY_FILE", "APNS_KEY_ID", "APNS_TEAM_ID", "APNS_TOPIC"], for: "APNs"),
               let keyId = v["APNS_KEY_ID"], let teamId = v["APNS_TEAM_ID"], let topic = v["APNS_TOPIC"] else {
             return nil

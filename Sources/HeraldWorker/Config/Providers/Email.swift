@@ -3,13 +3,17 @@ import HeraldCore
 
 extension ProviderRegistration {
     /// SENDGRID_API_KEY [SENDGRID_URL], with EMAIL_FROM.
-    static let sendgrid = ProviderRegistration(provider: .sendgrid) { settings in
+    static let sendgrid = ProviderRegistration(
+        provider: .sendgrid, keys: ["SENDGRID_API_KEY", "SENDGRID_URL", "EMAIL_FROM"]
+    ) { settings in
         guard let key = try settings.secret("SENDGRID_API_KEY") else { return nil }
         return try SendGridAdapter(apiKey: key, from: try emailFrom(settings), baseURL: settings["SENDGRID_URL"])
     }
 
     /// SMTP_URL [SMTP_REQUIRE_TLS], with EMAIL_FROM.
-    static let smtp = ProviderRegistration(provider: .smtp) { settings in
+    static let smtp = ProviderRegistration(
+        provider: .smtp, keys: ["SMTP_URL", "SMTP_REQUIRE_TLS", "EMAIL_FROM"]
+    ) { settings in
         guard let url = try settings.secret("SMTP_URL") else { return nil }
         return try SMTPAdapter(url: url, from: try emailFrom(settings),
                                        requireTLS: try settings.bool("SMTP_REQUIRE_TLS") ?? true)

@@ -4,7 +4,9 @@ import HeraldCore
 extension ProviderRegistration {
     /// EXPO_ACCESS_TOKEN, or HERALD_EXPO=on without a token [EXPO_URL]; HERALD_ANDROID_CHANNEL_<KIND>
     /// (e.g. _PATTERN_ALERT), else HERALD_ANDROID_CHANNEL, else the kind's default.
-    static let expo = ProviderRegistration(provider: .expo) { settings in
+    static let expo = ProviderRegistration(
+        provider: .expo, keys: ["EXPO_ACCESS_TOKEN", "HERALD_EXPO", "EXPO_URL", "HERALD_ANDROID_CHANNEL", "HERALD_ANDROID_CHANNEL_"]
+    ) { settings in
         let token = try settings.secret("EXPO_ACCESS_TOKEN")
         let on = try settings.bool("HERALD_EXPO") ?? (settings["EXPO_URL"] != nil)
         guard token != nil || on else { return nil }

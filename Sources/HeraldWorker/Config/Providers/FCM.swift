@@ -3,7 +3,9 @@ import HeraldCore
 
 extension ProviderRegistration {
     /// FCM_SERVICE_ACCOUNT_FILE [FCM_URL]
-    static let fcm = ProviderRegistration(provider: .fcm) { settings in
+    static let fcm = ProviderRegistration(
+        provider: .fcm, keys: ["FCM_SERVICE_ACCOUNT_FILE", "FCM_URL"]
+    ) { settings in
         guard let json = try settings.fileText("FCM_SERVICE_ACCOUNT_FILE") else { return nil }
         do {
             return try FCMAdapter(serviceAccountJSON: json, baseURL: settings["FCM_URL"])

@@ -5,6 +5,9 @@ import HeraldCore
 /// adapter is built from the settings.
 struct ProviderRegistration: Sendable {
     var provider: Provider
+    /// The settings it reads (a family by its prefix, `WHATSAPP_TEMPLATE_`): each is declared in
+    /// `Settings.registry` and documented in docs/configuration.md.
+    var keys: [String]
     /// The adapter when the settings configure this provider, nil when they do not mention it; throws
     /// (naming the variable to set) when they configure it only in part or wrongly.
     var load: @Sendable (Settings) throws -> (any ProviderAdapter)?

@@ -5,7 +5,9 @@ import HeraldCore
 extension ProviderRegistration {
     /// TWILIO_ACCOUNT_SID TWILIO_AUTH_TOKEN (TWILIO_FROM | TWILIO_MESSAGING_SERVICE_SID) [TWILIO_URL]
     /// [TWILIO_STATUS_CALLBACK_URL]
-    static let twilio = ProviderRegistration(provider: .twilio) { settings in
+    static let twilio = ProviderRegistration(
+        provider: .twilio, keys: ["TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", "TWILIO_FROM", "TWILIO_MESSAGING_SERVICE_SID", "TWILIO_URL", "TWILIO_STATUS_CALLBACK_URL"]
+    ) { settings in
         guard let v = try required(settings, ["TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN"], for: "Twilio"),
               let sid = v["TWILIO_ACCOUNT_SID"], let token = v["TWILIO_AUTH_TOKEN"] else {
             if settings["TWILIO_FROM"] != nil || settings["TWILIO_MESSAGING_SERVICE_SID"] != nil {

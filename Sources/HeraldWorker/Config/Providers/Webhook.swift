@@ -6,7 +6,9 @@ extension ProviderRegistration {
     static let webhookTimeoutRange = 1...300
 
     /// WEBHOOK_URL WEBHOOK_SECRET [WEBHOOK_TIMEOUT_SECONDS]
-    static let webhook = ProviderRegistration(provider: .webhook) { settings in
+    static let webhook = ProviderRegistration(
+        provider: .webhook, keys: ["WEBHOOK_URL", "WEBHOOK_SECRET", "WEBHOOK_TIMEOUT_SECONDS"]
+    ) { settings in
         guard let url = settings["WEBHOOK_URL"] else {
             if try settings.secret("WEBHOOK_SECRET") != nil {
                 throw ConfigError("WEBHOOK_SECRET is set but WEBHOOK_URL is not: set WEBHOOK_URL to the receiver's https URL")
