@@ -30,8 +30,7 @@ public enum Metrics {
         ])
         metric("herald_pass_rows_by_channel", "Rows the last pass recorded, by channel and outcome.", "gauge",
                s.byChannel.sorted { $0.key < $1.key }.flatMap { channel, counts in
-                   counts.sorted { $0.key.rawValue < $1.key.rawValue }
-                       .map { (label([("channel", channel), ("outcome", $0.key.rawValue)]), Double($0.value)) }
+                   counts.sorted { $0.key.rawValue < $1.key.rawValue }.map { (label([("channel", channel), ("outcome", $0.key.rawValue)]), Double($0.value)) }
                })
         metric("herald_pass_skip_reasons", "Rows the last pass skipped, by reason.", "gauge",
                s.skipReasons.sorted { $0.key.rawValue < $1.key.rawValue }.map { (label([("reason", $0.key.rawValue)]), Double($0.value)) })

@@ -56,7 +56,43 @@ struct StatusPollPhase {
         for poller in pollers { byProvider[poller.provider] = poller }
         guard !byProvider.isEmpty else { return result }
         let pending = Self.pending(byProvider.keys.sorted())
-        result.expired = try db.execute("""
+        result.expired = try expire(pending)
+        let claimed = try claim(pending)
+        guard !claimed.isEmpty else { return result }
+
+        // An id the provider cannot be asked about (not a Twilio Message SID) is closed as unknown.
+        var unknown: [Provider: [DeliveryKey]] = [:]
+        var polled: [Polled] = []
+        for d in claimed {
+            guard let poller = byProvider[d.provider] else { continue }
+            if poller.isPollable(messageId: d.messageId) { polled.append(Polled(id: d.id, poller: poller, messageId: d.messageId)) }
+            else { unknown[d.provider, default: []].append(d.id) }
+        }
+        let items = poll(polled, unknown: &unknown, result: &result)
+        let applied = try TruthStore(db: db).apply(items, source: "poll", now: now)
+        result.final = applied.updated
+        result.optedOut = applied.optedOut
+        for (provider, keys) in unknown.sorted(by: { $0.key < $1.key }) {
+            guard let poller = byProvider[provider] else { continue }
+            result.final += try closeUnknown(keys, provider: provider, code: poller.notFoundCode)
+        }
+        if applied.optedOut > 0 {
+            logger.notice("turned a channel off for recipients its provider reported as unreachable or unsubscribed",
+                          metadata: ["recipients": "\(applied.optedOut)"])
+        }
+        return result
+    }
+
+    /// One delivery to ask about.
+    struct Polled {
+        var id: DeliveryKey
+        var poller: any StatusPolling
+        var messageId: String
+    }
+
+    /// Deliveries past the poll window are closed as `expired`, a bounded number per pass.
+    func expire(_ pending: SQL) throws -> Int {
+        try db.execute("""
             update notification_deliveries
                set final_status = 'expired', final_error_code = 'poll_window', final_at = \(now), final_source = 'poll',
                    final_error = \("the provider gave no final status within \(Int(giveUpAfter / 3600)) h")
@@ -64,8 +100,13 @@ struct StatusPollPhase {
                            where \(pending) and at < \(now.addingTimeInterval(-giveUpAfter))
                            limit 5000)
             """)
-        // A delivery is named by its queue row and its id: the primary key (queue_id, id, at).
-        let claimed: [(id: DeliveryKey, provider: Provider, messageId: String)] = try db.transaction { db in
+    }
+
+    /// The deliveries this pass asks about, stamped under SKIP LOCKED so concurrent passes poll different
+    /// ones; each again after a doubling interval. A delivery is named by its queue row and its id: the
+    /// primary key (queue_id, id, at).
+    func claim(_ pending: SQL) throws -> [(id: DeliveryKey, provider: Provider, messageId: String)] {
+        try db.transaction { db in
             try db.query("""
                 with c as materialized (
                   select queue_id, id from notification_deliveries
@@ -87,16 +128,12 @@ struct StatusPollPhase {
                 return (DeliveryKey(queueId: queueId, id: id), provider, messageId)
             }
         }
-        guard !claimed.isEmpty else { return result }
+    }
 
-        // An id the provider cannot be asked about (not a Twilio Message SID) is closed as unknown.
-        var unknown: [Provider: [DeliveryKey]] = [:]
-        var polled: [(id: DeliveryKey, poller: any StatusPolling, messageId: String)] = []
-        for d in claimed {
-            guard let poller = byProvider[d.provider] else { continue }
-            if poller.isPollable(messageId: d.messageId) { polled.append((d.id, poller, d.messageId)) }
-            else { unknown[d.provider, default: []].append(d.id) }
-        }
+    /// Asks each provider, concurrently on the shared transport, and reads each answer: a final word is
+    /// a report to apply; a message the provider does not know is closed as unknown; a refusal of
+    /// herald's credentials is logged once per provider; anything else waits for a later pass.
+    func poll(_ polled: [Polled], unknown: inout [Provider: [DeliveryKey]], result: inout Result) -> [TruthStore.Item] {
         var items: [TruthStore.Item] = []
         var forbidden: [Provider: String] = [:]
         transport.perform(polled.map { $0.poller.statusRequest(messageId: $0.messageId) },
@@ -122,28 +159,21 @@ struct StatusPollPhase {
             logger.warning("some status requests failed; they are asked again later",
                            metadata: ["requests": "\(result.failedRequests)"])
         }
-        let applied = try TruthStore(db: db).apply(items, source: "poll", now: now)
-        result.final = applied.updated
-        result.optedOut = applied.optedOut
-        for (provider, keys) in unknown.sorted(by: { $0.key < $1.key }) {
-            guard let poller = byProvider[provider] else { continue }
-            result.final += try db.execute("""
-                update notification_deliveries
-                   set final_status = 'unknown', final_error_code = \(poller.notFoundCode), final_at = \(now),
-                       final_source = 'poll', final_error = \("\(provider.rawValue) does not know this message")
-                 where (queue_id, id) in (select * from unnest(\(keys.map(\.queueId))::uuid[], \(keys.map(\.id))::bigint[]))
-                   and final_status is null
-                """)
-        }
-        if applied.optedOut > 0 {
-            logger.notice("turned a channel off for recipients its provider reported as unreachable or unsubscribed",
-                          metadata: ["recipients": "\(applied.optedOut)"])
-        }
-        return result
+        return items
+    }
+
+    /// Deliveries of messages the provider does not know are closed as `unknown`.
+    func closeUnknown(_ keys: [DeliveryKey], provider: Provider, code: String) throws -> Int {
+        try db.execute("""
+            update notification_deliveries
+               set final_status = 'unknown', final_error_code = \(code), final_at = \(now),
+                   final_source = 'poll', final_error = \("\(provider.rawValue) does not know this message")
+             where (queue_id, id) in (select * from unnest(\(keys.map(\.queueId))::uuid[], \(keys.map(\.id))::bigint[]))
+               and final_status is null
+            """)
     }
 }
 
-// MARK: - events
 
 /// `statuses` in a pass: the status pollers of the configured providers, when there are any.
 struct StatusesStep: AfterDeliveryPhase {
