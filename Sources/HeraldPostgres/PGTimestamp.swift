@@ -87,92 +87,32 @@ enum PGTimestamp {
         return date(micros: micros)
     }
 
-    private static func parseMicros(_ b: UnsafeBufferPointer<UInt8>) -> Int64? {
-        var i = 0
-        let n = b.count
-
-        @inline(__always) func digit(_ at: Int) -> Int64? {
-            guard at < n else { return nil }
-            let value = Int64(b[at]) - 48
-            return (0...9).contains(value) ? value : nil
+    /// Microseconds since 1970-01-01 UTC of the text `parse` reads (not the infinities), or nil.
+    private static func parseMicros(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        var scan = TimestampScanner(bytes)
+        guard let date = scan.date() else { return nil }
+        var year = date.year
+        var seconds: Int64 = 0, fraction: Int64 = 0, offset: Int64 = 0
+        if scan.skip(" ") || scan.skip("T") {
+            guard let time = scan.timeOfDay(), let micro = scan.fraction(), let east = scan.offset() else { return nil }
+            (seconds, fraction, offset) = (time, micro, east)
         }
-        /// Reads exactly `count` digits at `i`.
-        @inline(__always) func fixed(_ count: Int) -> Int64? {
-            var value: Int64 = 0
-            for _ in 0..<count {
-                guard let d = digit(i) else { return nil }
-                value = value * 10 + d
-                i += 1
-            }
-            return value
-        }
-        @inline(__always) func expect(_ char: UInt8) -> Bool {
-            guard i < n, b[i] == char else { return false }
-            i += 1
-            return true
-        }
-
-        // Year: four or more digits.
-        var year: Int64 = 0
-        let yearStart = i
-        while let d = digit(i) { year = year * 10 + d; i += 1; if i - yearStart > 9 { return nil } }
-        guard i - yearStart >= 4, expect(UInt8(ascii: "-")),
-              let month = fixed(2), (1...12).contains(month), expect(UInt8(ascii: "-")),
-              let day = fixed(2), (1...31).contains(day)
-        else { return nil }
-
-        var seconds: Int64 = 0
-        var fraction: Int64 = 0
-        var offset: Int64 = 0
-        if i < n, b[i] == UInt8(ascii: " ") || b[i] == UInt8(ascii: "T") {
-            i += 1
-            guard let hour = fixed(2), hour <= 24, expect(UInt8(ascii: ":")),
-                  let minute = fixed(2), minute <= 59, expect(UInt8(ascii: ":")),
-                  let second = fixed(2), second <= 60
-            else { return nil }
-            seconds = hour * 3600 + minute * 60 + second
-            if expect(UInt8(ascii: ".")) {
-                var scale: Int64 = 100_000
-                let start = i
-                while let d = digit(i) {
-                    fraction += d * scale
-                    scale /= 10
-                    i += 1
-                }
-                guard i > start else { return nil }
-            }
-            if i < n {
-                let sign = b[i]
-                if sign == UInt8(ascii: "Z") {
-                    i += 1
-                } else if sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
-                    i += 1
-                    guard let oh = fixed(2) else { return nil }
-                    var total = oh * 3600
-                    if expect(UInt8(ascii: ":")) {
-                        guard let om = fixed(2) else { return nil }
-                        total += om * 60
-                        if expect(UInt8(ascii: ":")) {
-                            guard let os = fixed(2) else { return nil }
-                            total += os
-                        }
-                    }
-                    offset = sign == UInt8(ascii: "+") ? total : -total
-                }
-            }
-        }
-        if i < n {
+        if !scan.atEnd {
             // " BC": year 1 BC is astronomical year 0.
-            guard n - i == 3, b[i] == UInt8(ascii: " "), b[i + 1] == UInt8(ascii: "B"), b[i + 2] == UInt8(ascii: "C")
-            else { return nil }
+            guard scan.rest(is: " BC") else { return nil }
             year = 1 - year
         }
-        // Years of up to nine digits parse, but microseconds since 1970 fit an Int64 only within about
-        // ±292,000 years (PostgreSQL's own timestamps end at 294276): anything beyond is refused, not
-        // left to overflow.
+        return micros(year: year, month: date.month, day: date.day, seconds: seconds - offset, fraction: fraction)
+    }
+
+    /// Microseconds since 1970-01-01 UTC of a date, `seconds` into it (UTC) and `fraction` microseconds.
+    /// Years of up to nine digits parse, but microseconds since 1970 fit an Int64 only within about
+    /// ±292,000 years (PostgreSQL's own timestamps end at 294276): anything beyond is refused, not
+    /// left to overflow.
+    private static func micros(year: Int64, month: Int64, day: Int64, seconds: Int64, fraction: Int64) -> Int64? {
         guard abs(year) <= 1_000_000 else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
-        let (micros, overflow) = (days * 86_400 + seconds - offset).multipliedReportingOverflow(by: 1_000_000)
+        let (micros, overflow) = (days * 86_400 + seconds).multipliedReportingOverflow(by: 1_000_000)
         guard !overflow else { return nil }
         let (total, overflow2) = micros.addingReportingOverflow(fraction)
         return overflow2 ? nil : total
@@ -199,5 +139,112 @@ enum PGTimestamp {
         let day = doy - (153 * mp + 2) / 5 + 1
         let month = mp < 10 ? mp + 3 : mp - 9
         return (month <= 2 ? yoe + era * 400 + 1 : yoe + era * 400, month, day)
+    }
+}
+
+/// Reads PostgreSQL's timestamp text from left to right: each read moves past what it read, or
+/// returns nil (or false) when the text does not go on as expected.
+///
+///     var scan = TimestampScanner(bytes)   // "2026-01-25 03:00:00.5+01"
+///     scan.date()                          // (2026, 1, 25)
+///     scan.skip(" ")                       // true
+///     scan.timeOfDay()                     // 10800
+private struct TimestampScanner {
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var i = 0
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+    }
+
+    var atEnd: Bool { i >= bytes.count }
+
+    /// `YYYY-MM-DD`, the year of four to nine digits.
+    mutating func date() -> (year: Int64, month: Int64, day: Int64)? {
+        var year: Int64 = 0
+        let yearStart = i
+        while let d = digit() {
+            year = year * 10 + d
+            i += 1
+            if i - yearStart > 9 { return nil }
+        }
+        guard i - yearStart >= 4, skip("-"),
+              let month = fixed(2), (1...12).contains(month), skip("-"),
+              let day = fixed(2), (1...31).contains(day)
+        else { return nil }
+        return (year, month, day)
+    }
+
+    /// `HH:MM:SS` (hour ≤ 24, minute ≤ 59, second ≤ 60), as seconds into the day.
+    mutating func timeOfDay() -> Int64? {
+        guard let hour = fixed(2), hour <= 24, skip(":"),
+              let minute = fixed(2), minute <= 59, skip(":"),
+              let second = fixed(2), second <= 60
+        else { return nil }
+        return hour * 3600 + minute * 60 + second
+    }
+
+    /// `.ffffff` as microseconds (digits past the sixth count for nothing); 0 when there is no `.`,
+    /// nil for a `.` without digits.
+    mutating func fraction() -> Int64? {
+        guard skip(".") else { return 0 }
+        var fraction: Int64 = 0
+        var scale: Int64 = 100_000
+        let start = i
+        while let d = digit() {
+            fraction += d * scale
+            scale /= 10
+            i += 1
+        }
+        return i > start ? fraction : nil
+    }
+
+    /// `Z` or `±HH[:MM[:SS]]` as seconds east of UTC; 0 when the text goes on with neither.
+    mutating func offset() -> Int64? {
+        if skip("Z") { return 0 }
+        let east = skip("+")
+        guard east || skip("-") else { return 0 }
+        guard let hours = fixed(2) else { return nil }
+        var total = hours * 3600
+        if skip(":") {
+            guard let minutes = fixed(2) else { return nil }
+            total += minutes * 60
+            if skip(":") {
+                guard let seconds = fixed(2) else { return nil }
+                total += seconds
+            }
+        }
+        return east ? total : -total
+    }
+
+    /// Moves past `char` if it comes next.
+    @inline(__always) mutating func skip(_ char: Unicode.Scalar) -> Bool {
+        guard i < bytes.count, bytes[i] == UInt8(ascii: char) else { return false }
+        i += 1
+        return true
+    }
+
+    /// Whether what is left is exactly `text` (ASCII).
+    func rest(is text: StaticString) -> Bool {
+        bytes.count - i == text.utf8CodeUnitCount
+            && (0..<text.utf8CodeUnitCount).allSatisfy { bytes[i + $0] == text.utf8Start[$0] }
+    }
+
+    /// The digit at the current position, without moving.
+    @inline(__always) private func digit() -> Int64? {
+        guard i < bytes.count else { return nil }
+        let value = Int64(bytes[i]) - 48
+        return (0...9).contains(value) ? value : nil
+    }
+
+    /// Exactly `count` digits.
+    @inline(__always) private mutating func fixed(_ count: Int) -> Int64? {
+        var value: Int64 = 0
+        for _ in 0..<count {
+            guard let d = digit() else { return nil }
+            value = value * 10 + d
+            i += 1
+        }
+        return value
     }
 }
