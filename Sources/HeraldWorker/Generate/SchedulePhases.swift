@@ -3,7 +3,7 @@ import HeraldCore
 import HeraldPostgres
 import Logging
 
-/// The `prompts` phase (seed 002): for each user with prompt settings and no schedule for their local
+/// The `prompts` phase (scheduled prompts): for each user with prompt settings and no schedule for their local
 /// date, place N prompts across their waking window (one per segment, centre ± 30 %, reproducible per
 /// user and date) and enqueue those still ahead, each with `run_after` at its instant. Once per day:
 /// `prompt_schedules` records the day, and dedupe keys make a repeat a no-op.
@@ -63,7 +63,8 @@ struct PromptPhase {
     }
 }
 
-/// The `reminders` phase (seed 001): every reminder type becomes queue rows when due, once each.
+/// The `reminders` phase: every reminder type becomes queue rows when due, once each. `plan` reads
+/// what is due (`ReminderPhase+Plan.swift`), `write` marks the reminders and enqueues their rows.
 ///
 /// | type | due at | payload adds |
 /// |---|---|---|
@@ -115,128 +116,6 @@ struct ReminderPhase {
         var result = plan.result
         result.enqueued = try write(plan)
         return result
-    }
-
-    /// Reads the reminders due at `now` and makes their rows (no lock is held: see `write`).
-    func plan() throws -> Plan {
-        var plan = Plan()
-        var due: [Due] = []
-        var adaptive: [UUID: (zone: TimeZone, current: NotificationFrequency)] = [:]
-        var unschedulable: [UUID] = []
-        for row in try db.query("""
-            select r.id, r.user_id, r.schedule, r.reminder_type, r.title, r.body, r.title_ar, r.body_ar,
-                   r.local_time::text as own_time,
-                   coalesce(r.local_time, case when r.reminder_type = 'daily' then p.daily_reminder_time end)::text as local_time,
-                   r.at, r.ends_at, r.enqueued_at, r.end_enqueued_at, r.critical, r.channel,
-                   r.related_entity_type, r.related_entity_id, r.last_enqueued_for::text as last, p.timezone,
-                   p.dose_reminder_advance_minutes as advance, p.adaptive_frequency_enabled as adaptive,
-                   p.current_frequency
-              from reminders r join user_profiles p on p.user_id = r.user_id
-             where r.enabled and r.cancelled_at is null and (
-                   r.schedule = 'daily'
-                or (r.schedule = 'once' and r.enqueued_at is null
-                    and r.at - case when r.reminder_type = 'dose' then make_interval(mins => p.dose_reminder_advance_minutes)
-                                    else interval '0' end <= \(now))
-                or (r.reminder_type = 'washout' and r.end_enqueued_at is null and r.ends_at <= \(now)))
-            """) {
-            guard let id = row["id"].uuid, let user = row["user_id"].uuid else { continue }
-            let type = row["reminder_type"].string.flatMap(ReminderType.init(rawValue:)) ?? .daily
-            let advance = type == .dose ? Double(row["advance"].int ?? 30) * 60 : 0
-            var payload: [String: JSONValue] = ["reminder_type": .string(type.rawValue)]
-            for key in ["title", "body", "title_ar", "body_ar", "related_entity_type", "related_entity_id"] {
-                if let v = row[key].string { payload[key] = .string(v) }
-            }
-            let critical = row["critical"].bool ?? false
-            func add(at: Date, key: String, reason: String, extra: [String: JSONValue]) {
-                var p = payload
-                for (k, v) in extra { p[k] = v }
-                var n = NewNotification(recipient: user, member: user, channel: row["channel"].string ?? "push",
-                                        kind: .reminder, severity: critical ? .critical : nil,
-                                        priority: critical ? .high : .normal, payload: .object(p), scheduledAt: at,
-                                        dedupeKey: key, reason: reason)
-                n.relatedEntityType = row["related_entity_type"].string
-                n.relatedEntityId = row["related_entity_id"].string
-                n.reminderId = id
-                due.append(Due(reminder: id, user: user, type: type, notification: n))
-            }
-            // The reminder as read: `write` acts on it only while it is still so.
-            func mark(_ key: String, _ value: JSONValue) {
-                if plan.marks[id] == nil {
-                    var read: [String: JSONValue] = ["id": .string(id.lowercased)]
-                    for (k, column) in [("schedule", "schedule"), ("reminder_type", "reminder_type"), ("at", "at"),
-                                        ("ends_at", "ends_at"), ("local_time", "own_time"), ("last", "last")] {
-                        read[k] = row[column].string.map(JSONValue.string) ?? .null
-                    }
-                    plan.marks[id] = read
-                }
-                plan.marks[id]?[key] = value
-            }
-            let key = "reminder:\(id.lowercased)"
-            if row["schedule"].string == "daily" {
-                guard let zone = row["timezone"].string.flatMap(Zone.named) else {
-                    plan.result.unknownZones.note(user)
-                    continue
-                }
-                guard let time = row["local_time"].string.flatMap(LocalTime.init),
-                      let d = ReminderSchedule.dailyDue(now: now, zone: zone, time: time, advance: advance,
-                                                        lastEnqueuedFor: row["last"].string.flatMap(LocalDate.init)) else { continue }
-                var extra: [String: JSONValue] = ["date": .string(d.date.description)]
-                if type == .dose { extra["dose_at"] = .string(ISO8601.string(d.at.addingTimeInterval(advance))) }
-                add(at: d.at, key: "\(key):\(d.date):\(ISO8601.string(d.at))",
-                    reason: type == .dose ? "dose_reminder" : "daily_reminder", extra: extra)
-                mark("date", .string(d.date.description))
-            } else {
-                // A time that is no real instant (-infinity, a BC date) is skipped and named: enqueued, it
-                // would make PostgreSQL refuse the insert and roll back everyone's reminders.
-                var real = true
-                if row["enqueued_at"].date == nil, let event = row["at"].date {
-                    if !ReminderSchedule.isSchedulable(event) || !ReminderSchedule.isSchedulable(event.addingTimeInterval(-advance)) {
-                        real = false
-                    } else if let at = ReminderSchedule.onceDue(now: now, event: event, advance: advance) {
-                        var extra: [String: JSONValue] = [:]
-                        switch type {
-                        case .dose: extra["dose_at"] = .string(ISO8601.string(event))
-                        case .washout: extra["washout_event"] = "start"
-                        default: break
-                        }
-                        add(at: at, key: "\(key):\(ISO8601.string(at))", reason: Self.reason(type, end: false), extra: extra)
-                        mark("once", true)
-                    }
-                }
-                if type == .washout, row["end_enqueued_at"].date == nil, let end = row["ends_at"].date, end <= now {
-                    if !ReminderSchedule.isSchedulable(end) {
-                        real = false
-                    } else {
-                        add(at: end, key: "\(key):end:\(ISO8601.string(end))", reason: Self.reason(type, end: true),
-                            extra: ["washout_event": "end"])
-                        mark("ends", true)
-                    }
-                }
-                if !real { unschedulable.append(id) }
-            }
-            if row["adaptive"].bool == true, type == .daily || type == .dose,
-               let zone = row["timezone"].string.flatMap(Zone.named) {
-                adaptive[user] = (zone, row["current_frequency"].string.flatMap(NotificationFrequency.init(rawValue:)) ?? .full)
-            }
-        }
-        for id in unschedulable {
-            logger.warning("reminder's time is not a real instant (infinity, or outside the years 0001-9999); not enqueued",
-                           metadata: ["reminder_id": .string(id.lowercased)])
-        }
-        plan.result.unknownZones.report(.reminders, logger: logger)
-        guard !due.isEmpty else { return plan }
-
-        // Adaptive frequency: score each person once, then hold back what their frequency leaves out.
-        let adherence = try score(adaptive)
-        for i in due.indices {
-            guard let a = adherence[due[i].user],
-                  !AdherenceAnalyzer.shouldSend(due[i].type, frequency: a.frequency, score: a.score) else { continue }
-            due[i].notification.skipReason = .adaptiveFrequency
-            due[i].notification.skipDetails = ["frequency": .string(a.frequency.rawValue), "adherence": a.score.json]
-        }
-        plan.due = due
-        plan.adherence = adherence
-        return plan
     }
 
     /// Marks the planned reminders and enqueues their rows, in one transaction. The app may have
@@ -293,6 +172,7 @@ struct ReminderPhase {
         }
     }
 
+    /// The `reason` of a one-off reminder's row (a daily one's is `daily_reminder` or `dose_reminder`).
     static func reason(_ type: ReminderType, end: Bool) -> String {
         switch type {
         case .daily: "one_off_reminder"
@@ -300,37 +180,5 @@ struct ReminderPhase {
         case .washout: end ? "washout_end" : "washout_start"
         case .testStart: "test_start_reminder"
         }
-    }
-
-    /// The adherence of each person, from their logs of the last 16 local days and their doses of the
-    /// last 16 days (two queries for all of them), and the frequency it recommends.
-    private func score(_ people: [UUID: (zone: TimeZone, current: NotificationFrequency)]) throws
-        -> [UUID: (frequency: NotificationFrequency, score: AdherenceScore)] {
-        guard !people.isEmpty else { return [:] }
-        let users = Array(people.keys)
-        let since = now.addingTimeInterval(-Double(AdherenceAnalyzer.periodDays + 2) * 86_400)
-        var logs: [UUID: Set<LocalDate>] = [:]
-        for row in try db.query("""
-            select user_id, log_date::text as d from daily_logs
-             where user_id = any(\(users)::uuid[]) and log_date >= (\(since)::timestamptz at time zone 'UTC')::date - 1
-            """) {
-            if let u = row["user_id"].uuid, let d = row["d"].string.flatMap(LocalDate.init) { logs[u, default: []].insert(d) }
-        }
-        var doses: [UUID: [DoseRecord]] = [:]
-        for row in try db.query("""
-            select user_id, scheduled_at, taken_at from dose_events
-             where user_id = any(\(users)::uuid[]) and scheduled_at >= \(since) and scheduled_at <= \(now)
-            """) {
-            if let u = row["user_id"].uuid, let at = row["scheduled_at"].date {
-                doses[u, default: []].append(DoseRecord(scheduledAt: at, takenAt: row["taken_at"].date))
-            }
-        }
-        var out: [UUID: (frequency: NotificationFrequency, score: AdherenceScore)] = [:]
-        for (user, p) in people {
-            let s = AdherenceAnalyzer.score(today: Zone.localDate(now, in: p.zone), logDates: logs[user] ?? [],
-                                            doses: doses[user] ?? [], now: now)
-            out[user] = (AdherenceAnalyzer.recommend(s, current: p.current), s)
-        }
-        return out
     }
 }
