@@ -22,15 +22,31 @@ public struct BatchContext: Sendable {
 
 extension QueueStore {
     /// Loads the context of a claimed batch. `now` bounds the history window of the rate limits.
+    ///
+    ///     let context = try store.loadContext(for: claimed.map(\.item), now: now)
+    ///     context.profiles[item.recipientUserId]   // their preferences, if they have a profile
     public func loadContext(for items: [QueueItem], now: Date) throws -> BatchContext {
         var ctx = BatchContext()
         guard !items.isEmpty else { return ctx }
         let recipients = Array(Set(items.map(\.recipientUserId)))
         let alertIds = Array(Set(items.compactMap(\.alertStateId)))
-        let needsTokens = items.contains { $0.channelRaw == Channel.push.rawValue }
         let retried = items.filter { $0.attempts > 1 }.map(\.id)
-        ctx.profiles.reserveCapacity(recipients.count)
 
+        ctx.profiles = try profiles(of: recipients)
+        if !alertIds.isEmpty { ctx.alerts = try alertStates(alertIds) }
+        if items.contains(where: { $0.channelRaw == Channel.push.rawValue }) {
+            try loadDeviceTokens(of: recipients, into: &ctx)
+            ctx.unreadInApp = try unreadInApp(of: recipients)
+        }
+        ctx.history = try history(of: recipients, now: now)
+        if !retried.isEmpty { ctx.delivered = try deliveredDestinations(of: retried) }
+        return ctx
+    }
+
+    /// The recipients' preferences, from `user_profiles`.
+    private func profiles(of recipients: [UUID]) throws -> [UUID: Preferences] {
+        var profiles: [UUID: Preferences] = [:]
+        profiles.reserveCapacity(recipients.count)
         for row in try db.query("""
             select user_id, timezone, locale, email, phone_e164, notify_in_app, notify_push, notify_email,
                    notify_sms, notify_whatsapp, champion_notify_email, champion_notify_sms,
@@ -41,100 +57,125 @@ extension QueueStore {
                    forecast_notifications_enabled, prompt_notifications_enabled
               from user_profiles where user_id = any(\(recipients)::uuid[])
             """) {
-            guard let id = row["user_id"].uuid else { continue }
-            // The schema's checks keep these to known values; an unknown one reads as the default.
-            let level = row["ql"].string.flatMap(QuietLevel.init(rawValue:))
-            let action = row["qa"].string.flatMap(QuietAction.init(rawValue:))
-            let start = row["qs"].string.flatMap(LocalTime.init)
-            let end = row["qe"].string.flatMap(LocalTime.init)
-            var prefs = Preferences(
-                userId: id, timezone: row["timezone"].string ?? "UTC", locale: row["locale"].string ?? "en",
-                email: row["email"].string, phoneE164: row["phone_e164"].string,
-                notifyInApp: row["notify_in_app"].bool ?? true, notifyPush: row["notify_push"].bool ?? false,
-                notifyEmail: row["notify_email"].bool ?? false, notifySMS: row["notify_sms"].bool ?? false,
-                notifyWhatsApp: row["notify_whatsapp"].bool ?? false,
-                championNotifyEmail: row["champion_notify_email"].bool ?? true,
-                championNotifySMS: row["champion_notify_sms"].bool ?? false,
-                quietHoursStart: start, quietHoursEnd: end,
-                quietLevel: level ?? .none, quietAction: action ?? .skip)
-            prefs.quietAllowCritical = row["quiet_hours_allow_critical"].bool ?? true
-            prefs.dailyReminderEnabled = row["daily_reminder_enabled"].bool ?? true
-            prefs.doseReminderEnabled = row["dose_reminder_enabled"].bool ?? true
-            prefs.washoutNotificationsEnabled = row["washout_notifications_enabled"].bool ?? true
-            prefs.testStartReminderEnabled = row["test_start_reminder_enabled"].bool ?? true
-            prefs.forecastNotificationsEnabled = row["forecast_notifications_enabled"].bool ?? true
-            prefs.promptNotificationsEnabled = row["prompt_notifications_enabled"].bool ?? true
-            ctx.profiles[id] = prefs
+            if let prefs = Self.preferences(row) { profiles[prefs.userId] = prefs }
         }
+        return profiles
+    }
 
-        if !alertIds.isEmpty {
-            for row in try db.query("""
-                select id, episode_status, current_level, last_notified_level, severity,
-                       snooze_until::text as snooze_until, dismissed_at, resolved_at
-                  from pattern_alert_state where id = any(\(alertIds)::uuid[])
-                """) {
-                guard let id = row["id"].uuid else { continue }
-                ctx.alerts[id] = AlertState(
-                    id: id, episodeStatus: row["episode_status"].string ?? "active",
-                    currentLevel: row["current_level"].int ?? 3,
-                    lastNotifiedLevel: row["last_notified_level"].int ?? 0,
-                    severity: row["severity"].string.flatMap(Severity.init(rawValue:)) ?? .watch,
-                    snoozeUntil: row["snooze_until"].string.flatMap(LocalDate.init),
-                    dismissedAt: row["dismissed_at"].date, resolvedAt: row["resolved_at"].date)
+    /// One `user_profiles` row as preferences; a column left null reads as its default. Nil without a
+    /// user id.
+    private static func preferences(_ row: PGRow) -> Preferences? {
+        guard let id = row["user_id"].uuid else { return nil }
+        // The schema's checks keep these to known values; an unknown one reads as the default.
+        let level = row["ql"].string.flatMap(QuietLevel.init(rawValue:))
+        let action = row["qa"].string.flatMap(QuietAction.init(rawValue:))
+        let start = row["qs"].string.flatMap(LocalTime.init)
+        let end = row["qe"].string.flatMap(LocalTime.init)
+        var prefs = Preferences(
+            userId: id, timezone: row["timezone"].string ?? "UTC", locale: row["locale"].string ?? "en",
+            email: row["email"].string, phoneE164: row["phone_e164"].string,
+            notifyInApp: row["notify_in_app"].bool ?? true, notifyPush: row["notify_push"].bool ?? false,
+            notifyEmail: row["notify_email"].bool ?? false, notifySMS: row["notify_sms"].bool ?? false,
+            notifyWhatsApp: row["notify_whatsapp"].bool ?? false,
+            championNotifyEmail: row["champion_notify_email"].bool ?? true,
+            championNotifySMS: row["champion_notify_sms"].bool ?? false,
+            quietHoursStart: start, quietHoursEnd: end,
+            quietLevel: level ?? .none, quietAction: action ?? .skip)
+        prefs.quietAllowCritical = row["quiet_hours_allow_critical"].bool ?? true
+        prefs.dailyReminderEnabled = row["daily_reminder_enabled"].bool ?? true
+        prefs.doseReminderEnabled = row["dose_reminder_enabled"].bool ?? true
+        prefs.washoutNotificationsEnabled = row["washout_notifications_enabled"].bool ?? true
+        prefs.testStartReminderEnabled = row["test_start_reminder_enabled"].bool ?? true
+        prefs.forecastNotificationsEnabled = row["forecast_notifications_enabled"].bool ?? true
+        prefs.promptNotificationsEnabled = row["prompt_notifications_enabled"].bool ?? true
+        return prefs
+    }
+
+    /// The alert episodes the batch's rows link, from `pattern_alert_state`.
+    private func alertStates(_ ids: [UUID]) throws -> [UUID: AlertState] {
+        var alerts: [UUID: AlertState] = [:]
+        for row in try db.query("""
+            select id, episode_status, current_level, last_notified_level, severity,
+                   snooze_until::text as snooze_until, dismissed_at, resolved_at
+              from pattern_alert_state where id = any(\(ids)::uuid[])
+            """) {
+            guard let id = row["id"].uuid else { continue }
+            alerts[id] = AlertState(
+                id: id, episodeStatus: row["episode_status"].string ?? "active",
+                currentLevel: row["current_level"].int ?? 3,
+                lastNotifiedLevel: row["last_notified_level"].int ?? 0,
+                severity: row["severity"].string.flatMap(Severity.init(rawValue:)) ?? .watch,
+                snoozeUntil: row["snooze_until"].string.flatMap(LocalDate.init),
+                dismissedAt: row["dismissed_at"].date, resolvedAt: row["resolved_at"].date)
+        }
+        return alerts
+    }
+
+    /// The recipients' active push tokens (`deviceTokens`), and why the others cannot be used
+    /// (`unusableTokens`).
+    private func loadDeviceTokens(of recipients: [UUID], into ctx: inout BatchContext) throws {
+        for row in try db.query("""
+            select id, user_id, device_token, provider, locale from device_tokens
+             where user_id = any(\(recipients)::uuid[]) and is_active
+             order by user_id, created_at, id
+            """) {
+            guard let user = row["user_id"].uuid, let token = row["device_token"].string else { continue }
+            // An app's row: an unknown or non-push provider is not taken for APNs; the token is
+            // left out, and named if the row ends with no destination.
+            switch Provider.ofDeviceToken(row["provider"].string) {
+            case .success(let provider):
+                ctx.deviceTokens[user, default: []].append(Destination(
+                    provider: provider, address: token, deviceTokenId: row["id"].uuid, locale: row["locale"].string))
+            case .failure(let why):
+                ctx.unusableTokens[user, default: []].append(
+                    "\(why) (device_tokens.id \(row["id"].uuid?.lowercased ?? "?"))")
             }
         }
+    }
 
-        if needsTokens {
-            for row in try db.query("""
-                select id, user_id, device_token, provider, locale from device_tokens
-                 where user_id = any(\(recipients)::uuid[]) and is_active
-                 order by user_id, created_at, id
-                """) {
-                guard let user = row["user_id"].uuid, let token = row["device_token"].string else { continue }
-                // An app's row: an unknown or non-push provider is not taken for APNs; the token is
-                // left out, and named if the row ends with no destination.
-                switch Provider.ofDeviceToken(row["provider"].string) {
-                case .success(let provider):
-                    ctx.deviceTokens[user, default: []].append(Destination(
-                        provider: provider, address: token, deviceTokenId: row["id"].uuid, locale: row["locale"].string))
-                case .failure(let why):
-                    ctx.unusableTokens[user, default: []].append(
-                        "\(why) (device_tokens.id \(row["id"].uuid?.lowercased ?? "?"))")
-                }
-            }
-            for row in try db.query("""
-                select user_id, count(*)::int as n from inbox
-                 where user_id = any(\(recipients)::uuid[]) and not is_read group by user_id
-                """) {
-                if let user = row["user_id"].uuid { ctx.unreadInApp[user] = row["n"].int ?? 0 }
-            }
+    /// The recipients' unread in-app notifications, counted per recipient (for a push's badge).
+    private func unreadInApp(of recipients: [UUID]) throws -> [UUID: Int] {
+        var unread: [UUID: Int] = [:]
+        for row in try db.query("""
+            select user_id, count(*)::int as n from inbox
+             where user_id = any(\(recipients)::uuid[]) and not is_read group by user_id
+            """) {
+            if let user = row["user_id"].uuid { unread[user] = row["n"].int ?? 0 }
         }
+        return unread
+    }
 
+    /// The recipients' recent sends, for the rate limits (`recentSends`).
+    private func history(of recipients: [UUID], now: Date) throws -> [SentRecord] {
+        var history: [SentRecord] = []
         for row in try db.query(QueueStore.recentSends(in: queue, of: recipients, now: now)) {
             guard let user = row["recipient_user_id"].uuid, let at = row["sent_at"].date,
                   let channel = row["channel"].string.flatMap(Channel.init(rawValue:)) else { continue }
             let type = QueueItem.rateType(kind: row["kind"].string ?? "", reminderType: row["reminder_type"].string)
-            ctx.history.append(SentRecord(recipient: user, channel: channel, kind: type, group: row["grp"].string, at: at))
+            history.append(SentRecord(recipient: user, channel: channel, kind: type, group: row["grp"].string, at: at))
         }
+        return history
+    }
 
-        if !retried.isEmpty {
-            for row in try db.query("""
-                select queue_id, destination from notification_deliveries
-                 where queue_id = any(\(retried)::uuid[]) and outcome = 'delivered'
-                """) {
-                if let id = row["queue_id"].uuid, let dest = row["destination"].string {
-                    ctx.delivered[id, default: []].insert(dest)
-                }
+    /// The destinations an earlier attempt of each retried row already delivered: the retry skips them.
+    private func deliveredDestinations(of retried: [UUID]) throws -> [UUID: Set<String>] {
+        var delivered: [UUID: Set<String>] = [:]
+        for row in try db.query("""
+            select queue_id, destination from notification_deliveries
+             where queue_id = any(\(retried)::uuid[]) and outcome = 'delivered'
+            """) {
+            if let id = row["queue_id"].uuid, let dest = row["destination"].string {
+                delivered[id, default: []].insert(dest)
             }
         }
-        return ctx
+        return delivered
     }
 
     /// The recent sends of `recipients` the rate limits count: 48 hours covers the recipient's whole
     /// local day in any time zone, and the shorter windows. The status is asked in a form no index
     /// takes, so `notification_queue_recipient_sent` (recipient, sent_at) serves the read whatever the
-    /// statistics say (sql/025): with statistics from before a burst, `status = 'sent'` made the
-    /// planner walk every sent row at each batch.
+    /// statistics say (`sql/025_recent_sends_index.sql`): with statistics from before a burst,
+    /// `status = 'sent'` made the planner walk every sent row at each batch.
     static func recentSends(in queue: SQL, of recipients: [UUID], now: Date) -> SQL {
         """
         select recipient_user_id, channel, kind, payload->>'reminder_type' as reminder_type,
