@@ -1,4 +1,4 @@
--- Demo data for `make demo`: one family, people in three time zones (seed 000's example), and queue rows
+-- Demo data for `make demo`: one family, people in three time zones, and queue rows
 -- that exercise sends, skips, deferrals and a failure. The demo runs the pass at 2026-01-25 03:00 UTC:
 -- 19:00 in Los Angeles, 03:00 in London, 12:00 in Tokyo.
 begin;

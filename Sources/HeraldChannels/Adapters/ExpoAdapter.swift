@@ -36,7 +36,7 @@ public struct ExpoAdapter: ProviderAdapter, ReceiptChecking {
     public let tooBig = ExpoTooBigMemo()
 
     /// The Android channel of each kind when nothing is configured. The app creates these channels
-    /// (`setNotificationChannelAsync`, seed 003); a message naming a channel the device lacks is not shown.
+    /// (`setNotificationChannelAsync`); a message naming a channel the device lacks is not shown.
     public static let defaultAndroidChannels: [String: String] = [
         "pattern_alert": "herald-alerts",
         "daily_forecast": "herald-forecasts",
@@ -46,7 +46,7 @@ public struct ExpoAdapter: ProviderAdapter, ReceiptChecking {
     ]
     /// What a message is cut to on its one retry after Expo's MessageTooBig: three quarters of 4,096.
     public static let shrunkPayloadBytes = Truncation.pushPayloadBytes * 3 / 4
-    /// Seed 003's back-off after MessageRateExceeded, by attempt: 5 s, 30 s, then 2 min.
+    /// The back-off after MessageRateExceeded, by attempt: 5 s, 30 s, then 2 min.
     public static let rateExceededSchedule: [Double] = [5, 30, 120]
 
     public init(accessToken: String?, baseURL: String? = nil, androidChannelId: String? = nil,
@@ -67,7 +67,8 @@ public struct ExpoAdapter: ProviderAdapter, ReceiptChecking {
             ?? Self.defaultAndroidChannels[kind]
     }
 
-    /// Seed 003's wait before the next attempt after MessageRateExceeded, `attempt` counting from 1.
+    /// The wait before the next attempt after MessageRateExceeded (5 s, 30 s, then 2 min), `attempt`
+    /// counting from 1.
     public static func rateExceededWait(attempt: Int) -> Double {
         rateExceededSchedule[min(max(attempt, 1), rateExceededSchedule.count) - 1]
     }
@@ -81,7 +82,7 @@ public struct ExpoAdapter: ProviderAdapter, ReceiptChecking {
 
     /// Expo's priority for a row: high priority or critical severity → "high" (APNs 10, FCM high);
     /// normal → "default" (the platform's default: high on iOS, normal on Android); low → "normal"
-    /// (APNs 5: delivered when convenient, seed 003's "batched/silent").
+    /// (APNs 5: delivered when convenient, batched, as low-priority notifications may be).
     public static func priority(for item: QueueItem) -> String {
         switch PushUrgency.of(item) {
         case .immediate: "high"
@@ -227,7 +228,7 @@ public struct ExpoAdapter: ProviderAdapter, ReceiptChecking {
     }
 
     /// The same, knowing each message's row: MessageTooBig is retried once at once with the message cut
-    /// to `shrunkPayloadBytes` (a second refusal fails the row), and MessageRateExceeded waits seed 003's
+    /// to `shrunkPayloadBytes` (a second refusal fails the row), and MessageRateExceeded waits
     /// 5 s, 30 s, 2 min by the row's attempt. A refusal of the whole request that only some messages
     /// caused fails only those (see `splitRefusal(_:tokens:)`).
     public func classify(_ result: Result<HTTPResponse, TransportError>, envelopes: [Envelope],

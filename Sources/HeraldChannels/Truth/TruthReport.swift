@@ -1,8 +1,8 @@
 import Foundation
 import HeraldCore
 
-/// What a provider finally said about a message it had accepted (issue 12, "Delivery truth"). Stored on
-/// the delivery as `final_status` (sql/011_provider_truth.sql).
+/// What a provider finally said about a message it had accepted (docs/delivery-truth.md). Stored on
+/// the delivery as `final_status` (sql/015_provider_truth.sql).
 public enum FinalStatus: String, Sendable, CaseIterable {
     /// It reached the handset or the mailbox (WhatsApp `read` included).
     case delivered

@@ -8,9 +8,9 @@ public struct RenderedNotification: Sendable, Equatable {
     public var data: [String: JSONValue]
     /// e.g. "herald://alerts/<alert_state_id>".
     public var deepLink: String?
-    /// The notification category (iOS `category`, seed 002's "PROMPT_CATEGORY").
+    /// The notification category (iOS `category`, e.g. "PROMPT_CATEGORY" for prompts).
     public var category: String?
-    /// Unread in-app count + 1 (seed 003).
+    /// The app icon's badge: the recipient's unread in-app count + 1.
     public var badge: Int
     /// "en", "ar" or "pt-BR".
     public var locale: String
@@ -21,7 +21,7 @@ public struct RenderedNotification: Sendable, Equatable {
     public var silent: Bool
     /// The payload's `image_url` (an https URL), shown as the notification's picture where supported.
     public var imageURL: String?
-    /// Seed 001's `NotificationActionButton`s, from the payload's `actions`.
+    /// The action buttons, from the payload's `actions`.
     public var actions: [NotificationAction]
 
     public init(title: String, body: String, data: [String: JSONValue] = [:], deepLink: String? = nil,
@@ -41,7 +41,7 @@ public struct RenderedNotification: Sendable, Equatable {
     }
 }
 
-/// Seed 001's `NotificationActionButton` ({id, title, action}). Push providers cannot define buttons in a
+/// An action button on a notification ({id, title, action}). Push providers cannot define buttons in a
 /// payload (iOS buttons come from the category the app registers): the buttons travel in `data.actions`
 /// and the category names them.
 public struct NotificationAction: Sendable, Equatable {
@@ -79,7 +79,7 @@ public struct NotificationAction: Sendable, Equatable {
 
 public struct RenderOptions: Sendable, Equatable {
     /// Opt-in: put health detail ("Sleep is down 25% for 7 days") on the lock screen. Off by default
-    /// (seed 001: generic text; details stay in the app).
+    /// (the lock screen shows generic text; health details stay in the app).
     public var detailedLockScreen: Bool = false
     /// The app's URL scheme for deep links.
     public var deepLinkScheme: String = "herald"

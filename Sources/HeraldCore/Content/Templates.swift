@@ -1,15 +1,15 @@
 import Foundation
 
-/// The texts of each kind in each language (DESIGN §7): English, Arabic and Brazilian Portuguese (seed 001
-/// §Internationalization). "ar…" is Arabic, "pt…" Portuguese, anything else English.
+/// The texts of each kind in each language: English, Arabic and Brazilian Portuguese. "ar…" is Arabic,
+/// "pt…" Portuguese, anything else English.
 ///
 /// Payload keys read, per kind:
 /// - pattern_alert: `metric_type` (or `metric`), `pattern_type` (or `pattern`), `level` (days),
 ///   `severity`, `baseline_value`, `recent_value`, `deviation_percent` (or `baseline`, `recent`, `deviation`)
 /// - daily_forecast: `date`, `risk_level`, `summary` (or `forecast_summary`; `summary_ar` for Arabic,
-///   `summary_pt` for Portuguese); without a summary, seed 004's text for the risk level in the language
+///   `summary_pt` for Portuguese); without a summary, the stock text for the risk level in the language
 /// - reminder, system: `title`, `body` (`title_ar`/`body_ar`, `title_pt`/`body_pt` per language),
-///   `deep_link`; without text, a reminder's `reminder_type` (and `washout_event`) picks seed 001's text
+///   `deep_link`; without text, a reminder's `reminder_type` (and `washout_event`) picks the stock text
 ///   for its type; `time` ("HH:MM", the reminder's local time) fills `{time}` in the texts, in the locale's
 ///   clock (12 h for English, 24 h for Arabic and Portuguese)
 enum Templates {
@@ -106,8 +106,8 @@ enum Templates {
         }
     }
 
-    /// Seed 004: "Today's flare risk: HIGH - <summary, first 50 characters>". A summary of our own
-    /// (`cut: false`, seed 004's examples) is kept whole.
+    /// "Today's flare risk: HIGH - <summary, first 50 characters>". A summary of our own (`cut: false`,
+    /// the stock texts of `forecastSummary`) is kept whole.
     static func forecastBody(_ l: Language, risk: String, summary: String?, cut: Bool = true) -> String {
         let head: String
         switch l {
@@ -119,8 +119,8 @@ enum Templates {
         return "\(head) - \(cut ? String(summary.prefix(50)) : summary)"
     }
 
-    /// Seed 004's "Notification Message Examples", per risk level, in each language: the summary of a
-    /// forecast made from the weather (which has no `forecast_summary` of its own). Nil for an unknown level.
+    /// The stock summary per risk level, in each language: the summary of a forecast made from the
+    /// weather (which has no `forecast_summary` of its own). Nil for an unknown level.
     static func forecastSummary(_ l: Language, risk: String) -> String? {
         switch (risk.uppercased(), l) {
         case ("LOW", .en): "Steady pressure expected. Your body may feel more balanced today."
@@ -156,7 +156,7 @@ enum Templates {
 
     // MARK: prompt
 
-    /// Seed 002.
+    /// The meditation prompt: the same words every time.
     static func prompt(_ l: Language) -> (title: String, body: String) {
         switch l {
         case .en: ("Meditation Check-in", "In the View?")
@@ -177,7 +177,7 @@ enum Templates {
         }
     }
 
-    /// Seed 001's reminder types, when the payload carries no text: the reminders phase writes
+    /// The text of each reminder type, when the payload carries no text: the reminders phase writes
     /// `reminder_type` (and `washout_event`, start or end) into every row it makes.
     static func typedReminder(_ l: Language, type: ReminderType, washoutEnds: Bool) -> (title: String, body: String) {
         switch (type, l) {

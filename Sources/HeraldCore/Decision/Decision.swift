@@ -1,6 +1,6 @@
 import Foundation
 
-/// What the pass does with one claimed row (DESIGN §4).
+/// What the pass does with one claimed row; `Decider` picks it, the first of its rules that applies winning.
 public enum Decision: Equatable, Sendable {
     case send
     case skip(SkipReason)

@@ -1,6 +1,7 @@
 import Foundation
 
-/// How often one recipient may be notified (seed 001 §Security Considerations, seed 003).
+/// How often one recipient may be notified: by default at most 10 notifications a local day, an hour
+/// between two of the same type, and 100 rows a minute.
 ///
 /// A *notification* is one logical item: its copies on several channels (a pattern alert to push,
 /// in-app and email) share a notification group and count once. A *type* is the kind, and for
@@ -14,7 +15,7 @@ public struct RateLimits: Sendable, Equatable {
     /// it counts rows, not notifications).
     public var perMinute: Int = 100
     public var minuteWindow: TimeInterval = 60
-    /// Types the user asked for in a number of their own (seed 002's prompts, 1–100 a day): neither held
+    /// Types the user asked for in a number of their own (prompts, 1–100 a day): neither held
     /// back by nor counted towards the daily cap and the spacing. Quiet hours, toggles and the per-minute
     /// guard still apply.
     public var exemptTypes: Set<String> = [Kind.prompt.rawValue]

@@ -18,7 +18,7 @@ public struct RowRecord: Sendable {
     public var event: QueueEvent
     public var reason: String?
     public var details: JSONValue = .null
-    /// A sent row's text as the recipient saw it: kept in `notification_history` (seed 001).
+    /// A sent row's text as the recipient saw it: kept in `notification_history` (30 days).
     public var title: String?
     public var body: String?
 

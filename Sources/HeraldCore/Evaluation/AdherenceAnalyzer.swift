@@ -11,7 +11,8 @@ public struct DoseRecord: Sendable, Equatable {
     }
 }
 
-/// Seed 001's AdherenceScore, with the two facts the recommendation reads.
+/// How well a person keeps up with their logs and doses over the period, with the two facts the
+/// recommendation reads.
 public struct AdherenceScore: Sendable, Equatable {
     /// Consecutive local days with a log, ending today (when logged today) or yesterday.
     public var dailyLogStreak: Int
@@ -47,7 +48,7 @@ public struct AdherenceScore: Sendable, Equatable {
     }
 }
 
-/// Seed 001's AdherenceAnalyzer: a pure function of the person's logs and doses.
+/// Adaptive reminder frequency from adherence: a pure function of the person's logs and doses.
 ///
 ///     let score = AdherenceAnalyzer.score(today: day("2026-02-08"), logDates: logged, doses: doses, now: now)
 ///     let frequency = AdherenceAnalyzer.recommend(score, current: .full)       // .reduced after 7 logged days
@@ -116,7 +117,7 @@ public enum AdherenceAnalyzer {
         return 100 * (zeroCreditMinutes - off) / (zeroCreditMinutes - onTimeMinutes)
     }
 
-    /// Seed 001's recommendNotificationFrequency, with the current frequency for the "otherwise stay" rule.
+    /// The reminder frequency the score earns, given the current one for the "otherwise stay" rule.
     public static func recommend(_ s: AdherenceScore, current: NotificationFrequency = .full) -> NotificationFrequency {
         if s.missedLogsLast7Days >= restoreMissedLogs { return .full }
         if s.dailyLogStreak >= minimalStreak, (s.doseTimingAccuracy ?? 100) >= minimalDoseAccuracy { return .minimal }

@@ -36,7 +36,7 @@ public struct EpisodePlan: Sendable, Equatable {
     }
 }
 
-/// The episode bookkeeping of DESIGN §5, pure: a continuing run keeps its row, a run that no longer
+/// The episode bookkeeping of pattern alerts, pure: a continuing run keeps its row, a run that no longer
 /// reaches L resolves its episode, a later run opens a new one, and a level is notified once.
 ///
 ///     let plan = Episodes.plan(active: [stored], evaluation: PatternEvaluator.evaluate(values, latest: l, threshold: t))

@@ -1,11 +1,11 @@
 import Foundation
 
-/// A day's flare risk (seed 004), as `daily_forecasts.risk_level` stores it.
+/// A day's flare risk, as `daily_forecasts.risk_level` stores it.
 public enum RiskLevel: String, Sendable, CaseIterable {
     case low = "LOW", moderate = "MODERATE", high = "HIGH"
 }
 
-/// The pressure drops, in hPa over 24 hours, at which the risk rises (DESIGN §5: 10 and 5, configurable).
+/// The pressure drops, in hPa over 24 hours, at which the risk rises (10 and 5 unless configured).
 public struct RiskThresholds: Sendable, Equatable {
     public var highDropHPa = 10.0
     public var moderateDropHPa = 5.0
@@ -16,7 +16,8 @@ public struct RiskThresholds: Sendable, Equatable {
     }
 }
 
-/// Seed 004's daily flare forecast: when it is due, and the risk from the pressure change.
+/// The daily flare forecast, one per user per local day: when it is due, and the risk from the pressure
+/// change.
 ///
 ///     FlareForecast.dueDate(now: now, zone: zone("Asia/Tokyo"), notificationTime: LocalTime("08:00")!)
 ///     // the Tokyo date once Tokyo's clock reached 08:00 on it, else nil

@@ -1,4 +1,4 @@
-/// What the pattern walk found on one day (seed 000, DESIGN §5).
+/// What the pattern walk (`PatternEvaluator`) found on one day.
 ///
 ///     DayEvaluation(date: 2026-03-10, value: 310, baseline: 420, recent: 315, deviationPercent: -25, deviates: true)
 ///

@@ -1,4 +1,4 @@
-/// Seed 000's pattern alerts, as DESIGN §5 states them: walk the days from the first value to L (the
+/// Pattern alerts from daily health metrics: walk the days from the first value to L (the
 /// latest metric date) and find the run of deviating days that reaches L.
 ///
 ///     let steps = PatternThreshold.defaults[1]

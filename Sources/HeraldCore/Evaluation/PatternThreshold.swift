@@ -1,4 +1,4 @@
-/// Which way a metric has to move away from its baseline to count (seed 000).
+/// Which way a metric has to move away from its baseline to count.
 public enum PatternType: String, Sendable, CaseIterable {
     /// The recent mean is at least T% below the baseline (sleep, steps, HRV).
     case dropVsBaseline = "drop_vs_baseline"
@@ -6,7 +6,7 @@ public enum PatternType: String, Sendable, CaseIterable {
     case riseVsBaseline = "rise_vs_baseline"
 }
 
-/// One line of the thresholds configuration (seed 000's `thresholds.v1.json`).
+/// One row of the thresholds configuration (`pattern_thresholds`, per HERALD_THRESHOLDS_VERSION).
 ///
 ///     PatternThreshold(metric: "steps", pattern: .dropVsBaseline, deviationPercent: 20, minAbsChange: 1000)
 ///     // steps deviate when the 3-day mean is ≥ 20% and ≥ 1000 steps below the baseline
@@ -25,7 +25,8 @@ public struct PatternThreshold: Sendable, Equatable {
         self.minAbsChange = minAbsChange
     }
 
-    /// DESIGN §5's defaults.
+    /// The defaults: a 20 % move of sleep, steps or HRV down, or of resting heart rate up, by at least
+    /// 30 minutes, 1,000 steps, 5 ms or 5 beats a minute.
     public static let defaults: [PatternThreshold] = [
         PatternThreshold(metric: "sleep_minutes", pattern: .dropVsBaseline, deviationPercent: 20, minAbsChange: 30),
         PatternThreshold(metric: "steps", pattern: .dropVsBaseline, deviationPercent: 20, minAbsChange: 1000),

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Seed 002's prompts: N prompts spread across the waking window of a local day, one per equal segment,
+/// Random daily prompts: N prompts spread across the waking window of a local day, one per equal segment,
 /// each at the segment's centre ± up to 30% of the segment's length.
 ///
 ///     PromptSchedule.instants(user: alice, date: day("2026-01-25"), count: 4,

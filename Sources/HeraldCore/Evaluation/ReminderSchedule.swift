@@ -1,6 +1,6 @@
 import Foundation
 
-/// Seed 001's reminders: when each type is due.
+/// Reminders: when each type is due.
 ///
 ///     ReminderSchedule.dailyDue(now: now, zone: zone("Europe/London"), time: t("09:00"), lastEnqueuedFor: day("2026-01-24"))
 ///     // (2026-01-25, 2026-01-25T09:00Z) once London's clock reached 09:00 on the 25th; nil before,

@@ -5,7 +5,7 @@ public struct Preferences: Sendable, Equatable {
     public var userId: UUID
     /// IANA identifier, e.g. "America/New_York". Validated when used: an unknown one fails the row.
     public var timezone: String
-    /// "en" or "ar" (seed 003); anything else falls back to "en".
+    /// "en", "ar" or "pt-BR" (any "ar…" is Arabic, any "pt…" Portuguese); anything else is written in English.
     public var locale: String
     public var email: String?
     public var phoneE164: String?
@@ -21,10 +21,10 @@ public struct Preferences: Sendable, Equatable {
     public var quietHoursEnd: LocalTime?
     public var quietLevel: QuietLevel
     public var quietAction: QuietAction
-    /// Seed 001 QuietHoursConfig.allowCritical: a dose reminder whose dose is due within the hour goes
-    /// through quiet hours whatever the level.
+    /// Critical override: a dose reminder whose dose is due within the hour goes through quiet hours
+    /// whatever the level.
     public var quietAllowCritical: Bool = true
-    /// Per-type toggles (seed 001's NotificationPreferencesState; forecasts and prompts as well).
+    /// Per-type toggles: each reminder type, forecasts and prompts.
     public var dailyReminderEnabled: Bool = true
     public var doseReminderEnabled: Bool = true
     public var washoutNotificationsEnabled: Bool = true

@@ -19,7 +19,7 @@ public enum Kind: String, CaseIterable, Sendable, Codable {
 public enum Severity: String, CaseIterable, Sendable, Codable, Comparable {
     case watch, attention, critical
 
-    /// Seed 000: levels 3 → watch, 7 → attention, 14 and 21 → critical.
+    /// Levels 3 → watch, 7 → attention, 14 and 21 → critical.
     public init(level: Int) {
         switch level {
         case ..<7: self = .watch
@@ -34,7 +34,7 @@ public enum Severity: String, CaseIterable, Sendable, Codable, Comparable {
     public static func < (a: Severity, b: Severity) -> Bool { a.rank < b.rank }
 }
 
-/// Delivery urgency (seed 003). High claims first and maps to the providers' immediate priority.
+/// Delivery urgency. High claims first and maps to the providers' immediate priority.
 public enum Priority: String, CaseIterable, Sendable, Codable {
     case high, normal, low
 }
@@ -51,9 +51,9 @@ public enum QuietLevel: String, CaseIterable, Sendable, Codable {
 
 /// What happens to a notification held back by quiet hours.
 public enum QuietAction: String, CaseIterable, Sendable, Codable {
-    /// Seed 000: skip it (`quiet_hours`).
+    /// Skip it (`quiet_hours`).
     case skip
-    /// Seed 001: deliver it when the window ends.
+    /// Deliver it when the window ends.
     case `defer`
 }
 
@@ -62,19 +62,19 @@ public enum QueueStatus: String, CaseIterable, Sendable, Codable {
     case pending, processing, sent, failed, skipped
 }
 
-/// Why a row was skipped; stored in `skip_reason`. The order of DESIGN §4 is the order of `Decision`.
+/// Why a row was skipped; stored in `skip_reason`. The cases follow the order in which `Decider` checks them.
 public enum SkipReason: String, CaseIterable, Sendable, Codable {
     case expired
     case alertDismissed = "alert_dismissed"
     case alertSnoozed = "alert_snoozed"
     case alertResolved = "alert_resolved"
     case superseded
-    /// The recipient turned this type of notification off (seed 001's per-type toggles).
+    /// The recipient turned this type of notification off (a per-type toggle).
     case typeDisabled = "type_disabled"
     case channelDisabled = "channel_disabled"
     case noDestination = "no_destination"
     case quietHours = "quiet_hours"
-    /// Not sent because the recipient's adherence made it unnecessary (seed 001's AdherenceAnalyzer);
+    /// Not sent because the recipient's adherence made it unnecessary (`AdherenceAnalyzer`);
     /// recorded by the reminders phase, not by the decision.
     case adaptiveFrequency = "adaptive_frequency"
     /// Withdrawn before it was sent: its reminder was cancelled, disabled, deleted or rescheduled, or an
@@ -82,7 +82,7 @@ public enum SkipReason: String, CaseIterable, Sendable, Codable {
     case cancelled
 }
 
-/// Seed 001's reminder types (`reminders.reminder_type`, and `reminder_type` in a reminder row's payload).
+/// The reminder types (`reminders.reminder_type`, and `reminder_type` in a reminder row's payload).
 public enum ReminderType: String, CaseIterable, Sendable, Codable {
     /// A daily reminder (to log the day).
     case daily
@@ -94,7 +94,7 @@ public enum ReminderType: String, CaseIterable, Sendable, Codable {
     case testStart = "test_start"
 }
 
-/// Seed 001's NotificationFrequency: how many reminders adaptive frequency lets through.
+/// How many reminders adaptive frequency lets through (`AdherenceAnalyzer.recommend`).
 public enum NotificationFrequency: String, CaseIterable, Sendable, Codable {
     case full, reduced, minimal
 }

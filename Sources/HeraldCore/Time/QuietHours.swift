@@ -7,7 +7,7 @@ import Foundation
 ///     w.contains(LocalTime("07:00")!)        // false: the end is not quiet
 ///     w.isQuiet(at: now, in: Zone.named("Europe/London")!)
 ///
-/// There is no window when either end is missing or both are equal (seed 000).
+/// There is no window when either end is missing or both are equal.
 public struct QuietWindow: Sendable, Equatable, CustomStringConvertible {
     public var start: LocalTime?
     public var end: LocalTime?
@@ -23,7 +23,7 @@ public struct QuietWindow: Sendable, Equatable, CustomStringConvertible {
         return s.secondsSinceMidnight == e.secondsSinceMidnight
     }
 
-    /// Seed 000's rule, with seconds: spanning midnight (start > end) it is quiet when
+    /// To the second: spanning midnight (start > end) it is quiet when
     /// `t >= start || t < end`; otherwise when `start <= t < end`.
     public func contains(_ t: LocalTime) -> Bool {
         guard !isNone, let s = start?.secondsSinceMidnight, let e = end?.secondsSinceMidnight else { return false }

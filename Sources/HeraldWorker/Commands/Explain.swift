@@ -89,7 +89,7 @@ public enum Explain {
             if let x = d["provider_message_id"].string { o["provider_message_id"] = .string(x) }
             if let x = d["error"].string { o["error"] = .string(x) }
             if let x = d["latency_ms"].int { o["latency_ms"] = .number(Double(x)) }
-            // What the provider said later (README "Delivery truth").
+            // What the provider said later (docs/delivery-truth.md).
             for key in ["final_status", "final_error_code", "final_error", "final_source"] {
                 if let x = d[key].string { o[key] = .string(x) }
             }

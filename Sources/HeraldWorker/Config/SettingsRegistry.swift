@@ -1,9 +1,9 @@
 /// One environment key herald reads: its name (`<CHANNEL>`, `<KIND>` stand for a family of keys), its
-/// default, and what it does. Every key the sources read is declared once in `Settings.registry`, and the
-/// README's Configuration section lists each (SettingsRegistryTests compares all three).
+/// default, and what it does. Every key the sources read is declared once in `Settings.registry`, and
+/// docs/configuration.md lists each (SettingsRegistryTests compares all three).
 public struct SettingSpec: Sendable, Equatable {
     public var name: String
-    /// The default, as the README gives it; nil when unset means "off" or "not configured".
+    /// The default, as docs/configuration.md gives it; nil when unset means "off" or "not configured".
     public var defaultValue: String?
     public var doc: String
 
@@ -25,7 +25,7 @@ public struct SettingSpec: Sendable, Equatable {
 }
 
 extension Settings {
-    /// Every key herald reads, in the README's order.
+    /// Every key herald reads, in docs/configuration.md's order.
     public static let registry: [SettingSpec] = [
         SettingSpec("HERALD_CONFIG", "a file of KEY=VALUE lines read under the environment"),
         SettingSpec("DATABASE_URL", "the database: a postgresql:// URI or libpq conninfo; unset: libpq's PG* variables"),

@@ -23,7 +23,7 @@ public struct NewNotification: Sendable {
     /// The logical notification it belongs to (its copies on other channels share it; the daily cap
     /// counts it once). Nil: the dedupe key.
     public var group: String? = nil
-    /// What it is about (seed 001's relatedEntityType / relatedEntityId: 'test_step', 'washout', …).
+    /// What it is about (`related_entity_type` / `related_entity_id`: 'test_step', 'washout', …).
     public var relatedEntityType: String? = nil
     public var relatedEntityId: String? = nil
     /// The reminder that made it (cancelling the reminder withdraws the row while it waits).

@@ -67,7 +67,7 @@ public enum Metrics {
         metric("herald_pass_phase_errors", "Phases of the last pass that failed while the pass went on (1 each).", "gauge",
                s.phaseErrors.keys.sorted().map { (label([("phase", $0)]), 1) })
         metric("herald_pass_batches", "Batches the last pass claimed.", "gauge", [("", Double(s.batches))])
-        // Delivery truth (README): alert on rejected (signatures that fail: forgery or a wrong key) and
+        // Delivery truth (docs/delivery-truth.md): alert on rejected (signatures that fail: forgery or a wrong key) and
         // unverified (a provider's key is not configured).
         let eventPrefix = "provider_events_"
         metric("herald_pass_provider_events", "Provider events the last pass processed, by outcome.", "gauge",

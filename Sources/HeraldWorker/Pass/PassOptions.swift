@@ -1,7 +1,8 @@
 import Foundation
 import HeraldCore
 
-/// How one `herald run` behaves. Defaults are the seed's cron body (batch 50) and DESIGN §1.
+/// How one `herald run` behaves. The defaults suit a pass started by cron every five minutes: batches
+/// of 50, and no new batch claimed after 240 s.
 public struct PassOptions: Sendable {
     public var batchSize = 50
     /// `--shard K/N`: claim, read and record in the queue's partition K only; nil: the whole queue.

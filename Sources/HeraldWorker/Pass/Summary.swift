@@ -1,7 +1,8 @@
 import Foundation
 import HeraldCore
 
-/// What a pass did: printed on stdout as one JSON object (the seed's response, extended).
+/// What a pass did: printed on stdout as one JSON object (`ok`, `processed`, `sent`, `skipped`, `failed`,
+/// and the counts and timings of everything else it did).
 ///
 ///     {"ok":true,"processed":5,"sent":2,"skipped":3,"failed":0,"deferred":0,"generated":{},"duration_ms":41,…}
 public struct Summary: Sendable {

@@ -3,8 +3,8 @@ import HeraldCore
 
 extension InboxRecord {
     /// The in-app copy of a row being sent: the recipient's own text (`title`, `body`, as pushed), plus
-    /// the same notification rendered from the templates in English and in Arabic (seed 003's
-    /// `title_en`, `title_ar`, `body_en`, `body_ar`), and the payload's `image_url` when it is a web URL.
+    /// the same notification rendered from the templates in English and in Arabic (`title_en`,
+    /// `title_ar`, `body_en`, `body_ar`), and the payload's `image_url` when it is a web URL.
     init(item: QueueItem, rendered: RenderedNotification, renderer: Renderer, preferences: Preferences,
          unreadInApp: Int) {
         // The recipient's own rendering is reused for its language: one more rendering per row.

@@ -37,10 +37,11 @@ extension QueueStore {
     static let recipientBuckets = 1024
 
     /// Claims up to `limit` due rows for this pass in one short transaction: SKIP LOCKED so concurrent
-    /// passes split the queue, a materialised CTE so no more than `limit` rows are locked, and a lease
-    /// so a dead pass's rows come back. The claim writes no trail row of its own: the record's event
-    /// carries the attempt and the pass, and a pass that dies leaves its lease, which the `recovered`
-    /// event names (one row written per claim instead of two).
+    /// passes split the queue, the `limit` inside the locking subquery (`… limit n for update skip
+    /// locked`) so no more than `limit` rows are locked, and a lease so a dead pass's rows come back.
+    /// The claim writes no trail row of its own: the record's event carries the attempt and the pass,
+    /// and a pass that dies leaves its lease, which the `recovered` event names (one row written per
+    /// claim instead of two).
     ///
     /// A recipient's rows are held by one pass at a time, so the per-recipient rate limits hold across
     /// concurrent passes: the first statement takes a transaction-level advisory lock on each

@@ -71,7 +71,7 @@ extension QueueStore {
                 )
                 select count(*)::int as n from d
                 """).first?["n"].int ?? 0
-            // Seed 001 §Storage: the notification history is kept 30 days, whatever the queue's retention.
+            // The notification history is kept 30 days, whatever the queue's retention.
             try db.execute("""
                 delete from notification_history where id in (
                   select id from notification_history
@@ -82,7 +82,7 @@ extension QueueStore {
         }
     }
 
-    /// How long `notification_history` keeps a notification (seed 001 §Storage).
+    /// How long `notification_history` keeps a notification, in days.
     public static let historyRetentionDays = 30
 
     /// The audit trail's tables, in monthly partitions named `<table>_YYYY_MM` (sql/011).

@@ -12,7 +12,7 @@ public struct InboxRecord: Sendable {
     public var body: String
     public var deepLink: String?
     public var data: JSONValue
-    /// The text in both languages (seed 003's NotificationRecord); `title`/`body` are the recipient's own.
+    /// The text in both languages, for the app's notification list; `title`/`body` are the recipient's own.
     public var titleEn: String?
     public var titleAr: String?
     public var bodyEn: String?

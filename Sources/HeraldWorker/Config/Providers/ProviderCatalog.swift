@@ -17,7 +17,7 @@ struct ProviderRegistration: Sendable {
 /// cases (`HERALD_<CHANNEL>_PROVIDERS` changes it). Adding a provider: its case in `Provider`
 /// (HeraldCore/Model/Provider.swift), its adapter in Sources/HeraldChannels/Adapters, one file here with
 /// its registration and its line in `registration(_:)` (the switch is exhaustive: the compiler asks for
-/// it), its keys in `Settings.registry` and the README.
+/// it), its keys in `Settings.registry` and docs/configuration.md.
 enum ProviderCatalog {
     static var all: [ProviderRegistration] { Provider.allCases.compactMap(registration) }
 

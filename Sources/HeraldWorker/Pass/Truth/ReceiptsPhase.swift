@@ -5,7 +5,7 @@ import HeraldHTTP
 import HeraldPostgres
 import Logging
 
-/// The `receipts` phase (DESIGN §5), once per provider that checks receipts (today Expo): its ticket
+/// The `receipts` phase, once per provider that checks receipts (today Expo): its ticket
 /// only says it accepted a message; its receipt, ready some minutes later, says whether Apple or Google
 /// took it. A later pass asks for the receipts of pending tickets (up to `receiptBatch` ids a request),
 /// records them, and deactivates the tokens reported as not registered. Tickets whose receipt never

@@ -5,7 +5,7 @@ import HeraldHTTP
 import HeraldPostgres
 import Logging
 
-/// Applies providers' final words to the deliveries they are about (issue 12, "Delivery truth"); shared
+/// Applies providers' final words to the deliveries they are about (docs/delivery-truth.md); shared
 /// by the `statuses` and `events` phases. One statement per batch: match, pick the strongest word per
 /// delivery, record it where it outranks what is recorded (``TruthReport/rank``), and turn the
 /// recipient's channel off where the new word says so — only when the delivery's destination is still

@@ -1,5 +1,5 @@
-// Seed 003's endpoints on herald's RPCs: which RPC a request calls with which arguments, and how the
-// RPC's answer or error becomes the seed's response. Plain JavaScript with no imports, so the edge
+// The app's endpoints on herald's RPCs (docs/app-contract.md): which RPC a request calls with which
+// arguments, and how the RPC's answer or error becomes the endpoint's response. Plain JavaScript with no imports, so the edge
 // functions (Deno) and herald's tests (Node, Tests/EdgeFunctions/drive.mjs) run the same code.
 //
 //   GET    /push-notification?limit=50&offset=0&type=reminder,prompt&unread_only=true  → get_notifications
@@ -9,10 +9,10 @@
 //
 // Why an edge function at all: PostgREST keeps `limit` and `offset` in a query string for itself (they
 // page its own result), so `GET /rest/v1/rpc/get_notifications?limit=50` never hands 50 to the function.
-// Seed 003's endpoints are edge functions anyway (`/push-notification`); these call the RPCs with a JSON
+// The app calls edge functions anyway (`/push-notification`); these call the RPCs with a JSON
 // body, where every argument reaches the function by name.
 
-/** Seed 003's error codes and their HTTP status. */
+/** The app contract's error codes and their HTTP status. */
 export const ERROR_STATUS = Object.freeze({
   invalid_request: 400,
   invalid_token: 400,
@@ -26,7 +26,7 @@ export const ERROR_STATUS = Object.freeze({
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The seed's error body: {"error":{"code","message"}}. */
+/** The error body: {"error":{"code","message"}}. */
 export function failure(code, message) {
   const status = ERROR_STATUS[code] ?? 500;
   return { response: { status, body: { error: { code, message: String(message ?? code) } } } };
@@ -121,9 +121,9 @@ export function route(method, url, body) {
 }
 
 /**
- * The seed's response for an RPC's outcome. `error` is PostgREST's error body ({code, message, details,
- * hint}) as supabase-js hands it over, or null; herald's functions raise SQLSTATE PTxyz with seed 003's
- * code as the message and the explanation as details (sql/013_app_contract.sql).
+ * The endpoint's response for an RPC's outcome. `error` is PostgREST's error body ({code, message, details,
+ * hint}) as supabase-js hands it over, or null; herald's functions raise SQLSTATE PTxyz with the
+ * contract's error code as the message and the explanation as details (sql/013_app_contract.sql).
  */
 export function respond(data, error) {
   if (!error) return { response: { status: 200, body: data ?? null } };

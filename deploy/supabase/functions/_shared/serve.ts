@@ -1,4 +1,4 @@
-// The edge functions of seed 003's app endpoints (push-notification, notifications-register-device):
+// The edge functions of the app's endpoints (push-notification, notifications-register-device):
 // each request becomes one call of herald's RPC as the signed-in caller, whose JWT is passed on, so
 // PostgREST runs the function as that user (auth.uid()) and row-level security holds. The routing and
 // the answers are in app_contract.js, which herald's tests run.

@@ -1,4 +1,4 @@
-// herald's provider-events endpoint (README "Delivery truth"): a Supabase edge function (Deno) that
+// herald's provider-events endpoint (docs/delivery-truth.md): a Supabase edge function (Deno) that
 // stores what SendGrid, Twilio and WhatsApp post, raw, in `provider_events`, and answers 200 at once.
 // It verifies nothing: herald's `events` phase verifies every signature against the body exactly as
 // stored, with keys that never leave the worker, and applies only what verifies.
