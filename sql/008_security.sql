@@ -1,4 +1,4 @@
--- App roles and data exposure (issue 8): what the app's users may see and do, directly or through
+-- App roles and data exposure: what the app's users may see and do, directly or through
 -- PostgREST, and nothing more.
 --
 -- On Supabase every new table, sequence and function in `public` is granted to `anon` and

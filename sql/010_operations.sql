@@ -1,4 +1,4 @@
--- Operator controls (issue 12): pauses honoured by every pass at the claim, and the trail events of
+-- Operator controls: pauses honoured by every pass at the claim, and the trail events of
 -- the operator verbs (herald retry, cancel, reschedule, unlock).
 
 -- A pause holds back due rows of a channel, a kind, or a kind on one channel: they stay pending and

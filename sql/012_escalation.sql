@@ -1,4 +1,4 @@
--- Escalation (issue 10): a critical notification that cannot reach its recipient on its channel is
+-- Escalation: a critical notification that cannot reach its recipient on its channel is
 -- enqueued again on the next channel of the escalation chain, linked to the original here. No foreign
 -- key: the original may be pruned first; `herald explain` follows the link while both exist, and the
 -- trail (`escalated` on the original, `enqueued` with reason `escalated` on the new row) outlives them.

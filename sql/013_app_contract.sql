@@ -1,5 +1,5 @@
--- The app's side of the contract (issue 9): the notification list of seed 003 §4, actions and history
--- of seed 001, the push contract's request and response shapes, and errors a PostgREST client can read.
+-- The app's side of the contract (docs/app-contract.md): the notification list, actions and history,
+-- the push contract's request and response shapes, and errors a PostgREST client can read.
 --
 -- ERRORS. Every RPC below raises seed 003's error codes the same way (herald_raise):
 --

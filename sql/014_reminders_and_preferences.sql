@@ -1,5 +1,5 @@
--- Issue 9, the worker's half of seed 001: every reminder type, per-type preferences, quiet hours with
--- seed 001's critical override, adaptive frequency, and the rate limits counted per notification.
+-- The worker's half of reminders: every reminder type, per-type preferences, quiet hours with a
+-- critical override, adaptive frequency, and the rate limits counted per notification.
 
 -- ---------------------------------------------------------------------------------------------------
 -- Reminders: the type is a closed vocabulary (seed 001 §NotificationService).

@@ -1,4 +1,4 @@
--- Delivery truth from providers (issue 12). For SMS and email, `outcome = 'delivered'` only means the
+-- Delivery truth from providers (docs/delivery-truth.md). For SMS and email, `outcome = 'delivered'` only means the
 -- provider accepted the message. What became of it is learned later, two ways:
 --   * the `statuses` phase polls Twilio's Message resource for SMS accepted a few minutes ago;
 --   * the `events` phase applies what providers post to the app's webhook endpoint (SendGrid's Event
@@ -56,7 +56,7 @@ create table if not exists provider_events (
   -- The raw body, exactly as received.
   body          text not null default '',
   processed_at  timestamptz,
-  -- applied | unmatched | ignored | rejected | unverified | invalid (see README, "Delivery truth").
+  -- applied | unmatched | ignored | rejected | unverified | invalid (see docs/delivery-truth.md).
   outcome       text check (outcome in ('applied', 'unmatched', 'ignored', 'rejected', 'unverified', 'invalid')),
   error         text
 );

@@ -1,4 +1,4 @@
--- Fewer index entries per claim (issue 11). Every claim is a non-HOT update of notification_queue (its
+-- Fewer index entries per claim. Every claim is a non-HOT update of notification_queue (its
 -- status is in the partial indexes' predicates), so it adds an entry to each index whose predicate the
 -- new row satisfies. `notification_queue_leased` (locked_until, rows processing) and
 -- `notification_queue_recipient_processing` (recipient, rows processing) index the same few rows: the

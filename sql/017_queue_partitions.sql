@@ -1,4 +1,4 @@
--- Hash partitions of notification_queue by recipient (issue 11): `herald migrate --queue-partitions N`
+-- Hash partitions of notification_queue by recipient: `herald migrate --queue-partitions N`
 -- rebuilds the queue as N partitions `notification_queue_p0` … `p{N-1}` (modulus N, remainder K), or
 -- back into one plain table with N = 1 (the default: this file alone changes nothing). A pass pinned
 -- with `herald run --shard K/N` then claims, reads and records in partition K only.

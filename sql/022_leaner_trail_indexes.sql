@@ -1,4 +1,4 @@
--- Fewer index entries per notification (issue 11).
+-- Fewer index entries per notification.
 --
 -- notification_history is written in delivery order and only ever pruned by `delivered_time`: a BRIN
 -- index answers the pruning's range just as well, and costs next to nothing per insert (the newest

@@ -1,4 +1,4 @@
--- One index entry fewer per claim (issue 11). Each claim is a non-HOT update of notification_queue (its
+-- One index entry fewer per claim. Each claim is a non-HOT update of notification_queue (its
 -- status is in seed 000's `(status, created_at)` index and in the partial indexes' predicates), so it
 -- adds an entry to every index whose predicate the new row satisfies.
 --

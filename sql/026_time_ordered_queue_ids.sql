@@ -1,5 +1,5 @@
 -- New queue rows get ids ordered by their creation time (UUID version 7, RFC 9562: 48 bits of Unix
--- milliseconds, then the version, then random bits), instead of wholly random ones (issue 11).
+-- milliseconds, then the version, then random bits), instead of wholly random ones.
 --
 -- The claim and the record write each row's new versions into the queue's primary key: with random
 -- ids, each lands on a leaf of its own, anywhere in an index as large as the queue. With a million

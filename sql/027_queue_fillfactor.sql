@@ -1,4 +1,4 @@
--- Room on each page of the queue for a whole claim's new row versions (issue 11).
+-- Room on each page of the queue for a whole claim's new row versions.
 --
 -- A claim updates every due row of a page in one statement, while it holds their old versions locked.
 -- At fillfactor 70 a page had room for about a third of its rows' new versions: the rest went to other

@@ -1,4 +1,4 @@
--- One index entry fewer per delivery row (issue 11), as migration 022 did for the trail events.
+-- One index entry fewer per delivery row, as migration 022 did for the trail events.
 --
 -- notification_deliveries had two btrees: the primary key (id, at), which served the provider-truth
 -- updates by id, and (queue_id, destination), which served every read by queue row (`herald explain`,

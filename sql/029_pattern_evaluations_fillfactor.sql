@@ -1,4 +1,4 @@
--- Room on each page of pattern_evaluations for its rows' next versions (issue 11), as migration 027
+-- Room on each page of pattern_evaluations for its rows' next versions, as migration 027
 -- gave the queue. Each pass that evaluates a user updates their row (evaluated_through, evaluated_at,
 -- thresholds_version: no indexed column), so with room beside it the update is a HOT one: no index
 -- entry, and no move to another page with a lock record first. The bench's first patterns pass

@@ -5,7 +5,8 @@ public struct Migration: Sendable, Hashable, CustomStringConvertible {
     public let version: Int
     public let name: String
     public let text: String
-    /// FNV-1a 64 of the file's UTF-8 bytes, 16 hex digits: a recorded migration whose file changed is refused.
+    /// FNV-1a 64 of the file's UTF-8 bytes, 16 hex digits: a recorded migration whose file changed is
+    /// refused, unless only its comments changed (`Migration.formerChecksums`).
     public let checksum: String
 
     public init(version: Int, name: String, text: String) {
@@ -55,9 +56,12 @@ public struct Migrator: Sendable {
     public static let advisoryLockKey: Int64 = 0x6865_7261_6C64_6D69
 
     public let migrations: [Migration]
+    /// Checksums accepted for a version besides its file's own: those of its text before comment-only
+    /// edits, while the file has the checksum the edits gave it (`Migration.formerChecksums` unless given).
+    public let formerChecksums: [Int: FormerChecksums]
 
     /// Reads `NNN_name.sql` files from `directory` (other files are ignored), in numeric order.
-    public init(directory: URL) throws {
+    public init(directory: URL, formerChecksums: [Int: FormerChecksums] = Migration.formerChecksums) throws {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue
         else { throw MigratorError.notADirectory(directory.path) }
@@ -73,11 +77,22 @@ public struct Migrator: Sendable {
             throw MigratorError.duplicateVersion(version, names.sorted())
         }
         self.migrations = migrations.sorted { $0.version < $1.version }
+        self.formerChecksums = formerChecksums
     }
 
     /// Migrations given in code (tests, embedded schemas).
-    public init(migrations: [Migration]) {
+    public init(migrations: [Migration], formerChecksums: [Int: FormerChecksums] = Migration.formerChecksums) {
         self.migrations = migrations.sorted { $0.version < $1.version }
+        self.formerChecksums = formerChecksums
+    }
+
+    /// Whether `recorded`, the checksum `schema_migrations` holds for `migration`'s version, says the
+    /// database applied this migration: its file's checksum now, or one it had before comment-only edits
+    /// that the file is still at.
+    public func accepts(_ recorded: String, for migration: Migration) -> Bool {
+        if recorded == migration.checksum { return true }
+        guard let edits = formerChecksums[migration.version], edits.current == migration.checksum else { return false }
+        return edits.former.contains(recorded)
     }
 
     /// `012_add_priority.sql` → (12, "add_priority").
@@ -123,7 +138,7 @@ public struct Migrator: Sendable {
     }
 
     /// The migrations not yet recorded, in order. Throws `MigratorError.checksumMismatch` if a
-    /// recorded migration's file has changed.
+    /// recorded migration's file has changed, other than by the comment-only edits `formerChecksums` lists.
     public func pending(_ conn: PGConnection) throws -> [Migration] {
         let exists = try conn.query("select to_regclass('schema_migrations') is not null as exists")[0]["exists"].bool ?? false
         guard exists else { return migrations }
@@ -135,7 +150,7 @@ public struct Migrator: Sendable {
         var pending: [Migration] = []
         for migration in migrations {
             if let applied = recorded[migration.version] {
-                if applied.checksum != migration.checksum {
+                if !accepts(applied.checksum, for: migration) {
                     throw MigratorError.checksumMismatch(
                         version: migration.version, name: migration.name,
                         recorded: applied.checksum, current: migration.checksum)

@@ -123,6 +123,86 @@ func emptyDatabase() throws -> TestDB {
         #expect(try conn.query("select count(*) as n from things")[0]["n"].int == 2)
     }
 
+    @Test func acceptsTheFormerChecksumOfACommentOnlyEdit() throws {
+        let db = try emptyDatabase()
+        defer { db.drop() }
+        let conn = try db.connect()
+        let dir = try MigrationDirectory(files)
+        let before = try Migrator(directory: dir.url)
+        try before.migrate(conn)
+        let former = before.migrations[1].checksum
+        try dir.write("2_insert.sql", "-- Two things.\n" + files["2_insert.sql"]!)
+        let current = try Migrator(directory: dir.url).migrations[1].checksum
+        #expect(current != former)
+        let edits = [2: FormerChecksums(current: current, former: [former])]
+
+        // Listed as a former checksum of version 2: the database applied what the file says now.
+        let reworded = try Migrator(directory: dir.url, formerChecksums: edits)
+        #expect(try reworded.pending(conn).isEmpty)
+        #expect(try reworded.migrate(conn).isEmpty)
+        #expect(try conn.query("select checksum from schema_migrations where version = 2")[0]["checksum"].string == former)
+        // Not listed (or listed for another version): refused as before.
+        #expect(throws: MigratorError.self) { try Migrator(directory: dir.url, formerChecksums: [:]).pending(conn) }
+        #expect(throws: MigratorError.self) {
+            try Migrator(directory: dir.url, formerChecksums: [10: FormerChecksums(current: current, former: [former])]).pending(conn)
+        }
+
+        // A change to the SQL itself is refused, though the recorded checksum is listed as a former one.
+        try dir.write("2_insert.sql", "-- Two things.\ninsert into things values (3); insert into log values (2);")
+        let error = try #require(throws: MigratorError.self) {
+            try Migrator(directory: dir.url, formerChecksums: edits).migrate(conn)
+        }
+        guard case .checksumMismatch(let version, _, let recorded, _) = error else {
+            Issue.record("expected a checksum mismatch, got \(error)")
+            return
+        }
+        #expect(version == 2)
+        #expect(recorded == former)
+        #expect(try conn.query("select count(*) as n from things")[0]["n"].int == 2)
+    }
+
+    /// The repository's migrations whose comments were reworded: a database that recorded their former
+    /// text's checksums (migrated before the edit) is up to date, and a real SQL change is still refused.
+    @Test func repositoryMigrationsAcceptTheirFormerChecksums() throws {
+        let repository = try Migrator(directory: TestDatabase.migrationsDirectory)
+        let byVersion = Dictionary(uniqueKeysWithValues: repository.migrations.map { ($0.version, $0) })
+        #expect(!Migration.formerChecksums.isEmpty)
+        for (version, edits) in Migration.formerChecksums {
+            let migration = try #require(byVersion[version], "former checksums for version \(version), which sql/ lacks")
+            // Its comments were edited again without moving the entry on: databases that recorded a
+            // former text would be refused.
+            #expect(edits.current == migration.checksum,
+                    "sql/ version \(version) has checksum \(migration.checksum), not \(edits.current) as formerChecksums says")
+            #expect(!edits.former.contains(migration.checksum), "version \(version) lists its current checksum as a former one")
+            #expect(edits.former.allSatisfy { $0.count == 16 && $0.allSatisfy(\.isHexDigit) })
+        }
+
+        let db = try TestDatabase.create()
+        defer { db.drop() }
+        let conn = try db.connect()
+        for (version, edits) in Migration.formerChecksums {
+            try conn.execute("update schema_migrations set checksum = \(edits.former.sorted()[0]) where version = \(version)")
+        }
+        #expect(try repository.pending(conn).isEmpty)
+        #expect(try repository.migrate(conn).isEmpty)
+
+        // The same files, with a statement added to a reworded migration: refused.
+        let (version, edits) = try #require(Migration.formerChecksums.min { $0.key < $1.key })
+        let changed = try #require(byVersion[version])
+        var texts: [String: String] = [:]
+        for m in repository.migrations {
+            texts["\(m.version)_\(m.name).sql"] = m.version == version ? m.text + "\nselect 1;\n" : m.text
+        }
+        let dir = try MigrationDirectory(texts)
+        let error = try #require(throws: MigratorError.self) { try Migrator(directory: dir.url).pending(conn) }
+        guard case .checksumMismatch(let refused, _, let recorded, _) = error else {
+            Issue.record("expected a checksum mismatch, got \(error)")
+            return
+        }
+        #expect(refused == changed.version)
+        #expect(edits.former.contains(recorded))
+    }
+
     @Test func aFailingMigrationIsRolledBackAndNotRecorded() throws {
         let db = try emptyDatabase()
         defer { db.drop() }
