@@ -38,6 +38,9 @@ public protocol ProviderAdapter: Sendable {
     /// Work to do before a batch of sends, outside any transaction: fetch or refresh an access token
     /// (FCM's OAuth exchange). Most adapters have nothing to do.
     func prepare(now: Date, transport: HTTPTransport) throws
+    /// Shares the provider's short-lived credential (APNs' provider token, FCM's access token) with the
+    /// other passes through `store`. Most adapters have none.
+    func shareCredentials(through store: any CredentialStore)
     func request(for envelopes: [Envelope]) throws -> HTTPRequest
     /// One outcome per envelope, in the order of the request.
     func classify(_ result: Result<HTTPResponse, TransportError>, envelopes: [Envelope], now: Date) -> [ClassifiedResponse]
@@ -59,6 +62,7 @@ public protocol ProviderAdapter: Sendable {
 extension ProviderAdapter {
     public var maxBatch: Int { 1 }
     public func prepare(now: Date, transport: HTTPTransport) throws {}
+    public func shareCredentials(through store: any CredentialStore) {}
     public var configurationCheck: ConfigurationCheck? { nil }
     public var deadDestination: FollowUp? { nil }
     public var providerAddress: String? { nil }

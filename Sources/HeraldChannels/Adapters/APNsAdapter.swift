@@ -117,6 +117,10 @@ public struct APNsAdapter: SingleMessageAdapter {
         return fitted.encoded
     }
 
+    /// One provider token per team and key for every pass: Apple refuses updates more often than every
+    /// 20 minutes.
+    public func shareCredentials(through store: any CredentialStore) { tokens.share(through: store) }
+
     public func request(for envelope: Envelope) throws -> HTTPRequest {
         let token = envelope.destination.address.trimmingCharacters(in: .whitespacesAndNewlines)
         // Apple says not to assume a length or format for device tokens (simulator tokens are longer);

@@ -106,6 +106,9 @@ public struct FCMAdapter: SingleMessageAdapter {
         return ["message": .object(message)]
     }
 
+    /// One access token per service account for every pass, until shortly before it expires.
+    public func shareCredentials(through store: any CredentialStore) { account.share(through: store) }
+
     public func request(for envelope: Envelope) throws -> HTTPRequest {
         guard let accessToken = account.accessToken else {
             throw AdapterError("FCM has no access token: prepare(now:transport:) has not succeeded")

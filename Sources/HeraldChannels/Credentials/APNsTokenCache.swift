@@ -9,7 +9,8 @@ import HeraldCore
 /// same choice as sideshow/apns2; APNSwift uses 55).
 ///
 /// Thread-safe: one cache is shared by every copy of the adapter; `now` is always passed in (the
-/// envelope's or the classification's time), never read from the clock here.
+/// envelope's or the classification's time), never read from the clock here. With a `CredentialStore`
+/// the token is shared by every pass (`share(through:)`), so passes on many hosts mint one together.
 ///
 ///     let jwt = try cache.token(now: envelope.now)   // the same string for 50 minutes
 public final class APNsTokenCache: @unchecked Sendable {
@@ -25,6 +26,8 @@ public final class APNsTokenCache: @unchecked Sendable {
     /// still arrive.
     private var previous: String?
     private var minted = 0
+    /// Where the token is shared with the other passes (the worker's database); nil: this process only.
+    private var sharedStore: (any CredentialStore)?
 
     /// `keyPEM`: the `.p8` file's text (PEM, PKCS#8 EC P-256 private key).
     public init(keyPEM: String, keyId: String, teamId: String) throws {
@@ -50,41 +53,76 @@ public final class APNsTokenCache: @unchecked Sendable {
         self.teamId = team
     }
 
-    /// The token to send at `now`: the cached one while it is younger than `lifetime` (and not from
-    /// the future by more than a minute, which would mean the clock moved back), else a new one.
+    /// Shares the token through `store` from now on: a pass takes the one another pass minted while it
+    /// is young enough, and mints one for all when it is not.
+    public func share(through store: any CredentialStore) {
+        lock.withLock { sharedStore = store }
+    }
+
+    /// The key this token is shared under: one token per team and key.
+    public var storeKey: String { "apns:\(teamId):\(keyId)" }
+
+    /// A token issued at `issuedAt` is sent at `now` while younger than `lifetime` (and not from the
+    /// future by more than a minute, which would mean the clock moved back).
+    static func isUsable(issuedAt: Date, now: Date) -> Bool {
+        let age = now.timeIntervalSince(issuedAt)
+        return age < lifetime && age > -60
+    }
+
+    /// The token to send at `now`: the cached one while it is usable, else the shared one (another
+    /// pass's, or one minted now for all), else, when nothing can be shared, one of this process's own.
     public func token(now: Date) throws -> String {
-        try lock.withLock {
-            if let current {
-                let age = now.timeIntervalSince(current.issuedAt)
-                if age < Self.lifetime && age > -60 { return current.jwt }
+        let (cached, store) = lock.withLock { (current.flatMap { Self.isUsable(issuedAt: $0.issuedAt, now: now) ? $0.jwt : nil }, sharedStore) }
+        if let cached { return cached }
+        if let store, let shared = try store.credential(storeKey, now: now, usable: { Self.isUsable(issuedAt: $0.issuedAt, now: now) },
+                                                        mint: { try mint(now: now) }) {
+            lock.withLock {
+                if current?.jwt != shared.token {
+                    if let current { previous = current.jwt }
+                    current = (shared.token, shared.issuedAt)
+                }
             }
-            let header: JSONValue = ["alg": "ES256", "kid": .string(keyId)]
-            let claims: JSONValue = ["iss": .string(teamId), "iat": .number(now.timeIntervalSince1970.rounded(.down))]
-            let jwt = try JWT.es256(header: header, claims: claims, key: key)
-            if let current { previous = current.jwt }
-            current = (jwt, now)
-            minted += 1
-            return jwt
+            return shared.token
         }
+        let fresh = try mint(now: now)
+        lock.withLock {
+            if let current { previous = current.jwt }
+            current = (fresh.token, fresh.issuedAt)
+        }
+        return fresh.token
+    }
+
+    /// Signs a new token issued at `now`.
+    private func mint(now: Date) throws -> SharedCredential {
+        let header: JSONValue = ["alg": "ES256", "kid": .string(keyId)]
+        let claims: JSONValue = ["iss": .string(teamId), "iat": .number(now.timeIntervalSince1970.rounded(.down))]
+        let jwt = try JWT.es256(header: header, claims: claims, key: key)
+        lock.withLock { minted += 1 }
+        return SharedCredential(token: jwt, issuedAt: now, expiresAt: now.addingTimeInterval(Self.lifetime))
     }
 
     /// Drops the cached token (after 403 ExpiredProviderToken): the next request mints a new one.
     public func invalidate() {
-        lock.withLock {
-            if let current { previous = current.jwt }
+        let (dropped, store) = lock.withLock {
+            let dropped = current?.jwt
+            if let dropped { previous = dropped }
             current = nil
+            return (dropped, sharedStore)
         }
+        if let dropped { store?.forget(storeKey, token: dropped) }
     }
 
     /// Drops the cached token only if it is at least `minimumAge` old at `now`. An ExpiredProviderToken
     /// answer about a token minted minutes ago is about the one it replaced (a request still in flight)
     /// or this host's clock; minting again for each such answer would earn TooManyProviderTokenUpdates.
     public func invalidate(ifOlderThan minimumAge: TimeInterval, now: Date) {
-        lock.withLock {
-            guard let current, now.timeIntervalSince(current.issuedAt) >= minimumAge else { return }
+        let (dropped, store) = lock.withLock { () -> (String?, (any CredentialStore)?) in
+            guard let current, now.timeIntervalSince(current.issuedAt) >= minimumAge else { return (nil, nil) }
             previous = current.jwt
             self.current = nil
+            return (current.jwt, sharedStore)
         }
+        if let dropped { store?.forget(storeKey, token: dropped) }
     }
 
     /// The tokens requests may have carried: the current one and the one before it. An answer that

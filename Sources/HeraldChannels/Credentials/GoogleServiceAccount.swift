@@ -21,6 +21,8 @@ public final class GoogleServiceAccount: @unchecked Sendable {
     /// The token before `cached` (replaced or dropped).
     private var previous: String?
     private var exchanges = 0
+    /// Where the access token is shared with the other passes (the worker's database); nil: this process only.
+    private var sharedStore: (any CredentialStore)?
 
     /// Refresh when the token expires within this many seconds.
     public static let refreshMargin: TimeInterval = 5 * 60
@@ -70,13 +72,26 @@ public final class GoogleServiceAccount: @unchecked Sendable {
     /// Token exchanges that succeeded so far.
     public var exchangeCount: Int { lock.withLock { exchanges } }
 
-    /// Drops the cached token (after a 401 from FCM): the next `refreshIfNeeded` exchanges again.
+    /// Drops the cached token (after a 401 from FCM): the next `refreshIfNeeded` exchanges again, and the
+    /// other passes too.
     public func invalidate() {
-        lock.withLock {
-            if let cached { previous = cached.token }
+        let (dropped, store) = lock.withLock {
+            let dropped = cached?.token
+            if let dropped { previous = dropped }
             cached = nil
+            return (dropped, sharedStore)
         }
+        if let dropped { store?.forget(storeKey, token: dropped) }
     }
+
+    /// Shares the access token through `store` from now on: a pass takes the one another pass got while
+    /// it is far from expiring, and exchanges one for all when it is not.
+    public func share(through store: any CredentialStore) {
+        lock.withLock { sharedStore = store }
+    }
+
+    /// The key the access token is shared under: one per service account.
+    public var storeKey: String { "fcm:\(clientEmail)" }
 
     /// The access tokens requests may have carried: the cached one and the one before it (answers to
     /// requests sent with it may arrive after a 401 dropped it). An answer that echoes one of them must
@@ -102,10 +117,26 @@ public final class GoogleServiceAccount: @unchecked Sendable {
         return try JWT.rs256(header: header, claims: claims, key: key)
     }
 
-    /// Exchanges a new assertion for an access token when needed. Errors carry the provider's
+    /// Makes sure a token far from expiring is cached: the shared one when another pass got it, else one
+    /// exchanged now (for all passes, when there is a store). Errors carry the provider's
     /// `error`/`error_description`, never the key, the assertion or a token.
     public func refreshIfNeeded(now: Date, transport: HTTPTransport, timeout: Double = 15) throws {
         guard needsRefresh(now: now) else { return }
+        let store = lock.withLock { sharedStore }
+        let usable: (SharedCredential) -> Bool = { $0.expiresAt.timeIntervalSince(now) > Self.refreshMargin }
+        let fresh = try store?.credential(storeKey, now: now, usable: usable,
+                                          mint: { try exchange(now: now, transport: transport, timeout: timeout) })
+            ?? exchange(now: now, transport: transport, timeout: timeout)
+        lock.withLock {
+            if cached?.token != fresh.token {
+                if let cached { previous = cached.token }
+                cached = (fresh.token, fresh.expiresAt)
+            }
+        }
+    }
+
+    /// Exchanges a new assertion for an access token at Google's token endpoint.
+    func exchange(now: Date, transport: HTTPTransport, timeout: Double) throws -> SharedCredential {
         let signed: String
         do { signed = try assertion(now: now) } catch {
             throw AdapterError("FCM token exchange: could not sign the assertion with the service account key")
@@ -144,11 +175,8 @@ public final class GoogleServiceAccount: @unchecked Sendable {
         // Google answers 3599; a lifetime that is not a number between a minute and an hour is ignored
         // (an answer that claimed a day would keep a revoked token a day).
         let lifetime = body?["expires_in"]?.doubleValue.flatMap { $0.isFinite && (60...3600).contains($0) ? $0 : nil } ?? 3600
-        lock.withLock {
-            if let cached { previous = cached.token }
-            cached = (token, now.addingTimeInterval(lifetime))
-            exchanges += 1
-        }
+        lock.withLock { exchanges += 1 }
+        return SharedCredential(token: token, issuedAt: now, expiresAt: now.addingTimeInterval(lifetime))
     }
 
     /// application/x-www-form-urlencoded value encoding: unreserved characters kept, the rest %XX.

@@ -91,6 +91,11 @@ public struct Runner {
             return end.fail(code, error, log: message, &summary)
         }
 
+        // Providers' short-lived credentials are shared by every pass through the database.
+        let credentials = options.dryRun ? nil : SharedCredentials(url: config.databaseURL, passId: summary.passId, logger: logger)
+        if let credentials { config.routes.shareCredentials(through: credentials) }
+        defer { credentials?.close() }
+
         // 3. Housekeeping, then the phases.
         let store = QueueStore(db: db, passId: summary.passId, shard: options.shard)
         let pass = PassContext(db: db, store: store, config: config, settings: settings, clock: end.clock,
