@@ -15,8 +15,8 @@ struct Enqueue: ParsableCommand {
     @Option(help: "The channel.")
     var channel: Channel
 
-    @Option(help: "What it is about.")
-    var kind: Kind = .system
+    @Option(help: "Its notification type: one of herald's kinds or a type the app added to notification_types.")
+    var kind: String = Kind.system.rawValue
 
     @Option(help: "The title.")
     var title: String?
@@ -40,6 +40,9 @@ struct Enqueue: ParsableCommand {
 
     func validate() throws {
         guard UUID(uuidString: to) != nil else { throw ValidationError("--to must be a user id (uuid); got '\(to)'") }
+        guard NotificationType.isValidName(kind) else {
+            throw ValidationError("--kind must be a notification type: lowercase letters, digits and _; got '\(kind)'")
+        }
         if let at, ISO8601.parse(at) == nil {
             throw ValidationError("--at must be an ISO 8601 instant with a zone, e.g. 2026-01-25T08:00:00Z")
         }

@@ -85,9 +85,12 @@ struct Scenario {
         #expect(s.decide().decision == .fail("unknown channel 'fax'"))
         #expect(s.decide().rule == "unknown_channel")
     }
+    /// A row whose type is not in `notification_types` (written before the check existed) fails
+    /// readably; the database refuses new ones at insert.
     @Test func unknownKindFails() {
         var s = Scenario(); s.kind = "horoscope"
-        #expect(s.decide().decision == .fail("unknown kind 'horoscope'"))
+        #expect(s.decide().decision == .fail("unknown notification type 'horoscope'"))
+        #expect(s.decide().rule == "unknown_kind")
     }
     @Test(arguments: ["[1,2]", "not json", "\"text\"", ""])
     func payloadNotAnObjectFails(_ payload: String) {
@@ -405,7 +408,7 @@ struct Scenario {
 
     @Test func eleventhOfADayInOneBatchIsDeferredToLocalMidnight() {
         let now = utc(2026, 1, 25, 12)
-        var options = DecisionOptions(now: now); options.rateLimits.sameTypeSpacing = 0
+        let options = DecisionOptions(types: NotificationTypes.builtIn.withLimits(RateLimits(sameTypeSpacing: 0)), now: now)
         var decider = Decider(options: options, history: [])
         let prefs = Preferences(userId: alice, timezone: "Europe/London", notifyPush: true)
         var results: [DecisionResult] = []

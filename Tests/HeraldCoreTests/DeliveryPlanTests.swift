@@ -158,7 +158,7 @@ import Testing
         var ctx = DeliveryContext()
         ctx.profiles[alice] = Preferences(userId: alice, notifyPush: true)
         ctx.deviceTokens[alice] = [Self.apnsToken]
-        let rows = (0..<12).map { _ in PlanInput(item: item("push", kind: "system", scheduledAt: Self.noon), maxAttempts: 5) }
+        let rows = (0..<12).map { _ in PlanInput(item: item("push", kind: "reminder", scheduledAt: Self.noon), maxAttempts: 5) }
         let plan = DeliveryPlanner.plan(rows, context: ctx, routes: Self.routes, options: DecisionOptions(now: Self.noon),
                                         escalation: EscalationPolicy())
         let sends = plan.filter { if case .send = $0.action { true } else { false } }.count

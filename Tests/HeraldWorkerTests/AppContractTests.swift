@@ -166,7 +166,8 @@ import Testing
                         "HERALD_LOG_ADAPTER_FILE": "/dev/null"].merging(WebhookDeliveryTests.settings(server)) { a, _ in a }
         // Several rows of one type within the hour: spacing would defer all but one; this test is about
         // what a sent row leaves behind, so spacing is off here (RateLimiter has its own tests).
-        let (summary, _) = Worker(url: tdb.url, settings: settings).run(now: now) { $0.rateLimits.sameTypeSpacing = 0 }
+        try tdb.withoutSpacing()
+        let (summary, _) = Worker(url: tdb.url, settings: settings).run(now: now)
         #expect(summary.sent == 5)
         #expect(server.requests.count == 1)
         #expect(try f.row(skipped)["status"].string == "skipped")

@@ -240,10 +240,10 @@ import Testing
         let db = try tdb.connect()
         let f = Fixtures(db: db)
         let p = try f.profile(timezone: "Asia/Tokyo")
-        // Ten in-app sends earlier today (Tokyo), spread over kinds and hours.
+        // Ten reminders sent in-app earlier today (Tokyo), over the hours.
         try db.execute("""
             insert into notification_queue (recipient_user_id, channel, kind, payload, status, sent_at, scheduled_at)
-            select \(p), 'in_app', 'system', '{}', 'sent', \(seedInstant)::timestamptz - make_interval(mins => 10 + g * 20),
+            select \(p), 'in_app', 'reminder', '{}', 'sent', \(seedInstant)::timestamptz - make_interval(mins => 10 + g * 20),
                    \(seedInstant)::timestamptz - make_interval(mins => 10 + g * 20)
               from generate_series(1, 10) g
             """)

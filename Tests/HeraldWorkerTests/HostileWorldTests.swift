@@ -277,7 +277,7 @@ import Testing
         defer { server.shutdown() }
         let p = try f.profile()
         // 8 already sent today (two hours ago, so the same-kind spacing does not apply).
-        let kinds = ["system", "reminder", "daily_forecast"]   // not prompts: they are outside the cap
+        let kinds = ["pattern_alert", "reminder", "daily_forecast"]   // capped types: prompts and a backend's are not
         for i in 0..<8 {
             let id = try f.enqueue(to: p, channel: "webhook", kind: kinds[i % 3], at: seedInstant.addingTimeInterval(-7200))
             try db.execute("update notification_queue set status = 'sent', sent_at = \(seedInstant.addingTimeInterval(-7200)) where id = \(id)")

@@ -25,8 +25,9 @@ import Testing
         let copy = try f.enqueue(to: a, channel: "in_app", kind: "reminder", at: now)
         let other = try f.enqueue(to: a, channel: "in_app", kind: "system", at: now)
         try db.execute("update notification_queue set notification_group = 'g-1' where id in (\(push), \(copy))")
+        try tdb.withoutSpacing()
         let (summary, _) = Worker(url: tdb.url, settings: ["HERALD_CHANNEL_PUSH": "log", "HERALD_LOG_ADAPTER_FILE": "/dev/null"])
-            .run(now: now) { $0.rateLimits.sameTypeSpacing = 0 }
+            .run(now: now)
         #expect(summary.sent == 3)
 
         try App.asUser(db, a)
@@ -58,8 +59,9 @@ import Testing
         try db.execute("""
             update notification_queue set related_entity_type = 'test_step', related_entity_id = 'step-2' where id = \(push)
             """)
+        try tdb.withoutSpacing()
         let (summary, _) = Worker(url: tdb.url, settings: ["HERALD_CHANNEL_PUSH": "log", "HERALD_LOG_ADAPTER_FILE": "/dev/null"])
-            .run(now: now) { $0.rateLimits.sameTypeSpacing = 0 }
+            .run(now: now)
         #expect(summary.sent == 2)
 
         try App.asUser(db, a)

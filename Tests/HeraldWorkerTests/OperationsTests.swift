@@ -124,7 +124,7 @@ import Testing
         let db = try tdb.connect()
         let f = Fixtures(db: db)
         let p = try f.profile()
-        var n = ManualNotification(recipient: p, channel: .inApp, kind: .system)
+        var n = ManualNotification(recipient: p, channel: .inApp, kind: "system")
         n.title = "Maintenance tonight"
         n.body = "The app will be unavailable from 02:00 to 02:30."
         n.at = seedInstant

@@ -19,14 +19,13 @@ import Testing
         // side by side, so they span batches of 4), and 30 recipients with one row each.
         let busy = try (0..<4).map { _ in try f.profile() }
         for p in busy {
-            for _ in 0..<14 { _ = try f.enqueue(to: p, at: at) }
+            for _ in 0..<14 { _ = try f.enqueue(to: p, kind: "reminder", at: at) }
         }
         let quiet = try (0..<30).map { _ in try f.profile() }
         try f.enqueueMany(30, to: quiet, channel: "in_app", at: at)
 
-        let (s, code) = Worker(url: tdb.url).run(now: at.addingTimeInterval(60), batchSize: 4, drain: true) {
-            $0.rateLimits.sameTypeSpacing = 0
-        }
+        try tdb.withoutSpacing()
+        let (s, code) = Worker(url: tdb.url).run(now: at.addingTimeInterval(60), batchSize: 4, drain: true)
         #expect(code == .ok)
         #expect(s.batches > 10)
         // The daily cap (10 a day) held for each busy recipient, across batches recorded in the background.
@@ -57,11 +56,9 @@ import Testing
         try f.enqueueMany(400, to: recipients, channel: "in_app", at: at)
         let url = tdb.url
         let sent = Total()
+        try tdb.setRateLimits()
         inParallel(2) { _ in
-            let (s, _) = Worker(url: url).run(now: at.addingTimeInterval(60), batchSize: 20, drain: true) {
-                $0.rateLimits.sameTypeSpacing = 0
-                $0.rateLimits.perDay = 1000
-            }
+            let (s, _) = Worker(url: url).run(now: at.addingTimeInterval(60), batchSize: 20, drain: true)
             sent.add(s.sent)
         }
         #expect(sent.value == 400)

@@ -22,13 +22,13 @@ struct PoolerTests {
         let server = try FakeHTTPServer(threads: 2) { _ in FakeResponse(status: 200, delay: 0.005) }
         defer { server.shutdown() }
 
-        // 400 recipients with one row each, and 40 with four rows of one kind: the hourly spacing of a
-        // type lets one of those four go now, whichever pass claims them.
+        // 400 recipients with one row each, and 40 with four reminders: the hourly spacing of a type
+        // lets one of those four go now, whichever pass claims them.
         var single: [UUID] = [], busy: [UUID] = []
         for _ in 0..<400 { single.append(try f.profile()) }
         for _ in 0..<40 { busy.append(try f.profile()) }
         try f.enqueueMany(400, to: single, channel: "webhook", at: seedInstant.addingTimeInterval(-60))
-        try f.enqueueMany(160, to: busy, channel: "webhook", at: seedInstant.addingTimeInterval(-60))
+        try f.enqueueMany(160, to: busy, channel: "webhook", kind: "reminder", at: seedInstant.addingTimeInterval(-60))
 
         let env = ["DATABASE_URL": bouncer.url(tdb.url), "WEBHOOK_URL": server.baseURL + "/hooks",
                    "WEBHOOK_SECRET": WebhookDeliveryTests.secret]

@@ -283,8 +283,9 @@ import Testing
         try f.enqueue(to: noForecast, channel: "push", kind: "daily_forecast", payload: #"{"date":"2026-01-25"}"#, at: instant("2026-01-25T12:00:00Z"))
         try f.enqueue(to: noForecast, channel: "push", kind: "prompt", at: instant("2026-01-25T12:00:00Z"))
 
+        try tdb.withoutSpacing()
         let (s, _) = Worker(url: tdb.url, settings: logAll).run(now: instant("2026-01-25T12:40:00Z"), drain: true) {
-            $0.phases = [.reminders, .deliver]; $0.rateLimits.sameTypeSpacing = 0
+            $0.phases = [.reminders, .deliver]
         }
         #expect(s.skipReasons[.typeDisabled] == 6)
         for type in types {
@@ -465,7 +466,7 @@ import Testing
         func row(_ channel: String, group: String, minute: Int) throws -> UUID {
             try db.query("""
                 insert into notification_queue (recipient_user_id, member_user_id, channel, kind, payload, scheduled_at, run_after, notification_group)
-                values (\(p), \(p), \(channel), 'system', '{"title":"t","body":"b"}', \(at), \(at.addingTimeInterval(Double(minute))), \(group))
+                values (\(p), \(p), \(channel), 'reminder', '{"title":"t","body":"b"}', \(at), \(at.addingTimeInterval(Double(minute))), \(group))
                 returning id
                 """).first!["id"].uuid!
         }
@@ -476,7 +477,8 @@ import Testing
         let tenth = try channels.map { try row($0, group: "g9", minute: 10) }
         // and an eleventh, by push.
         let eleventh = try row("push", group: "g10", minute: 11)
-        let (s, _) = Worker(url: tdb.url, settings: logAll).run(now: at.addingTimeInterval(60)) { $0.rateLimits.sameTypeSpacing = 0 }
+        try tdb.withoutSpacing()
+        let (s, _) = Worker(url: tdb.url, settings: logAll).run(now: at.addingTimeInterval(60))
         #expect(s.sent == 12)
         for id in tenth { #expect(try f.row(id)["status"].string == "sent") }
         let held = try f.row(eleventh)

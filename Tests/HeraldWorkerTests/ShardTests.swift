@@ -219,11 +219,11 @@ import Testing
             }
             return out
         }
+        try tdb.setRateLimits()
         let before = try touches()
         let (summary, code) = Worker(url: tdb.url).run(now: seedInstant, batchSize: 25, drain: true) { o in
             o.shard = pinned
             o.phases = [.deliver]
-            o.rateLimits = RateLimits(perChannelPerDay: 1_000_000, sameKindSpacing: 0, perMinute: 1_000_000)
         }
         #expect(code == .ok)
         #expect(summary.sent == due)

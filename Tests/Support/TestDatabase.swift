@@ -121,6 +121,25 @@ public final class TestDB: Sendable {
         try PGConnection(url, applicationName: "herald-tests")
     }
 
+    /// Gives every notification type the same rate limits (nil: no such limit), for a test about
+    /// something else than pacing: `notification_types` is where a pass reads them.
+    public func setRateLimits(dailyCap: Int? = nil, spacingSeconds: Int? = nil, perMinute: Int? = nil) throws {
+        let db = try connect()
+        defer { db.close() }
+        try db.execute("""
+            update notification_types
+               set daily_cap = \(dailyCap), min_spacing_seconds = \(spacingSeconds), per_minute_cap = \(perMinute)
+            """)
+    }
+
+    /// The herald rate limits with the spacing between two of a type turned off (the cap of 10 a day
+    /// on the capped types and 100 a minute stay).
+    public func withoutSpacing() throws {
+        let db = try connect()
+        defer { db.close() }
+        try db.execute("update notification_types set min_spacing_seconds = null")
+    }
+
     /// Drops the database, ending any connections to it. Errors are reported on stderr, not thrown.
     public func drop() {
         do {

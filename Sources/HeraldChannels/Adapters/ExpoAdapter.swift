@@ -60,11 +60,12 @@ public struct ExpoAdapter: ProviderAdapter, ReceiptChecking {
     }
 
     /// The Android channel for a row: the data's `channel_id`, else the kind's configured channel, else
-    /// HERALD_ANDROID_CHANNEL, else the kind's default; nil for an unknown kind with nothing configured.
+    /// the one its notification type names, else HERALD_ANDROID_CHANNEL, else the kind's default; nil
+    /// for a type with nothing configured.
     public func androidChannel(for envelope: Envelope) -> String? {
         let kind = envelope.item.kindRaw
-        return envelope.rendered.data["channel_id"]?.stringValue ?? androidChannels[kind] ?? androidChannelId
-            ?? Self.defaultAndroidChannels[kind]
+        return envelope.rendered.data["channel_id"]?.stringValue ?? androidChannels[kind]
+            ?? envelope.rendered.androidChannel ?? androidChannelId ?? Self.defaultAndroidChannels[kind]
     }
 
     /// The wait before the next attempt after MessageRateExceeded (5 s, 30 s, then 2 min), `attempt`

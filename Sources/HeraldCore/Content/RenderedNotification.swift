@@ -23,10 +23,13 @@ public struct RenderedNotification: Sendable, Equatable {
     public var imageURL: String?
     /// The action buttons, from the payload's `actions`.
     public var actions: [NotificationAction]
+    /// The Android notification channel the notification's type names (`notification_types`), if any.
+    public var androidChannel: String?
 
     public init(title: String, body: String, data: [String: JSONValue] = [:], deepLink: String? = nil,
                 category: String? = nil, badge: Int = 1, locale: String = "en", sound: String? = "default",
-                silent: Bool = false, imageURL: String? = nil, actions: [NotificationAction] = []) {
+                silent: Bool = false, imageURL: String? = nil, actions: [NotificationAction] = [],
+                androidChannel: String? = nil) {
         self.title = title
         self.body = body
         self.data = data
@@ -38,6 +41,7 @@ public struct RenderedNotification: Sendable, Equatable {
         self.silent = silent
         self.imageURL = imageURL
         self.actions = actions
+        self.androidChannel = androidChannel
     }
 }
 
@@ -86,11 +90,15 @@ public struct RenderOptions: Sendable, Equatable {
     /// Kinds always sent as silent data-only pushes (HERALD_SILENT_KINDS, e.g. ["prompt"]). A payload's
     /// `"silent": true` makes one notification silent too.
     public var silentKinds: Set<String> = []
+    /// The notification types, for their iOS category and Android channel.
+    public var types: NotificationTypes = .builtIn
 
-    public init(detailedLockScreen: Bool = false, deepLinkScheme: String = "herald", silentKinds: Set<String> = []) {
+    public init(detailedLockScreen: Bool = false, deepLinkScheme: String = "herald", silentKinds: Set<String> = [],
+                types: NotificationTypes = .builtIn) {
         self.detailedLockScreen = detailedLockScreen
         self.deepLinkScheme = deepLinkScheme
         self.silentKinds = silentKinds
+        self.types = types
     }
 }
 

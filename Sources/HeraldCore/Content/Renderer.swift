@@ -64,7 +64,8 @@ public struct Renderer: Sendable {
         case .prompt: draft = promptDraft(lang)
         case .reminder, .system, nil: draft = reminderDraft(item, payload, lang)
         }
-        var category = draft.category ?? item.kind.flatMap { Renderer.defaultCategory[$0] }
+        let type = options.types[item.kindRaw]
+        var category = draft.category ?? type?.iosCategory ?? item.kind.flatMap { Renderer.defaultCategory[$0] }
         if let own = payload["category"]?.stringValue, Renderer.isIdentifier(own) { category = own }
         let rich = RichContent(payload, lang)
         rich.add(to: &data)
@@ -74,7 +75,8 @@ public struct Renderer: Sendable {
             title: draft.title, body: draft.body, data: data, deepLink: draft.deepLink, category: category,
             badge: max(0, unreadInApp) + 1, locale: lang.rawValue,
             sound: item.priority == .low ? nil : "default",
-            silent: isSilent(item, payload), imageURL: rich.imageURL, actions: rich.actions)
+            silent: isSilent(item, payload), imageURL: rich.imageURL, actions: rich.actions,
+            androidChannel: type?.androidChannelId)
     }
 
     /// Silent (data-only) when the kind is in `silentKinds` or the payload says `"silent": true`; never
@@ -84,7 +86,8 @@ public struct Renderer: Sendable {
         return options.silentKinds.contains(item.kindRaw) || payload["silent"]?.boolValue == true
     }
 
-    /// The category (iOS `category`, Expo `categoryId`) of each kind; a payload's `category` wins.
+    /// The category (iOS `category`, Expo `categoryId`) of each kind, unless its type names one; a
+    /// payload's `category` wins.
     public static let defaultCategory: [Kind: String] = [
         .patternAlert: "ALERT_CATEGORY",
         .dailyForecast: "FORECAST_CATEGORY",

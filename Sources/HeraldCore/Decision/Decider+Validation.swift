@@ -22,7 +22,9 @@ extension Decider {
         let item: QueueItem
         let context: DecisionContext
         let channel: Channel
-        let kind: Kind
+        /// herald's own kind, when the row's type is one; nil for a type an app added.
+        let kind: Kind?
+        let type: NotificationType
         let prefs: Preferences
         let zone: TimeZone
         /// A daily forecast's local date (payload `date`).
@@ -33,19 +35,22 @@ extension Decider {
         /// The linked alert episode, if the row links one.
         var alert: AlertState? { context.alert }
 
-        /// The severity the rules go by: the episode's, else the row's, else `watch`.
-        var severity: Severity { alert?.severity ?? item.severity ?? .watch }
+        /// The severity the rules go by: the episode's, else the row's, else `critical` for a critical
+        /// type and `watch` for the others.
+        var severity: Severity { alert?.severity ?? item.severity ?? (type.critical ? .critical : .watch) }
 
-        /// Reads the row, or throws why it fails: unknown channel or kind, payload not an object (or a
+        /// Reads the row, or throws why it fails: unknown channel or type (not in `types`), payload not an object (or a
         /// forecast's date or an alert's level unreadable), no profile, unknown time zone, linked episode
         /// missing. Notes the recipient's time zone in `trail` as soon as it is known.
-        init(_ item: QueueItem, _ context: DecisionContext, trail: inout Trail) throws(RowFailure) {
+        init(_ item: QueueItem, _ context: DecisionContext, types: NotificationTypes,
+             trail: inout Trail) throws(RowFailure) {
             guard let channel = item.channel else {
                 throw RowFailure("unknown channel '\(item.channelRaw)'", rule: "unknown_channel")
             }
-            guard let kind = item.kind else {
-                throw RowFailure("unknown kind '\(item.kindRaw)'", rule: "unknown_kind")
+            guard let type = types[item.kindRaw] else {
+                throw RowFailure("unknown notification type '\(item.kindRaw.prefix(64))'", rule: "unknown_kind")
             }
+            let kind = type.kind
             guard let payload = item.payload else {
                 // Says what the payload is, never what it holds: it may carry health details, and this
                 // message reaches last_error and a warning.
@@ -65,12 +70,12 @@ extension Decider {
             if let id = item.alertStateId, context.alert == nil {
                 throw RowFailure("alert episode \(id.uuidString.lowercased()) not found", rule: "alert_not_found")
             }
-            (self.item, self.context, self.channel, self.kind) = (item, context, channel, kind)
+            (self.item, self.context, self.channel, self.kind, self.type) = (item, context, channel, kind, type)
             (self.prefs, self.zone) = (prefs, zone)
         }
 
         /// A daily forecast's `date`, which must read as YYYY-MM-DD; nil for other kinds or no date.
-        static func forecastDate(_ kind: Kind, _ payload: [String: JSONValue]) throws(RowFailure) -> LocalDate? {
+        static func forecastDate(_ kind: Kind?, _ payload: [String: JSONValue]) throws(RowFailure) -> LocalDate? {
             guard kind == .dailyForecast, let raw = payload["date"] else { return nil }
             guard let text = raw.stringValue, let date = LocalDate(text) else {
                 throw RowFailure("malformed payload: daily_forecast date \(Decider.quotedDate(raw)) is not YYYY-MM-DD",
@@ -82,7 +87,7 @@ extension Decider {
         /// A pattern alert's `level`, a number of days; nil for other kinds or no level. One that is not
         /// a small whole number (1e300, 7.5, "seven") cannot be compared with the episode's, so the row
         /// cannot be judged.
-        static func level(_ kind: Kind, _ payload: [String: JSONValue]) throws(RowFailure) -> Int? {
+        static func level(_ kind: Kind?, _ payload: [String: JSONValue]) throws(RowFailure) -> Int? {
             guard kind == .patternAlert, let raw = payload["level"], raw != .null else { return nil }
             guard let n = raw.intValue, (0...Decider.maxLevel).contains(n) else {
                 throw RowFailure("malformed payload: pattern_alert level \(raw.jsonText.prefix(40)) is not a whole number of days (0–\(Decider.maxLevel))",

@@ -9,7 +9,7 @@ import Foundation
 ///     }
 ///
 /// Rules, in order; the first that applies wins:
-/// 0. validation: unknown channel or kind, payload not an object, no profile, unknown timezone,
+/// 0. validation: unknown channel or notification type, payload not an object, no profile, unknown timezone,
 ///    linked episode missing → fail (`CheckedRow`)
 /// 1. expired: older than `maxAge`, or a daily forecast for another local date
 /// 2. alert episode: dismissed, snoozed, resolved, superseded by a higher level
@@ -30,7 +30,7 @@ public struct Decider: Sendable {
 
     public init(options: DecisionOptions, history: [SentRecord]) {
         self.options = options
-        self.limiter = RateLimiter(limits: options.rateLimits, history: history)
+        self.limiter = RateLimiter(policy: options.types.ratePolicy, history: history)
     }
 
     /// The largest `level` a pattern-alert payload may carry (levels are 3, 7, 14 and 21 days).
@@ -42,7 +42,7 @@ public struct Decider: Sendable {
         // 0. Validation: a bad row fails permanently with a readable message; the pass goes on.
         let row: CheckedRow
         do throws(RowFailure) {
-            row = try CheckedRow(item, context, trail: &trail)
+            row = try CheckedRow(item, context, types: options.types, trail: &trail)
         } catch {
             return trail.result(Verdict(decision: .fail(error.message), rule: error.rule))
         }

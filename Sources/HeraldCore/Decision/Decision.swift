@@ -33,13 +33,14 @@ public struct DecisionContext: Sendable {
 public struct DecisionOptions: Sendable {
     /// Rows older than this (from `scheduledAt`) are skipped `expired`.
     public var maxAge: TimeInterval
-    public var rateLimits: RateLimits
+    /// The notification types: which kinds a row may name, their defaults and rate limits.
+    public var types: NotificationTypes
     /// The pass's clock (`--now`); nothing in the decision reads the real clock.
     public var now: Date
 
-    public init(maxAge: TimeInterval = 24 * 3600, rateLimits: RateLimits = RateLimits(), now: Date) {
+    public init(maxAge: TimeInterval = 24 * 3600, types: NotificationTypes = .builtIn, now: Date) {
         self.maxAge = maxAge
-        self.rateLimits = rateLimits
+        self.types = types
         self.now = now
     }
 }

@@ -1,36 +1,71 @@
 import Foundation
 
-/// How often one recipient may be notified: by default at most 10 notifications a local day, an hour
-/// between two of the same type, and 100 rows a minute.
+/// How often one recipient may be notified, for one notification type (`notification_types`): by
+/// default at most 10 notifications a local day, an hour between two of the type, and 100 rows a minute.
 ///
 /// A *notification* is one logical item: its copies on several channels (a pattern alert to push,
 /// in-app and email) share a notification group and count once. A *type* is the kind, and for
-/// reminders the reminder type (`reminder:dose`, `reminder:daily`).
+/// reminders the reminder type (`reminder:dose`, `reminder:daily`), whose limits are the kind's.
 public struct RateLimits: Sendable, Equatable {
-    /// At most this many notifications per recipient per local day (the recipient's zone), across channels.
-    public var perDay: Int = 10
-    /// At least this long between two notifications of the same type to the same recipient, across channels.
-    public var sameTypeSpacing: TimeInterval = 3600
-    /// At most this many rows per recipient per `minuteWindow`, across channels (a throughput guard:
-    /// it counts rows, not notifications).
-    public var perMinute: Int = 100
+    /// At most this many notifications per recipient per local day (the recipient's zone), across channels,
+    /// counting every type with a cap. Nil: no daily cap, and the type's sends count towards none.
+    public var perDay: Int?
+    /// At least this long between two notifications of the same type to the same recipient, across
+    /// channels; 0: no spacing.
+    public var sameTypeSpacing: TimeInterval
+    /// At most this many rows per recipient per `minuteWindow`, across channels and types (a throughput
+    /// guard: it counts rows, not notifications). Nil: no such limit.
+    public var perMinute: Int?
     public var minuteWindow: TimeInterval = 60
-    /// Types the user asked for in a number of their own (prompts, 1–100 a day): neither held
-    /// back by nor counted towards the daily cap and the spacing. Quiet hours, toggles and the per-minute
-    /// guard still apply.
-    public var exemptTypes: Set<String> = [Kind.prompt.rawValue]
+    /// Neither held back by nor counted towards the daily cap and the spacing (prompts, which the user
+    /// asks for in a number of their own). Quiet hours, toggles and the per-minute guard still apply.
+    public var exempt: Bool
 
-    public init(perDay: Int = 10, sameTypeSpacing: TimeInterval = 3600, perMinute: Int = 100,
-                minuteWindow: TimeInterval = 60) {
+    public init(perDay: Int? = 10, sameTypeSpacing: TimeInterval = 3600, perMinute: Int? = 100,
+                minuteWindow: TimeInterval = 60, exempt: Bool = false) {
         self.perDay = perDay
         self.sameTypeSpacing = sameTypeSpacing
         self.perMinute = perMinute
         self.minuteWindow = minuteWindow
+        self.exempt = exempt
     }
 
     /// The earlier spelling (the cap was per channel, the spacing per kind).
     public init(perChannelPerDay: Int, sameKindSpacing: TimeInterval = 3600, perMinute: Int = 100) {
         self.init(perDay: perChannelPerDay, sameTypeSpacing: sameKindSpacing, perMinute: perMinute)
+    }
+
+    /// The cap of 10 a day, an hour between two of a type, 100 a minute.
+    public static let capped = RateLimits()
+    /// 100 a minute only: the limit of a type an app adds.
+    public static let perMinuteOnly = RateLimits(perDay: nil, sameTypeSpacing: 0)
+    /// Exempt from the cap and the spacing; 100 a minute.
+    public static let exempt = RateLimits(perDay: nil, sameTypeSpacing: 0, exempt: true)
+
+    /// Whether a send of this type counts towards the daily cap.
+    var countsTowardsDailyCap: Bool { perDay != nil && !exempt }
+}
+
+/// The rate limits of each type; a type it does not know gets `fallback`.
+public struct RatePolicy: Sendable, Equatable {
+    public var byType: [String: RateLimits]
+    public var fallback: RateLimits
+
+    public init(byType: [String: RateLimits] = [:], fallback: RateLimits = .capped) {
+        self.byType = byType
+        self.fallback = fallback
+    }
+
+    /// One set of limits for every type, prompts exempt.
+    public static func uniform(_ limits: RateLimits) -> RatePolicy {
+        RatePolicy(byType: ["prompt": .exempt], fallback: limits)
+    }
+
+    /// The limits of a rate type: `reminder:dose` has the limits of `reminder`.
+    public func limits(for rateType: String) -> RateLimits {
+        if let own = byType[rateType] { return own }
+        if let colon = rateType.firstIndex(of: ":"), let kind = byType[String(rateType[..<colon])] { return kind }
+        return fallback
     }
 }
 
@@ -104,12 +139,17 @@ public struct RateLimiter: Sendable {
     /// How far ahead of `now` a recorded send still counts (as sent at `now`).
     public static let clockSkew: TimeInterval = 600
 
-    public var limits: RateLimits
+    public var policy: RatePolicy
     private var byRecipient: [UUID: [SentRecord]] = [:]
 
-    public init(limits: RateLimits = RateLimits(), history: [SentRecord] = []) {
-        self.limits = limits
+    public init(policy: RatePolicy, history: [SentRecord] = []) {
+        self.policy = policy
         for r in history { record(r) }
+    }
+
+    /// One set of limits for every type, prompts exempt.
+    public init(limits: RateLimits = RateLimits(), history: [SentRecord] = []) {
+        self.init(policy: .uniform(limits), history: history)
     }
 
     /// Counts a send (the pass calls this when it decides to send).
@@ -125,15 +165,16 @@ public struct RateLimiter: Sendable {
             r.at = min(r.at, now)
             return r
         }
+        let limits = policy.limits(for: kind)
         // Nothing sent to this recipient: every count is zero, and with limits above zero none holds
         // the row back (the same answer as below, without working out the recipient's local day).
-        if sent.isEmpty, limits.perDay > 0, limits.perMinute > 0 {
+        if sent.isEmpty, limits.perDay ?? 1 > 0, limits.perMinute ?? 1 > 0 {
             return RateCheck(until: nil, reason: nil,
                              counters: RateCounters(sentToday: 0, minutesSinceLastSameType: nil, sentLastMinute: 0))
         }
         var deferrals: [(until: Date, reason: DeferReason)] = []
-        let exempt = limits.exemptTypes.contains(kind)
-        let counted = sent.filter { !limits.exemptTypes.contains($0.kind) }
+        let exempt = limits.exempt
+        let counted = sent.filter { policy.limits(for: $0.kind).countsTowardsDailyCap }
 
         // Per local day, notifications counted once across channels: defer to the next local midnight.
         let today = Zone.localDate(now, in: zone)
@@ -146,20 +187,20 @@ public struct RateLimiter: Sendable {
         for r in todays { if let g = r.group { groups.insert(g) } else { ungrouped += 1 } }
         let sentToday = groups.count + ungrouped
         let groupAlreadySent = group.map { g in sent.contains { $0.group == g } } ?? false
-        if !exempt && !groupAlreadySent && sentToday >= limits.perDay {
+        if !exempt && !groupAlreadySent, let cap = limits.perDay, sentToday >= cap {
             deferrals.append((nextMidnight, .dailyLimit))
         }
 
         // Same type, another notification, any channel: defer to the last one + spacing.
-        let last = counted.filter { $0.kind == kind && (group == nil || $0.group != group) }.map(\.at).max()
+        let last = sent.filter { $0.kind == kind && (group == nil || $0.group != group) }.map(\.at).max()
         if !exempt && !groupAlreadySent, let last, now.timeIntervalSince(last) < limits.sameTypeSpacing {
             deferrals.append((last.addingTimeInterval(limits.sameTypeSpacing), .kindSpacing))
         }
 
         // Per minute across channels, rows: defer until enough of the window's sends have aged out.
         let window = sent.map(\.at).filter { now.timeIntervalSince($0) < limits.minuteWindow }.sorted()
-        if window.count >= limits.perMinute {
-            let leaving = window[window.count - limits.perMinute]    // the oldest, when exactly at the limit
+        if let perMinute = limits.perMinute, window.count >= perMinute, perMinute > 0 {
+            let leaving = window[window.count - perMinute]    // the oldest, when exactly at the limit
             deferrals.append((leaving.addingTimeInterval(limits.minuteWindow), .perMinute))
         }
 

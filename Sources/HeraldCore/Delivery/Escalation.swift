@@ -88,7 +88,7 @@ extension EscalationPolicy {
     /// recipient has a next channel enabled; nil otherwise. `why` is the original row's reason.
     public func escalation(of item: QueueItem, prefs: Preferences, because why: String) -> EscalationStep? {
         guard applies(to: item.severity, channel: item.channel, kind: item.kindRaw),
-              let channel = item.channel, item.kind != nil,
+              let channel = item.channel,
               let next = next(after: channel, kind: item.kindRaw, prefs: prefs,
                               aboutAnotherMember: item.isAboutAnotherMember) else { return nil }
         return EscalationStep(channel: next, dedupeKey: Self.dedupeKey(of: item, to: next), reason: "escalated_\(why)")

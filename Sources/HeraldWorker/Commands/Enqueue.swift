@@ -6,7 +6,8 @@ import HeraldPostgres
 public struct ManualNotification: Sendable {
     public var recipient: UUID
     public var channel: Channel
-    public var kind: Kind
+    /// The notification type (`notification_types`): one of herald's kinds or an app's own.
+    public var kind: String
     public var title: String?
     public var body: String?
     public var at: Date?
@@ -14,7 +15,7 @@ public struct ManualNotification: Sendable {
     public var priority: Priority = .normal
     public var dedupeKey: String?
 
-    public init(recipient: UUID, channel: Channel, kind: Kind) {
+    public init(recipient: UUID, channel: Channel, kind: String) {
         self.recipient = recipient
         self.channel = channel
         self.kind = kind

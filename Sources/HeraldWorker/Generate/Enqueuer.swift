@@ -8,7 +8,8 @@ public struct NewNotification: Sendable {
     public var member: UUID?
     public var alertStateId: UUID?
     public var channel: String
-    public var kind: Kind
+    /// Its notification type: one of herald's kinds (`Kind.…rawValue`) or an app's own.
+    public var kind: String
     public var severity: Severity?
     public var priority: Priority = .normal
     public var payload: JSONValue
@@ -35,7 +36,7 @@ public struct NewNotification: Sendable {
     var json: JSONValue {
         var o: [String: JSONValue] = [
             "recipient_user_id": .string(recipient.lowercased), "channel": .string(channel),
-            "kind": .string(kind.rawValue), "priority": .string(priority.rawValue), "payload": payload,
+            "kind": .string(kind), "priority": .string(priority.rawValue), "payload": payload,
             "scheduled_at": .string(ISO8601.string(scheduledAt)), "dedupe_key": .string(dedupeKey),
             "reason": .string(reason),
         ]

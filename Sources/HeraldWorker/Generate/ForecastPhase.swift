@@ -146,7 +146,7 @@ struct ForecastPhase {
             ]
             if let s = f.summary { payload["summary"] = .string(s) }
             rows.append(NewNotification(
-                recipient: c.user, member: c.user, channel: Channel.push.rawValue, kind: .dailyForecast,
+                recipient: c.user, member: c.user, channel: Channel.push.rawValue, kind: Kind.dailyForecast.rawValue,
                 priority: .normal, payload: .object(payload), scheduledAt: c.at,
                 dedupeKey: Self.dedupeKey(c.user, c.date), reason: "forecast_due"))
         }

@@ -51,7 +51,7 @@ extension PatternPhase {
                     payload["member_user_id"] = .string(e.member.lowercased)
                     rows.append(NewNotification(
                         recipient: admin, member: e.member, alertStateId: e.episode, channel: channel.rawValue,
-                        kind: .patternAlert, severity: Severity(level: e.level),
+                        kind: Kind.patternAlert.rawValue, severity: Severity(level: e.level),
                         priority: Severity(level: e.level) == .critical ? .high : .normal,
                         payload: .object(payload), scheduledAt: now,
                         dedupeKey: "alert:\(e.episode.lowercased):\(e.level):\(admin.lowercased):\(channel.rawValue)",

@@ -203,7 +203,7 @@ extension ReminderPhase {
             var p = payload
             for (k, v) in extra { p[k] = v }
             var n = NewNotification(recipient: user, member: user, channel: row["channel"].string ?? "push",
-                                    kind: .reminder, severity: critical ? .critical : nil,
+                                    kind: Kind.reminder.rawValue, severity: critical ? .critical : nil,
                                     priority: critical ? .high : .normal, payload: .object(p), scheduledAt: at,
                                     dedupeKey: key, reason: reason)
             n.relatedEntityType = row["related_entity_type"].string

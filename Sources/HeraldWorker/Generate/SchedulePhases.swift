@@ -43,7 +43,7 @@ struct PromptPhase {
             days.append(["user_id": .string(user.lowercased), "local_date": .string(date.description), "prompts": .number(Double(n))])
             for (i, at) in instants.enumerated() where at >= now {
                 rows.append(NewNotification(
-                    recipient: user, member: user, channel: Channel.push.rawValue, kind: .prompt, priority: .normal,
+                    recipient: user, member: user, channel: Channel.push.rawValue, kind: Kind.prompt.rawValue, priority: .normal,
                     payload: ["index": .number(Double(i + 1)), "of": .number(Double(n)), "date": .string(date.description)],
                     scheduledAt: at, dedupeKey: "prompt:\(user.lowercased):\(date):\(i + 1)", reason: "prompt_schedule"))
             }

@@ -30,7 +30,6 @@ public struct PassOptions: Sendable {
     public var pushgateway: String?
     /// Show progress on stderr (set when stderr is a terminal and the pass drains).
     public var progress = false
-    public var rateLimits = RateLimits()
     /// Pattern alerts are evaluated and stored but nothing is enqueued (HERALD_SHADOW_MODE).
     public var shadowMode = false
     public var thresholdsVersion = "v1"

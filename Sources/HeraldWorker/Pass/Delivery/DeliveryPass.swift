@@ -25,7 +25,9 @@ final class DeliveryPass {
     let clock: PassClock
     let logger: Logger
     let outbox: Outbox
-    let renderer: Renderer
+    var renderer: Renderer
+    /// The notification types (`notification_types`), read when the phase starts.
+    var types = NotificationTypes.builtIn
     var summary: Summary
     var rng = SystemRandomNumberGenerator()
     var lastProgress = -1.0  // the first batch always shows
@@ -61,6 +63,8 @@ final class DeliveryPass {
     var routableChannels: [Channel] { routes.routable }
 
     func run() throws {
+        types = try store.loadTypes()
+        renderer.options.types = types
         try countHeldBack()
         if options.dryRun {
             let budget = options.batchSize * (options.drain ? 100 : (options.maxBatches ?? 1))

@@ -23,7 +23,7 @@ extension DeliveryPass {
         out.optOuts = folded.optOuts
         out.forecastsSent = folded.forecastSent.map { [$0] } ?? []
         if let inbox = flight.inbox { out.inbox.append(inbox) }
-        if let step = folded.escalation, let next = newNotification(escalating: sent.item, step) { out.escalations.append(next) }
+        if let step = folded.escalation { out.escalations.append(newNotification(escalating: sent.item, step)) }
         return out
     }
 
@@ -46,11 +46,10 @@ extension DeliveryPass {
     /// The row an escalation enqueues: the same notification on the next channel, linked to the original.
     /// Its preferences, quiet hours and limits apply to it as to any row; its dedupe key makes it once
     /// per channel.
-    func newNotification(escalating item: QueueItem, _ step: EscalationStep) -> NewNotification? {
-        guard let kind = item.kind else { return nil }
+    func newNotification(escalating item: QueueItem, _ step: EscalationStep) -> NewNotification {
         var n = NewNotification(
             recipient: item.recipientUserId, member: item.memberUserId, alertStateId: item.alertStateId,
-            channel: step.channel.rawValue, kind: kind, severity: item.severity, priority: item.priority,
+            channel: step.channel.rawValue, kind: item.kindRaw, severity: item.severity, priority: item.priority,
             payload: .object(item.payload ?? [:]), scheduledAt: clock.now(), dedupeKey: step.dedupeKey, reason: step.reason)
         n.escalatedFrom = item.id
         n.group = item.notificationGroup  // still one notification for the rate limits

@@ -80,7 +80,7 @@ extension DeliveryPass {
             switch row.action {
             case .record(let record, let escalation):
                 immediate.rows.append(record)
-                if let escalation, let next = newNotification(escalating: row.item, escalation) { immediate.escalations.append(next) }
+                if let escalation { immediate.escalations.append(newNotification(escalating: row.item, escalation)) }
                 if case .fail(let message) = row.result.decision {
                     logger.warning("row failed permanently", metadata: [
                         "queue_id": .string(row.item.id.lowercased), "error": .string(message)])
@@ -105,7 +105,7 @@ extension DeliveryPass {
         let ctx = try store.loadContext(for: batch.map(\.item), now: now)
         return DeliveryPlanner(
             context: DeliveryContext(ctx), routes: routes.facts,
-            options: DecisionOptions(maxAge: options.maxAge, rateLimits: options.rateLimits, now: now),
+            options: DecisionOptions(maxAge: options.maxAge, types: types, now: now),
             escalation: options.escalation)
     }
 
