@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldTestSupport
 import Testing
 @testable import HeraldWorker
 
@@ -48,6 +49,7 @@ import Testing
         #expect(check.detail.contains(skew >= 0 ? "ahead of" : "behind"))
     }
 
+    /// Behind the release fails (a pass would refuse it); ahead of it, or unreadable, warns (a pass runs).
     @Test func theSchemaIsJudgedAgainstTheRelease() {
         #expect(DatabaseCheck.schema(33, required: 33) == DoctorCheck("database.schema", .ok, "migration 33 of 33"))
         #expect(DatabaseCheck.schema(32, required: 33).status == .fail)
@@ -117,6 +119,19 @@ import Testing
         #expect(checks.first { $0.name == "settings.APNS_ENV" }?.status == .ok)
         #expect(checks.last?.name == "settings.pass")
         #expect(checks.last?.status == .fail)
+    }
+
+    /// Without its config file herald would not start: that line fails, and the rest is still checked.
+    @Test func anUnreadableConfigFileFailsAndTheRestIsStillChecked() {
+        let report = Doctor.run(environment: [
+            "HERALD_CONFIG": "/nonexistent/herald.env", "HERALD_CHANNEL_PUSH": "log",
+            "DATABASE_URL": "postgresql://postgres@127.0.0.1:\(RefusingPort.port)/herald",
+        ])
+        #expect(report.checks.first == DoctorCheck("settings.HERALD_CONFIG", .fail,
+                                                   "HERALD_CONFIG names /nonexistent/herald.env, which cannot be read"))
+        #expect(report.checks.contains { $0.name == "settings.HERALD_CHANNEL_PUSH" && $0.status == .ok })
+        #expect(report.checks.contains { $0.name == "database.connect" && $0.status == .fail })
+        #expect(report.exitCode == .configuration)
     }
 
     /// A setting whose name says it is a credential is one the doctor never prints.
