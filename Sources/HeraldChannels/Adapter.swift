@@ -27,7 +27,8 @@ public struct Envelope: Sendable {
 ///
 /// Optional capabilities are properties that are nil unless the provider has them: a configuration to
 /// check when its refusals look like a slip, what a dead destination asks for, the one address all its
-/// destinations share, receipts to check later, message statuses to poll.
+/// destinations share, receipts to check later, message statuses to poll, a read-only probe of its
+/// credentials.
 public protocol ProviderAdapter: Sendable {
     /// The provider it speaks for (`notification_deliveries.provider`): `.webhook`, `.apns`, …
     var provider: Provider { get }
@@ -57,6 +58,9 @@ public protocol ProviderAdapter: Sendable {
     var receipts: (any ReceiptChecking)? { get }
     /// The provider's status poller, when it answers "what became of message X" (Twilio).
     var statusPolling: (any StatusPolling)? { get }
+    /// A read-only request that shows whether the provider takes herald's credentials, sending
+    /// nothing (`herald doctor --online`); nil when the provider has none.
+    var credentialProbe: CredentialProbe? { get }
 }
 
 extension ProviderAdapter {
@@ -68,6 +72,7 @@ extension ProviderAdapter {
     public var providerAddress: String? { nil }
     public var receipts: (any ReceiptChecking)? { nil }
     public var statusPolling: (any StatusPolling)? { nil }
+    public var credentialProbe: CredentialProbe? { nil }
 
     /// The provider's answers to one request, exactly one per envelope (one the answer did not cover is a
     /// retry), each carrying the follow-ups the adapter declares: a destination-invalid answer gets the

@@ -13,13 +13,7 @@ final class CABundleFile {
 
     /// Reads `extraCAFile` (throws if unreadable or not PEM) and writes it after the system bundle.
     init(extraCAFile: String) throws(TransportSetupError) {
-        guard let extra = FileManager.default.contents(atPath: extraCAFile) else {
-            let reason = FileManager.default.fileExists(atPath: extraCAFile) ? "not readable" : "no such file"
-            throw .unreadableCAFile(path: extraCAFile, reason: reason)
-        }
-        guard String(decoding: extra, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----") else {
-            throw .unreadableCAFile(path: extraCAFile, reason: "no PEM certificate in it")
-        }
+        let extra = try Self.readExtraCA(extraCAFile)
         var bundle = Data()
         if let system = Self.systemBundlePath().flatMap({ FileManager.default.contents(atPath: $0) }) {
             bundle.append(system)
@@ -41,6 +35,20 @@ final class CABundleFile {
         unlink(path)
     }
 
+    /// The extra CA file's bytes: throws unless it is readable and holds a PEM certificate.
+    static func readExtraCA(_ extraCAFile: String) throws(TransportSetupError) -> Data {
+        guard let extra = FileManager.default.contents(atPath: extraCAFile) else {
+            let reason = FileManager.default.fileExists(atPath: extraCAFile) ? "not readable" : "no such file"
+            throw .unreadableCAFile(path: extraCAFile, reason: reason)
+        }
+        guard String(decoding: extra, as: UTF8.self).contains(certificateMarker) else {
+            throw .unreadableCAFile(path: extraCAFile, reason: "no PEM certificate in it")
+        }
+        return extra
+    }
+
+    static let certificateMarker = "-----BEGIN CERTIFICATE-----"
+
     /// The CA bundle libcurl uses by default (CURLINFO_CAINFO), else the usual Linux locations.
     static func systemBundlePath() -> String? {
         var candidates: [String] = []
@@ -50,4 +58,18 @@ final class CABundleFile {
         candidates += ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"]
         return candidates.first { FileManager.default.isReadableFile(atPath: $0) }
     }
+}
+
+extension TransportOptions {
+    /// Checks an extra CA file as a transport would take it (`HERALD_CA_FILE`) and returns how many
+    /// PEM certificates it holds; throws `unreadableCAFile` for the same reasons `HTTPTransport` would.
+    ///
+    ///     let count = try TransportOptions.checkCAFile("/etc/herald/ca.pem")   // 1
+    public static func checkCAFile(_ path: String) throws(TransportSetupError) -> Int {
+        let text = String(decoding: try CABundleFile.readExtraCA(path), as: UTF8.self)
+        return text.components(separatedBy: CABundleFile.certificateMarker).count - 1
+    }
+
+    /// The system's CA bundle that every transport trusts, nil when none is found.
+    public static var systemCABundle: String? { CABundleFile.systemBundlePath() }
 }

@@ -14,10 +14,11 @@ struct Herald: ParsableCommand {
             Each `herald run` is one pass: it claims due rows from notification_queue, decides per row from \
             the recipient's preferences, sends through the configured channels, records the outcome and exits.
             The database is configured by DATABASE_URL (or libpq's PG* variables); channels by their \
-            variables (see docs/configuration.md). Exit codes: 0 done, 1 configuration error, 2 database error, 3 interrupted, 4 degraded.
+            variables (see docs/configuration.md); `herald doctor` checks them all, sending nothing. Exit codes: 0 done, 1 configuration error, 2 database error, 3 interrupted, 4 degraded.
             """,
         subcommands: [Run.self, Migrate.self, Status.self, Explain.self, Enqueue.self,
-                      Retry.self, Cancel.self, Reschedule.self, Unlock.self, Pause.self, Resume.self])
+                      Retry.self, Cancel.self, Reschedule.self, Unlock.self, Pause.self, Resume.self,
+                      Doctor.self])
 
     /// Parses and runs; every error ends with the right exit code and a message that says what to do.
     static func main() {

@@ -3,7 +3,8 @@ import Foundation
 /// A fake SendGrid v3 Mail Send on loopback TLS (providers.md §6): `POST /v3/mail/send`, `Authorization:
 /// Bearer <key>`, body validation (personalizations with `to`, `from.email`, a subject, `content`
 /// values of at least one character, text/plain first); answers 202 with `X-Message-Id`, or
-/// `{"errors":[{"message","field","help"}]}`.
+/// `{"errors":[{"message","field","help"}]}`. `GET /v3/scopes` answers the key's scopes (`scopes`), for
+/// `herald doctor --online`.
 ///
 ///     let sendgrid = try FakeSendGrid(tls: certificates, apiKey: "SG.…")
 ///     sendgrid.fail(email: "bounce@example.com", status: 400, message: "Does not contain a valid address.")
@@ -30,10 +31,16 @@ public final class FakeSendGrid: Sendable {
     }
     private let state: MsgFakeLock<State>
 
-    public init(tls: TestCertificates, apiKey: String) throws {
+    /// `scopes`: what `GET /v3/scopes` says the key may do.
+    public init(tls: TestCertificates, apiKey: String, scopes: [String] = ["mail.send", "user.profile.read"]) throws {
         let state = MsgFakeLock(State())
         self.state = state
-        server = try FakeHTTPServer(tls: tls) { request in FakeSendGrid.handle(request, apiKey: apiKey, state: state) }
+        server = try FakeHTTPServer(tls: tls) { request in
+            if request.method == "GET", request.path == "/v3/scopes", request.header("authorization") == "Bearer \(apiKey)" {
+                return .json(200, MsgFakeWire.text(["scopes": scopes]))
+            }
+            return FakeSendGrid.handle(request, apiKey: apiKey, state: state)
+        }
     }
 
     public func shutdown() { server.shutdown() }

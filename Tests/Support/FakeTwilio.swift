@@ -4,7 +4,9 @@ import Foundation
 /// HTTP basic auth that must match, a form-encoded body, `To` in E.164, `From` or `MessagingServiceSid`,
 /// `Body` of at most 1,600 characters. Answers 201 with a Message resource, or Twilio's error JSON
 /// `{"code","message","more_info","status"}`. `GET …/Messages/{sid}.json` answers the message's status,
-/// scripted with `setStatus` (for the `statuses` phase's polling).
+/// scripted with `setStatus` (for the `statuses` phase's polling). `GET /2010-04-01/Accounts/{sid}.json`
+/// answers the account with its `status` (`active` unless `accountStatus` says otherwise), for
+/// `herald doctor --online`.
 ///
 ///     let twilio = try FakeTwilio(tls: certificates, accountSid: "AC…", authToken: "…")
 ///     twilio.fail(to: "+15555550100", code: 21610, message: "Attempt to send to unsubscribed recipient")
@@ -20,6 +22,7 @@ public final class FakeTwilio: Sendable {
         /// Message SID → its status and error code, as `GET …/Messages/{sid}.json` reports them.
         var statuses: [String: (status: String, errorCode: Int?)] = [:]
         var statusRequests: [String] = []
+        var accountStatus = "active"
     }
     private let state: MsgFakeLock<State>
 
@@ -52,6 +55,9 @@ public final class FakeTwilio: Sendable {
         state.with { $0.statuses[sid] = (status, errorCode) }
     }
 
+    /// What `GET /2010-04-01/Accounts/{sid}.json` says of the account: `active`, `suspended` or `closed`.
+    public func setAccountStatus(_ status: String) { state.with { $0.accountStatus = status } }
+
     /// The sids asked about with `GET …/Messages/{sid}.json`, in order.
     public var statusRequests: [String] { state.with { $0.statusRequests } }
 
@@ -68,6 +74,12 @@ public final class FakeTwilio: Sendable {
         if let scripted = state.with({ $0.next.isEmpty ? nil : $0.next.removeFirst() }) { return scripted }
         guard request.header("authorization") == expectedAuth else {
             return error(401, code: 20003, message: "Authenticate")
+        }
+        if request.method == "GET", request.path == "/2010-04-01/Accounts/\(accountSid).json" {
+            return .json(200, MsgFakeWire.text([
+                "sid": accountSid, "status": state.with { $0.accountStatus }, "type": "Full",
+                "friendly_name": "herald test account", "uri": "/2010-04-01/Accounts/\(accountSid).json",
+            ]))
         }
         let messagesPrefix = "/2010-04-01/Accounts/\(accountSid)/Messages/"
         if request.method == "GET", request.path.hasPrefix(messagesPrefix), request.path.hasSuffix(".json") {

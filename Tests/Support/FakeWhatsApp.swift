@@ -3,6 +3,8 @@ import Foundation
 /// A fake WhatsApp Cloud API on loopback TLS (providers.md §5): `POST /{version}/{phone_number_id}/messages`
 /// with `Authorization: Bearer`, a template message body; answers
 /// `{"messaging_product":"whatsapp","contacts":[…],"messages":[{"id":"wamid.…"}]}` or Graph's error envelope.
+/// `GET /{version}/{phone_number_id}` answers the sender's `verified_name` and `quality_rating`, for
+/// `herald doctor --online`.
 ///
 ///     let wa = try FakeWhatsApp(tls: certificates, token: "EAAG…", phoneNumberId: "1065…")
 ///     wa.fail(to: "+15555550100", code: 131026, message: "Message undeliverable")
@@ -66,6 +68,12 @@ public final class FakeWhatsApp: Sendable {
             return .json(401, MsgFakeWire.text(["error": [
                 "message": "Invalid OAuth access token - Cannot parse access token", "type": "OAuthException",
                 "code": 190, "fbtrace_id": "A" + MsgFakeWire.hex(16)] as [String: Any]]))
+        }
+        let sender = String(path.dropLast("/messages".count))
+        if request.method == "GET", request.path == sender || request.path.hasPrefix(sender + "?") {
+            return .json(200, MsgFakeWire.text([
+                "verified_name": "Herald Test", "quality_rating": "GREEN", "id": String(sender.split(separator: "/").last ?? ""),
+            ]))
         }
         guard request.method == "POST", request.path == path else {
             return error(400, code: 100, message: "Unsupported post request. Object with ID does not exist.",

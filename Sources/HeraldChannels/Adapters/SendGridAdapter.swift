@@ -12,7 +12,8 @@ public struct SendGridAdapter: SingleMessageAdapter {
     /// An address that refuses the channel turns it off for the recipient.
     public var deadDestination: FollowUp? { .optOut }
     public let provider = Provider.sendgrid
-    private let apiKey: String
+    /// Internal, not private: the credential probe (CredentialProbes.swift) authenticates with it.
+    let apiKey: String
     public let fromEmail: String
     public let fromName: String?
     /// e.g. "https://api.sendgrid.com" (no trailing slash).
@@ -39,7 +40,7 @@ public struct SendGridAdapter: SingleMessageAdapter {
 
     public var url: String { baseURL + "/v3/mail/send" }
 
-    private var secrets: [String] { [apiKey] }
+    var secrets: [String] { [apiKey] }
 
     /// The minimal HTML part: the body's text escaped, paragraphs and line breaks kept.
     public static func html(title: String, body: String, rightToLeft: Bool = false) -> String {

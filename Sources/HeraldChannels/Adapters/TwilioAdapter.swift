@@ -16,7 +16,8 @@ public struct TwilioAdapter: SingleMessageAdapter {
     public var deadDestination: FollowUp? { .optOut }
     public let provider = Provider.twilio
     public let accountSid: String
-    private let authToken: String
+    /// Internal, not private: the credential probe (CredentialProbes.swift) authenticates with it.
+    let authToken: String
     /// The sender (E.164 number, short code or alphanumeric id), or nil when a Messaging Service sends.
     public let from: String?
     public let messagingServiceSid: String?
@@ -56,7 +57,7 @@ public struct TwilioAdapter: SingleMessageAdapter {
 
     public var url: String { "\(baseURL)/2010-04-01/Accounts/\(AdapterSupport.percentEncode(accountSid))/Messages.json" }
 
-    private var secrets: [String] { [authToken] }
+    var secrets: [String] { [authToken] }
 
     /// The SMS text: "Title: body" (or whichever is not empty; just the body when it already starts with
     /// the title), cut to 1,600 UTF-16 units on a character boundary (Twilio's limit, §4.2).

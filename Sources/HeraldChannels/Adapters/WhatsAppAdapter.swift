@@ -18,7 +18,8 @@ public struct WhatsAppAdapter: SingleMessageAdapter {
     public typealias Template = (name: String, language: String)
 
     public let provider = Provider.whatsapp
-    private let token: String
+    /// Internal, not private: the credential probe (CredentialProbes.swift) authenticates with it.
+    let token: String
     public let phoneNumberId: String
     /// By kind raw value ("pattern_alert", …). A language of "" means the recipient's locale.
     public let templates: [String: Template]
@@ -83,7 +84,7 @@ public struct WhatsAppAdapter: SingleMessageAdapter {
 
     public var url: String { "\(baseURL)/\(apiVersion)/\(phoneNumberId)/messages" }
 
-    private var secrets: [String] { [token] }
+    var secrets: [String] { [token] }
 
     /// The template for a row and its language code.
     public func template(for envelope: Envelope) -> Template {

@@ -54,6 +54,11 @@ public enum JSONValue: Hashable, Sendable {
         return nil
     }
 
+    public var arrayValue: [JSONValue]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+
     /// Parses JSON text. Throws on malformed input.
     public static func parse(_ text: String) throws -> JSONValue {
         try parse(Data(text.utf8))

@@ -9,6 +9,8 @@ import HeraldPostgres
 ///     let url = settings["DATABASE_URL"]
 public struct Settings: Sendable {
     private var values: [String: String]
+    /// Where each value came from, for `herald doctor`; a key not here came from the environment.
+    private var sources: [String: SettingSource] = [:]
 
     public init(_ values: [String: String]) {
         self.values = values
@@ -20,9 +22,24 @@ public struct Settings: Sendable {
         if let path = environment["HERALD_CONFIG"], !path.isEmpty {
             merged = try parseConfigFile(at: path)
         }
-        merged.merge(environment) { _, env in env }
-        return Settings(merged)
+        var settings = Settings(merged.merging(environment) { _, env in env })
+        for key in merged.keys where environment[key] == nil { settings.sources[key] = .configFile }
+        return settings
     }
+
+    /// A value given on the command line, over any other.
+    public mutating func setFlag(_ key: String, _ value: String) {
+        values[key] = value
+        sources[key] = .flag
+    }
+
+    /// Where `key`'s value came from; nil when it is not set.
+    public func source(of key: String) -> SettingSource? {
+        self[key] == nil ? nil : sources[key] ?? .environment
+    }
+
+    /// Every key with a value, sorted.
+    public var keys: [String] { values.filter { !$0.value.isEmpty }.keys.sorted() }
 
     /// `KEY=VALUE` lines; `#` starts a comment; values may be wrapped in single or double quotes.
     static func parseConfigFile(at path: String) throws -> [String: String] {
@@ -125,6 +142,14 @@ public struct Settings: Sendable {
         }
         return url
     }
+}
+
+/// Where a setting's value came from, highest precedence first.
+public enum SettingSource: String, Sendable {
+    case flag
+    case environment
+    /// The `KEY=VALUE` file named by `HERALD_CONFIG`.
+    case configFile = "config file"
 }
 
 /// A configuration problem: exit code 1, before any row is touched. The message says what to set.

@@ -6,10 +6,14 @@ public struct SettingSpec: Sendable, Equatable {
     /// The default, as docs/configuration.md gives it; nil when unset means "off" or "not configured".
     public var defaultValue: String?
     public var doc: String
+    /// A credential, or a value that may carry one (a URL with a password or a token in it): its value
+    /// is never printed (`herald doctor` says only where it came from).
+    public var secret: Bool
 
-    public init(_ name: String, default defaultValue: String? = nil, _ doc: String) {
+    public init(_ name: String, default defaultValue: String? = nil, secret: Bool = false, _ doc: String) {
         self.name = name
         self.defaultValue = defaultValue
+        self.secret = secret
         self.doc = doc
     }
 
@@ -28,13 +32,13 @@ extension Settings {
     /// Every key herald reads, in docs/configuration.md's order.
     public static let registry: [SettingSpec] = [
         SettingSpec("HERALD_CONFIG", "a file of KEY=VALUE lines read under the environment"),
-        SettingSpec("DATABASE_URL", "the database: a postgresql:// URI or libpq conninfo; unset: libpq's PG* variables"),
+        SettingSpec("DATABASE_URL", secret: true, "the database: a postgresql:// URI or libpq conninfo; unset: libpq's PG* variables"),
         SettingSpec("HERALD_<CHANNEL>_PROVIDERS", "a channel's providers, in failover order"),
         SettingSpec("HERALD_ESCALATION", default: "push,sms,email", "the channels a critical notification escalates through"),
         SettingSpec("HERALD_ESCALATION_<KIND>", "the escalation chain of one kind"),
         SettingSpec("HERALD_AUDIT_RETENTION_DAYS", default: "400", "how long the trail and deliveries are kept"),
-        SettingSpec("HERALD_HEARTBEAT_URL", "a dead man's switch called around each pass"),
-        SettingSpec("HERALD_PUSHGATEWAY_URL", "a Prometheus Pushgateway for each pass's metrics"),
+        SettingSpec("HERALD_HEARTBEAT_URL", secret: true, "a dead man's switch called around each pass"),
+        SettingSpec("HERALD_PUSHGATEWAY_URL", secret: true, "a Prometheus Pushgateway for each pass's metrics"),
         SettingSpec("HERALD_PUSHGATEWAY_INSTANCE", "the Pushgateway group's instance label (default: the host name)"),
         SettingSpec("HERALD_CHANNEL_<CHANNEL>", "log: print the channel's notifications; off: disable it"),
         SettingSpec("HERALD_LOG_ADAPTER_FILE", "where the log adapter appends each notification"),
@@ -44,23 +48,23 @@ extension Settings {
         SettingSpec("APNS_TOPIC", "APNs: the app's bundle id"),
         SettingSpec("APNS_ENV", default: "production", "APNs: production or sandbox"),
         SettingSpec("FCM_SERVICE_ACCOUNT_FILE", "FCM: the service account JSON"),
-        SettingSpec("EXPO_ACCESS_TOKEN", "Expo: the access token"),
+        SettingSpec("EXPO_ACCESS_TOKEN", secret: true, "Expo: the access token"),
         SettingSpec("HERALD_EXPO", "on: Expo without an access token"),
         SettingSpec("HERALD_ANDROID_CHANNEL_<KIND>", "Expo channelId of one kind"),
         SettingSpec("HERALD_ANDROID_CHANNEL", "Expo channelId of every kind without its own"),
         SettingSpec("HERALD_SILENT_KINDS", "kinds sent as silent data-only pushes"),
         SettingSpec("TWILIO_ACCOUNT_SID", "Twilio: the account"),
-        SettingSpec("TWILIO_AUTH_TOKEN", "Twilio: the auth token (also verifies its callbacks)"),
+        SettingSpec("TWILIO_AUTH_TOKEN", secret: true, "Twilio: the auth token (also verifies its callbacks)"),
         SettingSpec("TWILIO_FROM", "Twilio: the sender number"),
         SettingSpec("TWILIO_MESSAGING_SERVICE_SID", "Twilio: the messaging service, instead of a sender"),
-        SettingSpec("WHATSAPP_TOKEN", "WhatsApp Cloud API: the token"),
+        SettingSpec("WHATSAPP_TOKEN", secret: true, "WhatsApp Cloud API: the token"),
         SettingSpec("WHATSAPP_PHONE_NUMBER_ID", "WhatsApp Cloud API: the sender"),
         SettingSpec("WHATSAPP_TEMPLATE_<KIND>", "WhatsApp: a kind's template, name:lang"),
-        SettingSpec("TWILIO_STATUS_CALLBACK_URL", "sent as StatusCallback with each SMS"),
+        SettingSpec("TWILIO_STATUS_CALLBACK_URL", secret: true, "sent as StatusCallback with each SMS"),
         SettingSpec("SENDGRID_WEBHOOK_PUBLIC_KEY", "verifies SendGrid's signed event webhook"),
-        SettingSpec("WHATSAPP_APP_SECRET", "verifies WhatsApp's webhooks"),
-        SettingSpec("SENDGRID_API_KEY", "email through SendGrid"),
-        SettingSpec("SMTP_URL", "email through SMTP"),
+        SettingSpec("WHATSAPP_APP_SECRET", secret: true, "verifies WhatsApp's webhooks"),
+        SettingSpec("SENDGRID_API_KEY", secret: true, "email through SendGrid"),
+        SettingSpec("SMTP_URL", secret: true, "email through SMTP"),
         SettingSpec("SMTP_REQUIRE_TLS", default: "true", "false: SMTP without STARTTLS"),
         SettingSpec("EMAIL_FROM", "the email sender"),
         SettingSpec("APNS_URL", "overrides APNs' base URL"),
@@ -69,8 +73,8 @@ extension Settings {
         SettingSpec("TWILIO_URL", "overrides Twilio's base URL"),
         SettingSpec("WHATSAPP_URL", "overrides WhatsApp's base URL"),
         SettingSpec("SENDGRID_URL", "overrides SendGrid's base URL"),
-        SettingSpec("WEBHOOK_URL", "the webhook channel's receiver"),
-        SettingSpec("WEBHOOK_SECRET", "the webhook channel's whsec_ signing secret"),
+        SettingSpec("WEBHOOK_URL", secret: true, "the webhook channel's receiver"),
+        SettingSpec("WEBHOOK_SECRET", secret: true, "the webhook channel's whsec_ signing secret"),
         SettingSpec("WEBHOOK_TIMEOUT_SECONDS", default: "15", "how long one webhook request may take"),
         SettingSpec("HERALD_SHADOW_MODE", default: "false", "true: evaluate patterns, enqueue nothing"),
         SettingSpec("HERALD_THRESHOLDS_VERSION", default: "v1", "the pattern_thresholds version"),
