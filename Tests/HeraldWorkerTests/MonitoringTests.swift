@@ -87,6 +87,34 @@ import Testing
         #expect(Pushgateway.groupPath(host: "") == "/metrics/job/herald/instance/unknown")
     }
 
+    /// A provider that refuses herald's own credentials is named in its own gauge (and its breaker's),
+    /// for the alert that says an operator must fix a setting.
+    @Test func aRefusedCredentialIsReportedPerProvider() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let server = try FakeHTTPServer { _ in FakeResponse.json(401, #"{"error":"bad signature"}"#) }
+        defer { server.shutdown() }
+        _ = try f.enqueue(to: try f.profile(), channel: "webhook", at: seedInstant)
+        _ = try f.enqueue(to: try f.profile(), channel: "in_app", at: seedInstant)
+        let (summary, code) = Worker(url: tdb.url, settings: WebhookDeliveryTests.settings(server)).run(now: seedInstant)
+        #expect(code == .degraded)
+        #expect(summary.credentialsRefused == [.webhook])
+        #expect(summary.json["credentials_refused"] == .array(["webhook"]))
+        let text = Metrics.text(summary)
+        #expect(text.contains(#"herald_pass_credentials_refused{provider="webhook"} 1"#))
+        #expect(text.contains(#"herald_pass_breaker_open{provider="webhook"} 1"#))
+
+        // A provider that only fails opens its breaker, and refuses nothing.
+        let failing = try FakeHTTPServer { _ in FakeResponse(status: 500) }
+        defer { failing.shutdown() }
+        for _ in 0..<12 { _ = try f.enqueue(to: try f.profile(), channel: "webhook", at: seedInstant) }
+        let (second, _) = Worker(url: tdb.url, settings: WebhookDeliveryTests.settings(failing)).run(now: seedInstant.addingTimeInterval(600))
+        #expect(second.breakerOpen.contains(.webhook))
+        #expect(second.credentialsRefused.isEmpty)
+        #expect(!Metrics.text(second).contains("herald_pass_credentials_refused{"))
+    }
+
     /// The rules `promtool check metrics` applies that a text can break: HELP and TYPE before the
     /// samples, counters named `_total`, histograms with cumulative buckets ending at +Inf and a
     /// matching `_count`, names and labels in the allowed alphabet.

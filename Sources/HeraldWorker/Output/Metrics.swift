@@ -60,7 +60,7 @@ public enum Metrics {
         }
     }
 
-    /// What the pass learnt of its providers: pauses, configuration slips, breakers.
+    /// What the pass learnt of its providers: pauses, configuration slips, breakers, refused credentials.
     static func providers(_ s: Summary, _ w: inout MetricsText) {
         w.metric("herald_pass_paused_rows", "Due rows held back by an operator's pause.", "gauge",
                  s.paused.sorted { $0.key < $1.key }.map { (label([("channel", $0.key)]), Double($0.value)) })
@@ -69,6 +69,9 @@ public enum Metrics {
                  "gauge", s.configSuspect.sorted { $0.key < $1.key }.map { (label([("provider", $0.key.rawValue)]), Double($0.value)) })
         w.metric("herald_pass_breaker_open", "Providers whose circuit breaker opened in the last pass (1 each).", "gauge",
                  s.breakerOpen.sorted().map { (label([("provider", $0.rawValue)]), 1) })
+        w.metric("herald_pass_credentials_refused",
+                 "Providers that refused herald's own credentials or configuration in the last pass (1 each): their rows wait until an operator fixes the setting.",
+                 "gauge", s.credentialsRefused.sorted().map { (label([("provider", $0.rawValue)]), 1) })
     }
 
     /// The pass's own counts, phases and cost.

@@ -43,6 +43,9 @@ public struct Summary: Sendable {
     public var configSuspect: [Provider: Int] = [:]
     /// Providers whose circuit breaker opened in this pass.
     public var breakerOpen: Set<Provider> = []
+    /// Providers that refused herald's own credentials or configuration in this pass (their breakers
+    /// opened too): every message to them fails until an operator fixes the setting.
+    public var credentialsRefused: Set<Provider> = []
     public var interrupted = false
     public var dryRun = false
     public var durationMs = 0
@@ -101,6 +104,7 @@ public struct Summary: Sendable {
             "phase_errors": .object(phaseErrors.mapValues { .string($0) }),
             "config_suspect": .object(Dictionary(uniqueKeysWithValues: configSuspect.map { ($0.key.rawValue, .number(Double($0.value))) })),
             "breaker_open": .array(breakerOpen.sorted().map { .string($0.rawValue) }),
+            "credentials_refused": .array(credentialsRefused.sorted().map { .string($0.rawValue) }),
             "interrupted": .bool(interrupted), "dry_run": .bool(dryRun),
             "duration_ms": .number(Double(durationMs)),
         ]
