@@ -87,6 +87,49 @@ import Testing
         #expect(Pushgateway.groupPath(host: "") == "/metrics/job/herald/instance/unknown")
     }
 
+    /// A pass that reports metrics reads the whole queue at its end: rows due now (a paused channel's
+    /// are not: they have their own gauge), how long the oldest of them has waited past its run_after,
+    /// and rows failed for good. A row on a channel with no route is due and waits: that is what the
+    /// age alert is for.
+    @Test func theQueueGaugesSayWhatIsDueHowLongItWaitedAndWhatIsDead() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let unroutable = try f.enqueue(to: try f.profile(), channel: "sms", at: seedInstant.addingTimeInterval(-2400))
+        _ = try f.enqueue(to: try f.profile(), channel: "sms", at: seedInstant.addingTimeInterval(-600))
+        _ = try f.enqueue(to: try f.profile(), channel: "in_app", at: seedInstant)  // sent by the pass
+        _ = try f.enqueue(to: try f.profile(), channel: "in_app", at: seedInstant.addingTimeInterval(3600))  // not due
+        _ = try f.enqueue(to: try f.profile(), channel: "email", at: seedInstant.addingTimeInterval(-7200))  // paused
+        try f.db.execute("insert into herald_pauses (channel, reason, paused_by) values ('email', 'test', 'tests')")
+        for _ in 0..<2 {
+            let dead = try f.enqueue(to: try f.profile(), channel: "in_app", at: seedInstant.addingTimeInterval(-60))
+            try f.db.execute("update notification_queue set status = 'failed', permanent = true where id = \(dead)")
+        }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("herald-gauges-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("herald.prom").path
+
+        let (summary, code) = Worker(url: tdb.url).run(now: seedInstant, metricsFile: path)
+        #expect(code == .ok)
+        #expect(summary.sent == 1)
+        #expect(try f.row(unroutable)["status"].string == "pending")
+        let queue = try #require(summary.queue)
+        #expect(queue.due == 2)
+        #expect(queue.dead == 2)
+        // The pass's clock runs on from --now while it works: a few seconds at most on a loaded machine.
+        #expect(queue.oldestDueAgeSeconds >= 2400 && queue.oldestDueAgeSeconds < 2460)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains("herald_queue_due_rows 2\n"))
+        #expect(text.contains("herald_queue_dead_rows 2\n"))
+        #expect(text.contains("herald_queue_oldest_due_age_seconds \(Int(queue.oldestDueAgeSeconds))\n"))
+        #expect(summary.json["queue"]?["dead"]?.intValue == 2)
+
+        // A pass that reports no metrics does not read them.
+        let (quiet, _) = Worker(url: tdb.url).run(now: seedInstant)
+        #expect(quiet.queue == nil)
+    }
+
     /// A provider that refuses herald's own credentials is named in its own gauge (and its breaker's),
     /// for the alert that says an operator must fix a setting.
     @Test func aRefusedCredentialIsReportedPerProvider() throws {

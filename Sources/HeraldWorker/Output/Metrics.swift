@@ -15,6 +15,7 @@ public enum Metrics {
         sends(s, &w)
         providers(s, &w)
         pass(s, &w)
+        if let queue = s.queue { Self.queue(queue, &w) }
         outcome(s, now: now, previousSuccess: previousSuccess, &w)
         return w.out
     }
@@ -92,6 +93,17 @@ public enum Metrics {
         if let m = s.peakMemoryBytes {
             w.metric("herald_pass_peak_memory_bytes", "Peak resident memory of the last pass.", "gauge", [("", Double(m))])
         }
+    }
+
+    /// The whole queue as the pass left it (`QueueGauges`).
+    static func queue(_ q: QueueGauges, _ w: inout MetricsText) {
+        w.metric("herald_queue_due_rows", "Rows due when the last pass ended, in the whole queue, not counting paused ones.", "gauge",
+                 [("", Double(q.due))])
+        w.metric("herald_queue_oldest_due_age_seconds",
+                 "How long the oldest of those rows had waited past its run_after when the last pass ended (0: none due).", "gauge",
+                 [("", q.oldestDueAgeSeconds)])
+        w.metric("herald_queue_dead_rows", "Rows failed for good (no pass tries them again) when the last pass ended.", "gauge",
+                 [("", Double(q.dead))])
     }
 
     /// Success, and when: what the staleness alert reads.

@@ -46,6 +46,8 @@ public struct Summary: Sendable {
     /// Providers that refused herald's own credentials or configuration in this pass (their breakers
     /// opened too): every message to them fails until an operator fixes the setting.
     public var credentialsRefused: Set<Provider> = []
+    /// The queue as the pass left it, read when the pass reports metrics (a metrics file or a Pushgateway).
+    public var queue: QueueGauges?
     public var interrupted = false
     public var dryRun = false
     public var durationMs = 0
@@ -109,6 +111,7 @@ public struct Summary: Sendable {
             "duration_ms": .number(Double(durationMs)),
         ]
         if let e = error { o["error"] = .string(e) }
+        if let queue { o["queue"] = queue.json }
         if let m = peakMemoryBytes { o["peak_memory_mb"] = .number((Double(m) / 1_048_576 * 10).rounded() / 10) }
         return .object(o)
     }
