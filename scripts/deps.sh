@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what herald needs to build and test, if it is missing: libpq, libcurl (with HTTP/2), PostgreSQL,
 # PgBouncer, for the quiet-hours oracle test (Tests/Oracles) python3 with the system tzdata, for the edge
-# functions' routing test (Tests/EdgeFunctions) Node.js, and for `make bench`'s PgQueuer line python3-venv.
+# functions' routing test (Tests/EdgeFunctions) Node.js, for `make bench`'s PgQueuer line python3-venv, and
+# for the alert rules' tests (deploy/prometheus) promtool, from Debian's prometheus package.
 set -euo pipefail
 
 missing=()
@@ -12,11 +13,15 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 [ -x /usr/sbin/pgbouncer ] || command -v pgbouncer >/dev/null 2>&1 || missing+=(pgbouncer)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+# A Swift container image (.github/workflows/ci.yml runs in one) need not have make.
+command -v make >/dev/null 2>&1 || missing+=(make)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 # `make bench` runs PgQueuer from a throw-away virtualenv (python3 -m venv needs ensurepip).
 command -v python3 >/dev/null 2>&1 && python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 [ -e /usr/share/zoneinfo/America/Chicago ] || missing+=(tzdata)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
+# `promtool check rules` and `promtool test rules` on deploy/prometheus (Tests/HeraldWorkerTests/PromtoolTests).
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

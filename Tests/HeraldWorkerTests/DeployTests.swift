@@ -93,4 +93,30 @@ import Testing
         #expect(result.status == 0, "\(result.out)")
         #expect(result.out.contains("Next elapse"))
     }
+
+    /// The GitHub Actions workflow, read with PyYAML as GitHub reads it: one job in a Swift 6.3
+    /// container that runs `make test`, then the smoke run against its PostgreSQL service.
+    @Test(.enabled(if: Tools.pythonWithYAML, "needs python3 with PyYAML"))
+    func theCIWorkflowRunsTheTestsThenTheSmokeRunAgainstAPostgresService() throws {
+        let script = """
+            import json, sys
+            import yaml
+            d = yaml.safe_load(open(sys.argv[1]))
+            (name, job), = d["jobs"].items()
+            print(json.dumps({"container": job["container"], "runsOn": job["runs-on"],
+              "services": {k: v["image"] for k, v in job["services"].items()},
+              "runs": [s["run"] for s in job["steps"] if "run" in s]}))
+            """
+        let path = Self.root.appendingPathComponent(".github/workflows/ci.yml").path
+        let (status, out) = try #require(Self.run("python3", ["-c", script, path]))
+        #expect(status == 0, "\(out)")
+        let facts = try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any] ?? [:]
+        #expect((facts["container"] as? String)?.hasPrefix("swift:6.3") == true)
+        #expect(facts["runsOn"] as? String == "ubuntu-latest")
+        #expect((facts["services"] as? [String: String])?["postgres"]?.hasPrefix("postgres:") == true)
+        let runs = facts["runs"] as? [String] ?? []
+        let test = runs.firstIndex(of: "make test")
+        let smoke = runs.firstIndex { $0.hasPrefix("scripts/smoke.sh postgresql://") && $0.contains("@postgres:5432/") }
+        #expect(test != nil && smoke != nil && test! < smoke!, "\(runs)")
+    }
 }

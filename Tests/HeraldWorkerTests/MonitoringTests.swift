@@ -87,6 +87,77 @@ import Testing
         #expect(Pushgateway.groupPath(host: "") == "/metrics/job/herald/instance/unknown")
     }
 
+    /// A pass that reports metrics reads the whole queue at its end: rows due now (a paused channel's
+    /// are not: they have their own gauge), how long the oldest of them has waited past its run_after,
+    /// and rows failed for good. A row on a channel with no route is due and waits: that is what the
+    /// age alert is for.
+    @Test func theQueueGaugesSayWhatIsDueHowLongItWaitedAndWhatIsDead() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let unroutable = try f.enqueue(to: try f.profile(), channel: "sms", at: seedInstant.addingTimeInterval(-2400))
+        _ = try f.enqueue(to: try f.profile(), channel: "sms", at: seedInstant.addingTimeInterval(-600))
+        _ = try f.enqueue(to: try f.profile(), channel: "in_app", at: seedInstant)  // sent by the pass
+        _ = try f.enqueue(to: try f.profile(), channel: "in_app", at: seedInstant.addingTimeInterval(3600))  // not due
+        _ = try f.enqueue(to: try f.profile(), channel: "email", at: seedInstant.addingTimeInterval(-7200))  // paused
+        try f.db.execute("insert into herald_pauses (channel, reason, paused_by) values ('email', 'test', 'tests')")
+        for _ in 0..<2 {
+            let dead = try f.enqueue(to: try f.profile(), channel: "in_app", at: seedInstant.addingTimeInterval(-60))
+            try f.db.execute("update notification_queue set status = 'failed', permanent = true where id = \(dead)")
+        }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("herald-gauges-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("herald.prom").path
+
+        let (summary, code) = Worker(url: tdb.url).run(now: seedInstant, metricsFile: path)
+        #expect(code == .ok)
+        #expect(summary.sent == 1)
+        #expect(try f.row(unroutable)["status"].string == "pending")
+        let queue = try #require(summary.queue)
+        #expect(queue.due == 2)
+        #expect(queue.dead == 2)
+        // The pass's clock runs on from --now while it works: a few seconds at most on a loaded machine.
+        #expect(queue.oldestDueAgeSeconds >= 2400 && queue.oldestDueAgeSeconds < 2460)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains("herald_queue_due_rows 2\n"))
+        #expect(text.contains("herald_queue_dead_rows 2\n"))
+        #expect(text.contains("herald_queue_oldest_due_age_seconds \(Int(queue.oldestDueAgeSeconds))\n"))
+        #expect(summary.json["queue"]?["dead"]?.intValue == 2)
+
+        // A pass that reports no metrics does not read them.
+        let (quiet, _) = Worker(url: tdb.url).run(now: seedInstant)
+        #expect(quiet.queue == nil)
+    }
+
+    /// A provider that refuses herald's own credentials is named in its own gauge (and its breaker's),
+    /// for the alert that says an operator must fix a setting.
+    @Test func aRefusedCredentialIsReportedPerProvider() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let server = try FakeHTTPServer { _ in FakeResponse.json(401, #"{"error":"bad signature"}"#) }
+        defer { server.shutdown() }
+        _ = try f.enqueue(to: try f.profile(), channel: "webhook", at: seedInstant)
+        _ = try f.enqueue(to: try f.profile(), channel: "in_app", at: seedInstant)
+        let (summary, code) = Worker(url: tdb.url, settings: WebhookDeliveryTests.settings(server)).run(now: seedInstant)
+        #expect(code == .degraded)
+        #expect(summary.credentialsRefused == [.webhook])
+        #expect(summary.json["credentials_refused"] == .array(["webhook"]))
+        let text = Metrics.text(summary)
+        #expect(text.contains(#"herald_pass_credentials_refused{provider="webhook"} 1"#))
+        #expect(text.contains(#"herald_pass_breaker_open{provider="webhook"} 1"#))
+
+        // A provider that only fails opens its breaker, and refuses nothing.
+        let failing = try FakeHTTPServer { _ in FakeResponse(status: 500) }
+        defer { failing.shutdown() }
+        for _ in 0..<12 { _ = try f.enqueue(to: try f.profile(), channel: "webhook", at: seedInstant) }
+        let (second, _) = Worker(url: tdb.url, settings: WebhookDeliveryTests.settings(failing)).run(now: seedInstant.addingTimeInterval(600))
+        #expect(second.breakerOpen.contains(.webhook))
+        #expect(second.credentialsRefused.isEmpty)
+        #expect(!Metrics.text(second).contains("herald_pass_credentials_refused{"))
+    }
+
     /// The rules `promtool check metrics` applies that a text can break: HELP and TYPE before the
     /// samples, counters named `_total`, histograms with cumulative buckets ending at +Inf and a
     /// matching `_count`, names and labels in the allowed alphabet.

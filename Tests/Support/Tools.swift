@@ -30,6 +30,12 @@ public enum Tools {
     /// python3 with PyYAML, which reads the Kubernetes CronJob as Kubernetes would.
     public static let pythonWithYAML = succeeds("python3", ["-c", "import yaml"])
 
+    /// promtool, from Debian's prometheus package: checks and unit-tests the alert rules (deploy/prometheus).
+    public static let promtool = succeeds("promtool", ["--version"])
+
+    /// psql, which the smoke script (scripts/smoke.sh) adds its recipients with.
+    public static let psql = succeeds("psql", ["--version"])
+
     /// systemd-analyze, which checks a timer's OnCalendar.
     public static let systemdAnalyze = FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")
 }

@@ -4,8 +4,9 @@ import HeraldPostgres
 import Logging
 
 /// The one way a pass ends, whatever ended it: the summary's duration and peak memory, a dry run's
-/// writes rolled back, the pass's row in `herald_passes`, the metrics file, the Pushgateway, the
-/// heartbeat's exit code, and the log's last line. A dry run tells the monitors nothing.
+/// writes rolled back, the queue's gauges (when metrics are reported), the pass's row in
+/// `herald_passes`, the metrics file, the Pushgateway, the heartbeat's exit code, and the log's last
+/// line. A dry run tells the monitors nothing.
 ///
 ///     var end = PassEnd(options: options, clock: clock, logger: logger)
 ///     … return end.fail(.configuration, "\(error)", log: "configuration error", &summary)
@@ -55,11 +56,24 @@ struct PassEnd {
         return finish(code, &summary)
     }
 
+    /// The queue's gauges, for a pass that reports metrics and whose connection still serves: an
+    /// alert on the backlog or on dead rows reads them. A failed read costs the gauges, not the pass.
+    private func readQueueGauges(_ code: ExitCode, _ summary: inout Summary) {
+        let reports = options.metricsFile != nil || (pushgateway != nil && !options.dryRun)
+        guard reports, [.ok, .degraded, .interrupted].contains(code), let db, !db.inTransaction else { return }
+        do {
+            summary.queue = try QueueGauges.read(db, now: clock.now())
+        } catch {
+            logger.warning("could not read the queue's gauges for the metrics", metadata: ["error": .string("\(error)")])
+        }
+    }
+
     /// Ends the pass with `code`.
     mutating func finish(_ code: ExitCode, _ summary: inout Summary) -> (Summary, ExitCode) {
         summary.durationMs = Int(clock.elapsed * 1000)
         summary.peakMemoryBytes = ProcessMemory.peakBytes()
         if options.dryRun { _ = try? db?.execute("rollback") }
+        readQueueGauges(code, &summary)
         if recorded, let db {
             _ = try? db.execute("""
                 update herald_passes set finished_at = now(), exit_code = \(Int(code.rawValue)),

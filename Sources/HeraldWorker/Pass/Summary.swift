@@ -43,6 +43,11 @@ public struct Summary: Sendable {
     public var configSuspect: [Provider: Int] = [:]
     /// Providers whose circuit breaker opened in this pass.
     public var breakerOpen: Set<Provider> = []
+    /// Providers that refused herald's own credentials or configuration in this pass (their breakers
+    /// opened too): every message to them fails until an operator fixes the setting.
+    public var credentialsRefused: Set<Provider> = []
+    /// The queue as the pass left it, read when the pass reports metrics (a metrics file or a Pushgateway).
+    public var queue: QueueGauges?
     public var interrupted = false
     public var dryRun = false
     public var durationMs = 0
@@ -101,10 +106,12 @@ public struct Summary: Sendable {
             "phase_errors": .object(phaseErrors.mapValues { .string($0) }),
             "config_suspect": .object(Dictionary(uniqueKeysWithValues: configSuspect.map { ($0.key.rawValue, .number(Double($0.value))) })),
             "breaker_open": .array(breakerOpen.sorted().map { .string($0.rawValue) }),
+            "credentials_refused": .array(credentialsRefused.sorted().map { .string($0.rawValue) }),
             "interrupted": .bool(interrupted), "dry_run": .bool(dryRun),
             "duration_ms": .number(Double(durationMs)),
         ]
         if let e = error { o["error"] = .string(e) }
+        if let queue { o["queue"] = queue.json }
         if let m = peakMemoryBytes { o["peak_memory_mb"] = .number((Double(m) / 1_048_576 * 10).rounded() / 10) }
         return .object(o)
     }
