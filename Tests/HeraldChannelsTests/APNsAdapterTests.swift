@@ -20,7 +20,7 @@ final class APNsAdapterTests {
         apns = try FakeAPNs(certificates: certificates)
         client = try HTTPTransport(options: .init(caFile: certificates.caFile))
         adapter = try APNsAdapter(keyPEM: apns.keyPEM, keyId: apns.keyId, teamId: apns.teamId, topic: apns.topic,
-                                  environment: .sandbox, baseURL: apns.baseURL, timeout: 5)
+                                  environment: .sandbox, baseURL: apns.baseURL, timeout: 60)
     }
 
     deinit {
