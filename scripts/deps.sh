@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what herald needs to build and test, if it is missing: libpq, libcurl (with HTTP/2), PostgreSQL,
 # PgBouncer, for the quiet-hours oracle test (Tests/Oracles) python3 with the system tzdata, for the edge
-# functions' routing test (Tests/EdgeFunctions) Node.js, and for `make bench`'s PgQueuer line python3-venv.
+# functions' routing test (Tests/EdgeFunctions) Node.js, for `make bench`'s PgQueuer line python3-venv, and
+# for the container image's test (scripts/image-rootfs.sh) debootstrap with Debian's archive keyring.
 set -euo pipefail
 
 missing=()
@@ -17,6 +18,8 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v python3 >/dev/null 2>&1 && python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 [ -e /usr/share/zoneinfo/America/Chicago ] || missing+=(tzdata)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+[ -e /usr/share/keyrings/debian-archive-keyring.gpg ] || missing+=(debian-archive-keyring)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
