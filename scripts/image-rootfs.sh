@@ -73,7 +73,7 @@ mirror() {
                  }
                  if (ok && uris != "") print uris }'
              cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | sed 's/\[[^]]*\]//' |
-               awk -v suite="$SUITE" '$1 == "deb" && $3 == suite { print $2 }'; } | head -n1)
+               awk -v suite="$SUITE" '$1 == "deb" && $3 == suite { print $2 }'; } | head -n1 || true)
   echo "${found:-http://deb.debian.org/debian}"
 }
 
@@ -100,7 +100,7 @@ debian_tree() {
     rm -rf "$dir.partial"
     echo "image-rootfs: debootstrap $SUITE from $m with $(packages | paste -sd, -) (a few minutes)" >&2
     local started=$SECONDS
-    timeout 1800 debootstrap --variant="$VARIANT" --include="$(packages | paste -sd, -)" \
+    timeout 1500 debootstrap --variant="$VARIANT" --include="$(packages | paste -sd, -)" \
       "$SUITE" "$dir.partial" "$m" >"$CACHE/debootstrap.log" 2>&1 \
       || { tail -n 20 "$CACHE/debootstrap.log" >&2; die "debootstrap failed (log: $CACHE/debootstrap.log)"; }
     rm -rf "$dir.partial/var/cache/apt/archives/"*.deb
