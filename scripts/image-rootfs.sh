@@ -8,6 +8,8 @@
 #
 #   scripts/image-rootfs.sh describe   # what the Dockerfile says: uid, paths, environment (any user)
 #   scripts/image-rootfs.sh check      # exit 0 if this machine can build the tree, else say why, exit 1
+#   scripts/image-rootfs.sh cache      # build the Debian tree if it can and is not cached (make test
+#                                      # starts it beside the builds), else do nothing
 #   scripts/image-rootfs.sh prepare [BINARY]
 #                                      # build or reuse the tree, put herald in (default
 #                                      # .build/release/herald) in a fresh copy; prints describe's
@@ -133,6 +135,13 @@ case "${1:-}" in
     reason=$(unavailable)
     if [ -n "$reason" ]; then echo "$reason"; exit 1; fi
     ;;
+  cache)
+    [ -z "$(unavailable)" ] || exit 0
+    mkdir -p "$CACHE"
+    exec 9>"$CACHE/.lock"
+    flock 9
+    debian_tree >/dev/null
+    ;;
   prepare)
     binary="${2:-.build/release/herald}"
     [ -x "$binary" ] || die "no binary at $binary: run make release"
@@ -151,6 +160,6 @@ case "${1:-}" in
     echo "rootfs=$(pwd)/$dir"
     ;;
   *)
-    echo "usage: scripts/image-rootfs.sh describe|check|prepare [BINARY]" >&2; exit 2
+    echo "usage: scripts/image-rootfs.sh describe|check|cache|prepare [BINARY]" >&2; exit 2
     ;;
 esac
