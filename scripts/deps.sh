@@ -2,7 +2,8 @@
 # Installs what herald needs to build and test, if it is missing: libpq, libcurl (with HTTP/2), PostgreSQL,
 # PgBouncer, for the quiet-hours oracle test (Tests/Oracles) python3 with the system tzdata, for the edge
 # functions' routing test (Tests/EdgeFunctions) Node.js, for `make bench`'s PgQueuer line python3-venv, and
-# for the alert rules' tests (deploy/prometheus) promtool, from Debian's prometheus package.
+# for the alert rules' tests (deploy/prometheus) promtool, from Debian's prometheus package, and for the
+# container image's test (scripts/image-rootfs.sh) debootstrap with Debian's archive keyring.
 set -euo pipefail
 
 missing=()
@@ -22,6 +23,8 @@ command -v python3 >/dev/null 2>&1 && python3 -c 'import ensurepip, venv' 2>/dev
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 # `promtool check rules` and `promtool test rules` on deploy/prometheus (Tests/HeraldWorkerTests/PromtoolTests).
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+[ -e /usr/share/keyrings/debian-archive-keyring.gpg ] || missing+=(debian-archive-keyring)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
