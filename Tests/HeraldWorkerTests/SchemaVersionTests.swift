@@ -18,8 +18,8 @@ import Testing
         #expect(SchemaVersion.required == (try Self.versions().max()))
     }
 
-    @Test func aPassRefusesASchemaBehindItAndClaimsNothing() throws {
-        // The migrations but the newest, in a folder of their own.
+    /// A database migrated with every migration but the newest (copied to a folder of their own).
+    static func databaseBehind() throws -> TestDB {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("herald-schema-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -28,7 +28,11 @@ import Testing
             try FileManager.default.copyItem(at: TestDatabase.migrationsDirectory.appendingPathComponent(file),
                                              to: dir.appendingPathComponent(file))
         }
-        let tdb = try TestDatabase.create(migrationsDirectory: dir)
+        return try TestDatabase.create(migrationsDirectory: dir)
+    }
+
+    @Test func aPassRefusesASchemaBehindItAndClaimsNothing() throws {
+        let tdb = try Self.databaseBehind()
         defer { tdb.drop() }
         let f = Fixtures(db: try tdb.connect())
         let user = try f.profile()
@@ -41,12 +45,8 @@ import Testing
         #expect(try f.row(row)["status"].string == "pending")
         #expect(try f.count("select count(*)::int from herald_passes") == 0)
 
-        // Migrated, the same pass sends it.
-        let newest = try #require(try FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory.path)
-            .first { Int($0.prefix { $0.isNumber }) == SchemaVersion.required })
-        try FileManager.default.copyItem(at: TestDatabase.migrationsDirectory.appendingPathComponent(newest),
-                                         to: dir.appendingPathComponent(newest))
-        _ = try Migrator(directory: dir).migrate(f.db)
+        // Migrated (the repository's sql/ adds only the newest), the same pass sends it.
+        _ = try Migrator(directory: TestDatabase.migrationsDirectory).migrate(f.db)
         let (summary, okCode) = Worker(url: tdb.url).run(now: seedInstant)
         #expect(okCode == .ok, "\(summary.error ?? "")")
         #expect(summary.sent == 1)

@@ -140,15 +140,7 @@ import Testing
 extension DoctorLab {
     /// A database migrated with every migration but the newest.
     func databaseBehind() throws -> TestDB {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("herald-doctor-schema-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        for file in try FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory.path)
-        where file.hasSuffix(".sql") && Int(file.prefix { $0.isNumber }) != SchemaVersion.required {
-            try FileManager.default.copyItem(at: TestDatabase.migrationsDirectory.appendingPathComponent(file),
-                                             to: dir.appendingPathComponent(file))
-        }
-        let behind = try TestDatabase.create(migrationsDirectory: dir)
+        let behind = try SchemaVersionTests.databaseBehind()
         adopt(behind)
         return behind
     }
