@@ -9,6 +9,13 @@ public enum TestKeys {
         P256.Signing.PrivateKey().pemRepresentation
     }
 
+    /// A fresh `.p8` cut short: its armor intact, its body a fragment of the first line, so it cannot
+    /// parse (a key file copied in part).
+    public static func truncatedAPNsKeyPEM() -> String {
+        let lines = apnsKeyPEM().split(separator: "\n")
+        return [lines[0], lines[1].prefix(16), lines[lines.count - 1]].joined(separator: "\n") + "\n"
+    }
+
     /// A service-account key file (RSA 2048) for project `herald-test`.
     public static func serviceAccountJSON(tokenURI: String = "https://oauth2.googleapis.com/token") throws -> String {
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)

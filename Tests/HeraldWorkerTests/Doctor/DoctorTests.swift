@@ -52,7 +52,7 @@ import Testing
             ["APNS_KEY_FILE": "/nonexistent/AuthKey_ABC123DEFG.p8"]
         },
         Fault(description: "an unparseable .p8", check: "provider.apns", words: "not a valid EC P-256 private key") { lab in
-            ["APNS_KEY_FILE": try lab.file("-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n", name: "bad.p8")]
+            ["APNS_KEY_FILE": try lab.file(TestKeys.truncatedAPNsKeyPEM(), name: "bad.p8")]
         },
         Fault(description: "an FCM service account whose token endpoint refuses", check: "provider.fcm", words: "invalid_grant") { lab in
             lab.fcm.scriptTokenEndpoint(.json(400, #"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#))
