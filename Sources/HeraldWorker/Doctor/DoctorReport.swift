@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 
 /// Every finding of one `herald doctor`, in the order they were made: rendered as one line per check or
@@ -17,8 +18,16 @@ public struct DoctorReport: Sendable {
         self.checks = checks.map { check in
             var check = check
             for secret in hidden { check.detail = check.detail.replacingOccurrences(of: secret, with: "***") }
+            check.detail = Self.oneLine(check.detail)
             return check
         }
+    }
+
+    /// A detail on one line: a provider's answer or a libpq message may hold line breaks and tabs,
+    /// which would split a check's line (and a reader's grep) in two.
+    static func oneLine(_ detail: String) -> String {
+        detail.split(whereSeparator: { $0.isNewline || $0 == "\t" }).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }.joined(separator: " ")
     }
 
     /// The first check that failed, nil when none did.

@@ -33,6 +33,19 @@ import Testing
         let report = DoctorReport([DoctorCheck("provider.x", .fail, "refused key sk-live-1234 for you")], secrets: ["sk-live-1234", "ab"])
         #expect(report.checks[0].detail == "refused key *** for you")
     }
+
+    /// A detail with line breaks and tabs (a libpq message, a provider's answer) stays on its check's
+    /// line: one line per check, whatever the detail.
+    @Test func aDetailWithLineBreaksStaysOnItsLine() {
+        let report = DoctorReport([
+            DoctorCheck("database.reachable", .fail, "connection to server failed\n\tIs the server running?\r\n"),
+            DoctorCheck("provider.sendgrid", .warn, "SendGrid answered 503:\n\nmaintenance"),
+        ])
+        #expect(report.text.split(separator: "\n").count == 2)
+        #expect(report.checks[0].detail == "connection to server failed Is the server running?")
+        #expect(report.checks[1].detail == "SendGrid answered 503: maintenance")
+        #expect(!report.verdict.contains("\n"))
+    }
 }
 
 @Suite struct DoctorJudgementTests {
