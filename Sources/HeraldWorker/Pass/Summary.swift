@@ -44,6 +44,8 @@ public struct Summary: Sendable {
     /// Providers whose circuit breaker opened in this pass.
     public var breakerOpen: Set<Provider> = []
     public var interrupted = false
+    /// What a follower did after the phases (`--follow`); nil without it.
+    public var follow: FollowReport?
     public var dryRun = false
     public var durationMs = 0
     /// The process's peak resident memory (VmHWM), when the system reports it.
@@ -105,6 +107,10 @@ public struct Summary: Sendable {
             "duration_ms": .number(Double(durationMs)),
         ]
         if let e = error { o["error"] = .string(e) }
+        if let f = follow {
+            o["follow"] = .object(["mode": .string(f.mode.rawValue), "wakes": .number(Double(f.wakes)),
+                                   "notified": .number(Double(f.notified))])
+        }
         if let m = peakMemoryBytes { o["peak_memory_mb"] = .number((Double(m) / 1_048_576 * 10).rounded() / 10) }
         return .object(o)
     }
