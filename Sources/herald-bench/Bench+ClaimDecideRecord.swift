@@ -45,6 +45,7 @@ extension Bench {
                        each.map { "\(Int($0))" }.joined(separator: ", "),
                        String(format: "(%.2f× one pass)", total / max(single, 1)))
         }
+        try enqueueCost(url)
         print("")
     }
 

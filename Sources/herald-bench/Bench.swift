@@ -22,11 +22,15 @@ import Logging
 ///   6. pattern evaluation of 10,000 users × 60 days × 4 metrics — beside reading the same rows bare,
 ///      the two taking turns (the best of 3 each), and streamed; the same pass as a process of its own, for its peak memory;
 ///   7. 3,000 APNs pushes to a fake that ends its connections every 500 requests (dropped, reset, or a
-///      GOAWAY) — beside the same to a steady fake.
+///      GOAWAY) — beside the same to a steady fake;
+///   8. enqueue → provider latency of 1,000 pushes enqueued one per transaction at 100/s, through a
+///      follower that LISTENs, one that polls and batch passes — beside the commits' notifications
+///      reaching a bare listener. Section 1 also gives what the queue's notify trigger adds to an insert.
 ///
-/// Each section has a file of its own: `Bench+ClaimDecideRecord` (1, with `Bench+Floors` and
-/// `Bench+Growth`), `Bench+Webhooks` (2), `Bench+IdlePass` (3), `Bench+PeakMemory` (4), `Bench+APNs`
-/// (5), `Bench+Patterns` (6) and `Bench+ConnectionEnds` (7). This file holds what they share.
+/// Each section has a file of its own: `Bench+ClaimDecideRecord` (1, with `Bench+Floors`,
+/// `Bench+Growth` and `Bench+EnqueueCost`), `Bench+Webhooks` (2), `Bench+IdlePass` (3),
+/// `Bench+PeakMemory` (4), `Bench+APNs` (5), `Bench+Patterns` (6), `Bench+ConnectionEnds` (7) and
+/// `Bench+Follow` (8, with `LatencyRun`). This file holds what they share.
 @main
 struct Bench {
     static func main() throws {
@@ -43,6 +47,7 @@ struct Bench {
         let sections: [(Int, () throws -> Void)] = [
             (1, bench.claimDecideRecord), (2, bench.webhookFanOut), (3, bench.idlePass),
             (4, bench.peakMemory), (5, bench.apnsPushes), (6, bench.patterns), (7, bench.apnsConnectionEnds),
+            (8, bench.followLatency),
         ]
         for (n, run) in sections where only.isEmpty || only.contains(n) { try run() }
     }

@@ -12,6 +12,8 @@ struct Run: ParsableCommand {
             Exit codes: 0 done (failed deliveries are retried by later passes), 1 configuration error, \
             2 database error, 3 interrupted by SIGTERM/SIGINT (in-flight rows recorded first), 4 degraded \
             (delivery ran but a phase failed; see phase_errors).
+            With --follow the pass then keeps delivering until --deadline, within a notification's \
+            round trip of a row coming due (HERALD_FOLLOW_LISTEN, HERALD_FOLLOW_POLL_MS).
             """)
 
     @Option(help: "Rows claimed per batch.")
@@ -25,6 +27,10 @@ struct Run: ParsableCommand {
 
     @Option(help: "Seconds after which no new batch is claimed; keep it inside the cron interval.")
     var deadline: Double = 240
+
+    @Flag(help: ArgumentHelp("After the phases, keep delivering until --deadline, woken as rows come due (LISTEN, or polling through a transaction pooler); implies --drain.",
+                             discussion: "Overlap followers so one always listens: one every five minutes with --deadline 320."))
+    var follow = false
 
     @Option(help: "Decide as if it were this instant (ISO 8601 with a zone, e.g. 2026-01-25T03:00:00Z).")
     var now: String?
@@ -57,6 +63,11 @@ struct Run: ParsableCommand {
         guard batchSize >= 1 && batchSize <= 100_000 else { throw ValidationError("--batch-size must be between 1 and 100000") }
         if let m = maxBatches, m < 1 { throw ValidationError("--max-batches must be at least 1") }
         if drain && maxBatches != nil { throw ValidationError("use either --max-batches or --drain, not both") }
+        if follow && maxBatches != nil { throw ValidationError("--follow delivers until the deadline: leave out --max-batches") }
+        if follow && dryRun { throw ValidationError("--follow sends: it cannot be a --dry-run") }
+        if follow, only != nil, try !phases().contains(.deliver) {
+            throw ValidationError("--follow keeps delivering: --only must include deliver")
+        }
         // Finite and bounded: the deadline is compared with the lease as whole seconds.
         guard deadline > 0 && deadline <= 31_536_000 else {
             throw ValidationError("--deadline must be a positive number of seconds, at most 31536000 (a year)")
@@ -86,8 +97,9 @@ struct Run: ParsableCommand {
         var options = PassOptions()
         options.batchSize = batchSize
         options.shard = shard.flatMap(Shard.init)
-        options.drain = drain
-        options.maxBatches = drain ? nil : (maxBatches ?? 1)
+        options.drain = drain || follow
+        options.maxBatches = drain || follow ? nil : (maxBatches ?? 1)
+        options.follow = follow
         options.deadline = deadline
         options.now = now.flatMap(ISO8601.parse)
         options.phases = try phases()

@@ -76,22 +76,59 @@ import Testing
         try String(contentsOfFile: root.appendingPathComponent("deploy/systemd/\(name)").path, encoding: .utf8)
     }
 
-    /// A oneshot service, for which exit code 4 (a degraded pass) is not a failure, started by a timer.
+    static let timers = ["herald-a.timer", "herald-b.timer"]
+
+    /// A oneshot service template, for which exit code 4 (a degraded pass) is not a failure, started
+    /// by two timers, each naming its instance.
     @Test func theSystemdServiceIsAOneshotThatAcceptsADegradedPass() throws {
-        let service = try Self.systemdFile("herald.service")
+        let service = try Self.systemdFile("herald@.service")
         #expect(service.contains("Type=oneshot"))
         #expect(service.contains("SuccessExitStatus=4"))
-        #expect(try Self.systemdFile("herald.timer").split(separator: "\n").contains { $0.hasPrefix("OnCalendar=") })
+        for (timer, instance) in zip(Self.timers, ["a", "b"]) {
+            let lines = try Self.systemdFile(timer).split(separator: "\n")
+            #expect(lines.contains { $0.hasPrefix("OnCalendar=") })
+            #expect(lines.contains("Unit=herald@\(instance).service"))
+        }
     }
 
     @Test(.enabled(if: Tools.systemdAnalyze, "needs systemd-analyze"))
-    func theSystemdTimerIsValid() throws {
-        let timer = try Self.systemdFile("herald.timer")
-        let calendar = try #require(timer.split(separator: "\n").first { $0.hasPrefix("OnCalendar=") })
-            .dropFirst("OnCalendar=".count)
-        let result = try #require(Self.run("systemd-analyze", ["calendar", String(calendar)]))
-        #expect(result.status == 0, "\(result.out)")
-        #expect(result.out.contains("Next elapse"))
+    func theSystemdTimersAreValid() throws {
+        for name in Self.timers {
+            let timer = try Self.systemdFile(name)
+            let calendar = try #require(timer.split(separator: "\n").first { $0.hasPrefix("OnCalendar=") })
+                .dropFirst("OnCalendar=".count)
+            let result = try #require(Self.run("systemd-analyze", ["calendar", String(calendar)]))
+            #expect(result.status == 0, "\(result.out)")
+            #expect(result.out.contains("Next elapse"))
+        }
+    }
+
+    /// The `--deadline` of a command line, or nil without one.
+    static func deadline(_ words: [String]) -> Double? {
+        words.firstIndex(of: "--deadline").flatMap { Double(words[$0 + 1]) }
+    }
+
+    /// Every example runs followers, each running longer than the time to the next one's start, so
+    /// that one always listens: cron and the CronJob every five minutes, the two systemd timers each
+    /// every ten minutes, five minutes apart. Each deadline stays below the lease less a send timeout.
+    @Test func theExamplesOverlapTheirFollowers() throws {
+        let cron = try String(contentsOfFile: Self.root.appendingPathComponent("crontab.example").path, encoding: .utf8)
+        let cronLine = try #require(cron.split(separator: "\n").first { $0.hasPrefix("*/5") })
+        let systemd = try Self.systemdFile("herald@.service")
+        let execStart = try #require(systemd.split(separator: "\n").first { $0.hasPrefix("ExecStart=") })
+        #expect(try Self.systemdFile("herald-a.timer").contains("OnCalendar=*:00/10"))
+        #expect(try Self.systemdFile("herald-b.timer").contains("OnCalendar=*:05/10"))
+        let cronJob = try String(contentsOfFile: Self.cronJob, encoding: .utf8)
+        #expect(cronJob.contains(#"schedule: "*/5 * * * *""#))
+        let args = try #require(cronJob.split(separator: "\n").first { $0.contains("args:") })
+        let words = [cronLine, execStart, args].map {
+            $0.split(whereSeparator: { " [],\"".contains($0) }).map(String.init)
+        }
+        for w in words {
+            #expect(w.contains("--follow"), "\(w)")
+            let deadline = try #require(Self.deadline(w), "\(w)")
+            #expect(deadline > 300 && deadline + 30 < 600, "\(w)")
+        }
     }
 
     /// The GitHub Actions workflow, read with PyYAML as GitHub reads it: one job in a Swift 6.3

@@ -52,6 +52,36 @@ struct PoolerTests {
                 "both passes should have claimed rows")
     }
 
+    /// A follower through PgBouncer in transaction mode: its LISTEN connection would be tied to no
+    /// server session between transactions, so no notification can reach it; it finds that out (its
+    /// probe does not come back), says so in its log, polls, and still delivers what comes due.
+    @Test func aFollowerThroughPgBouncerPollsAndDelivers() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+        let bouncer = try PgBouncer(database: tdb.url, poolSize: 2)
+        defer { bouncer.stop() }
+        let server = try FakeHTTPServer(http2: false) { _ in FakeResponse(status: 200) }
+        defer { server.shutdown() }
+        var recipients: [UUID] = []
+        for _ in 0..<5 { recipients.append(try f.profile()) }
+        let follower = try FollowerProcess(
+            env: FollowerProcess.env(bouncer.url(tdb.url), receiver: server, ["HERALD_FOLLOW_POLL_MS": "100"]), deadline: 120)
+        #expect(follower.waitForLog(#""msg":"following the queue""#), "\(follower.logText)")
+        #expect(follower.logText.contains(#""mode":"poll""#), "\(follower.logText)")
+
+        try f.enqueueMany(5, to: recipients, channel: "webhook", at: Date())
+        #expect(try f.waitFor("select count(*)::int from notification_queue where status = 'sent'", atLeast: 5))
+        #expect(follower.process.isRunning, "sent by the follower, before its deadline")
+        kill(follower.process.processIdentifier, SIGTERM)
+        let summary = follower.finish(seconds: 15)
+        #expect(follower.process.terminationStatus == 3, "\(follower.logText) pgbouncer log: \(bouncer.log.suffix(2000))")
+        #expect(summary["follow"]?["mode"]?.stringValue == "poll")
+        #expect(summary["follow"]?["notified"]?.intValue == 0)
+        #expect(summary["sent"]?.intValue == 5)
+        #expect(server.requests.count == 5)
+    }
+
     /// A streamed query through PgBouncer in transaction mode, with the pass's timeouts: it is one
     /// transaction, so the server connection it lands on is its own until the end; a closure that
     /// throws cancels it (PgBouncer passes the cancel on), and the next transaction, on whichever

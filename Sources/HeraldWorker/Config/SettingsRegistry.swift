@@ -85,6 +85,8 @@ extension Settings {
         SettingSpec("HERALD_DEEP_LINK_SCHEME", default: "herald", "the URL scheme of the app's deep links"),
         SettingSpec("HERALD_LEASE_SECONDS", default: "600", "a claimed row's lease"),
         SettingSpec("HERALD_RETENTION_DAYS", default: "30", "terminal rows older than this are pruned"),
+        SettingSpec("HERALD_FOLLOW_LISTEN", default: "auto", "how a follower learns of due rows: auto, on (LISTEN) or off (poll)"),
+        SettingSpec("HERALD_FOLLOW_POLL_MS", default: "500", "a polling follower's interval"),
         SettingSpec("HERALD_LOG_LEVEL", default: "info", "the log level"),
         SettingSpec("HERALD_CURL_VERBOSE", "1: libcurl describes every exchange on stderr"),
         SettingSpec("HERALD_SQL_DIR", default: "./sql", "where herald migrate finds the migrations"),

@@ -76,7 +76,7 @@ struct DatabaseFacts {
             let deadline = Date().addingTimeInterval(wait)
             repeat {
                 try db.execute("select 1")
-                if try db.receivedNotifications().contains(channel) { return .works }
+                if try db.takeNotifications().contains(where: { $0.channel == channel }) { return .works }
                 usleep(50_000)
             } while Date() < deadline
             return .silent(waited: wait)

@@ -39,6 +39,7 @@ public struct PassConfig {
         if let days = try settings.int("HERALD_RETENTION_DAYS", in: 1...36_500) { options.retentionDays = days }
         if let days = try settings.int("HERALD_AUDIT_RETENTION_DAYS", in: 1...36_500) { options.auditRetentionDays = days }
         try applyEscalation(settings, to: &options)
+        try applyFollow(settings, to: &options)
         return PassConfig(
             options: options, databaseURL: try settings.databaseURL() ?? "", routes: routes,
             transport: try transportOptions(settings), logAdapterFile: settings["HERALD_LOG_ADAPTER_FILE"],
@@ -96,6 +97,17 @@ public struct PassConfig {
             }
             options.escalation.perKind[kind] = chain
         }
+    }
+
+    /// HERALD_FOLLOW_LISTEN (auto, on or off) and HERALD_FOLLOW_POLL_MS (10 ms to a day).
+    static func applyFollow(_ settings: Settings, to options: inout PassOptions) throws {
+        if let text = settings["HERALD_FOLLOW_LISTEN"] {
+            guard let listen = FollowListen(rawValue: text.lowercased()) else {
+                throw ConfigError("HERALD_FOLLOW_LISTEN must be auto, on or off; got '\(text)'")
+            }
+            options.followListen = listen
+        }
+        if let ms = try settings.int("HERALD_FOLLOW_POLL_MS", in: 10...86_400_000) { options.followPoll = Double(ms) / 1000 }
     }
 
     /// The seconds HERALD_LEASE_SECONDS may give: at most a day, so that the rows of a pass that died

@@ -12,6 +12,14 @@ public struct PassOptions: Sendable {
     public var drain = false
     /// Seconds after which no new batch is claimed (inside the cron interval).
     public var deadline: Double = 240
+    /// `--follow`: once the phases have run, keep delivering until the deadline, woken as rows come
+    /// due (implies `drain`).
+    public var follow = false
+    /// How a follower learns that rows came due (HERALD_FOLLOW_LISTEN).
+    public var followListen = FollowListen.auto
+    /// A polling follower's interval in seconds (HERALD_FOLLOW_POLL_MS); a listening one's longest
+    /// wait while due rows are held by another pass.
+    public var followPoll: Double = 0.5
     /// Overrides the clock for every decision (tests, backfills, replays).
     public var now: Date?
     public var phases: [Phase] = Phase.allCases

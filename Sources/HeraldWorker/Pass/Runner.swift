@@ -126,8 +126,17 @@ public struct Runner {
 
     /// Runs the selected phases in order: each isolated phase in a savepoint of its own (its failure is
     /// reported and the pass goes on); delivery's failure ends the pass. A stop signal ends the
-    /// generators; delivery and the phases after it see it themselves.
+    /// generators; delivery and the phases after it see it themselves. With `--follow`, delivery then
+    /// goes on until the deadline (`Follower`).
     func runPhases(_ pass: PassContext, _ summary: inout Summary) throws {
+        try runEachPhase(pass, &summary)
+        if options.follow && !options.dryRun && options.phases.contains(.deliver) && !StopSignal.requested
+            && pass.clock.elapsed < options.deadline {
+            try Follower(pass: pass, summary: summary).run(&summary)
+        }
+    }
+
+    private func runEachPhase(_ pass: PassContext, _ summary: inout Summary) throws {
         for phase in Self.phases where options.phases.contains(phase.phase) {
             if phase is any GeneratorPhase && StopSignal.requested {
                 summary.interrupted = true

@@ -49,6 +49,8 @@ public struct Summary: Sendable {
     /// The queue as the pass left it, read when the pass reports metrics (a metrics file or a Pushgateway).
     public var queue: QueueGauges?
     public var interrupted = false
+    /// What a follower did after the phases (`--follow`); nil without it.
+    public var follow: FollowReport?
     public var dryRun = false
     public var durationMs = 0
     /// The process's peak resident memory (VmHWM), when the system reports it.
@@ -112,6 +114,10 @@ public struct Summary: Sendable {
         ]
         if let e = error { o["error"] = .string(e) }
         if let queue { o["queue"] = queue.json }
+        if let f = follow {
+            o["follow"] = .object(["mode": .string(f.mode.rawValue), "wakes": .number(Double(f.wakes)),
+                                   "notified": .number(Double(f.notified))])
+        }
         if let m = peakMemoryBytes { o["peak_memory_mb"] = .number((Double(m) / 1_048_576 * 10).rounded() / 10) }
         return .object(o)
     }

@@ -13,8 +13,12 @@ extension QueueStore {
     /// The rows a claim may take at `now`, of a queue aliased `q`: the one definition of "due" for the
     /// claim, the dry run, the unroutable and paused counts and `herald status`.
     static func due(_ now: Date) -> SQL {
-        "(q.status = 'pending' or (q.status = 'failed' and not q.permanent)) and q.run_after <= \(now) and q.attempts < q.max_attempts"
+        "\(waiting) and q.run_after <= \(now)"
     }
+
+    /// Rows a claim will take once their `run_after` comes: the notification_queue_due index's
+    /// predicate, with tries left. Of a queue aliased `q`.
+    static let waiting: SQL = "(q.status = 'pending' or (q.status = 'failed' and not q.permanent)) and q.attempts < q.max_attempts"
 
     /// Not held back by an operator's pause (`herald pause`): of a queue aliased `q`.
     static let notPaused: SQL = """

@@ -27,6 +27,7 @@ extension DeliveryPass {
             }
             (claimed, contended) = try claimOnce()
         }
+        leftDueRows = claimed.isEmpty && contended
         if claimed.isEmpty { return nil }
         openPipelineIfWorthIt(claimedFull: claimed.count >= options.batchSize)
         return claimed

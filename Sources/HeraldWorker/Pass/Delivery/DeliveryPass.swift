@@ -45,6 +45,9 @@ final class DeliveryPass {
     /// The recipient of each row handed to the pipeline and not yet known written: the next claim
     /// leaves these recipients out.
     var recipientInFlight: [UUID: UUID] = [:]
+    /// The last claim found due rows it could not take (their recipients held by another pass): a
+    /// follower looks again soon instead of waiting for a notification.
+    var leftDueRows = false
 
     init(store: QueueStore, routes: ChannelRoutes, transport: HTTPTransport, options: PassOptions,
          clock: PassClock, logger: Logger, outbox: Outbox, summary: Summary) {
@@ -73,6 +76,14 @@ final class DeliveryPass {
             try dryRun(items.map { Claimed(item: $0, maxAttempts: Int.max) })
             return
         }
+        try drainDue()
+        if options.progress { BestEffortOutput.standardError("\n") }
+    }
+
+    /// Claims and delivers batch after batch until `claimNext` says stop (the batch budget, the
+    /// deadline, a stop signal, nothing due), and waits for the last records. A follower calls it at
+    /// each wake-up.
+    func drainDue() throws {
         // A pipelined pass records batch N on its own connection while it claims and decides batch
         // N+1 (the claim then leaves out recipients whose records are still on their way).
         defer { try? closePipeline() }  // a claim that threw: still wait for (and count) the records
@@ -83,7 +94,6 @@ final class DeliveryPass {
             showProgress()
         }
         try closePipeline()
-        if options.progress { BestEffortOutput.standardError("\n") }
     }
 
     /// Due rows the pass will not claim: their channel has no route, or an operator paused them.

@@ -1,0 +1,110 @@
+import Foundation
+import HeraldCore
+import HeraldPostgres
+import Logging
+
+/// `herald run --follow`: once the phases have run, delivery goes on until `--deadline`, each round
+/// started by the queue rather than by the next cron pass. Every round is the delivery phase's own
+/// drain (`DeliveryPass.drainDue`: the same claim, leases, fenced records, pauses and rate limits as
+/// any pass), so followers and batch passes share one queue with every guarantee.
+///
+/// Between rounds it waits, in one of two modes (`FollowMode`):
+/// - `listen`: on its LISTEN connection (`QueueListener`) until a notification from the queue's
+///   triggers, the next due time (`QueueStore.nextDue`, one indexed statement), or `resyncSeconds`;
+///   while due rows are held by another pass, at most HERALD_FOLLOW_POLL_MS.
+/// - `poll`: HERALD_FOLLOW_POLL_MS, then a look (one claim).
+///
+/// A stop signal ends any wait at once (`StopSignal.wakeDescriptor`) and the follower stops as a pass
+/// does: in-flight sends finish and are recorded, the rest released, exit 3.
+final class Follower {
+    /// A listening follower's longest wait without a look at the queue: a safety net for a change no
+    /// trigger reports (a row edited by hand in a way sql/034 does not watch).
+    static let resyncSeconds = 60.0
+
+    let pass: PassContext
+    let delivery: DeliveryPass
+    private var listener: QueueListener?
+    private var report: FollowReport
+
+    init(pass: PassContext, summary: Summary) {
+        self.pass = pass
+        delivery = DeliveryPass(store: pass.store, routes: pass.config.routes, transport: pass.transport,
+                                options: pass.options, clock: pass.clock, logger: pass.logger,
+                                outbox: pass.outbox, summary: summary)
+        let (url, name) = (pass.config.databaseURL, "herald \(pass.passId) records")
+        delivery.openRecordConnection = { try Runner.connect(url, applicationName: name) }
+        let (listener, why) = QueueListener.open(pass.options.followListen, url: url, passId: pass.passId,
+                                                 probeThrough: pass.db)
+        self.listener = listener
+        report = FollowReport(mode: listener == nil ? .poll : .listen)
+        pass.logger.info("following the queue", metadata: [
+            "mode": .string(report.mode.rawValue), "why": .string(why),
+            "poll_ms": "\(Int(pass.options.followPoll * 1000))", "deadline_s": "\(pass.options.deadline)"])
+    }
+
+    /// Delivers round after round until the deadline or a stop; the summary gains what was delivered
+    /// and the `follow` report.
+    func run(_ summary: inout Summary) throws {
+        defer {
+            listener?.close()
+            summary = delivery.summary
+            summary.follow = report
+        }
+        while !StopSignal.requested && pass.clock.elapsed < pass.options.deadline {
+            if let listener { report.notified += try reading { try listener.take() } }
+            try delivery.drainDue()
+            if delivery.summary.interrupted { break }
+            let seconds = try nextWait()
+            guard seconds > 0 else { continue }
+            report.notified += try wait(seconds)
+            report.wakes += 1
+        }
+        if StopSignal.requested { delivery.summary.interrupted = true }
+        try delivery.countHeldBack()  // what the follower leaves behind, as a pass reports it
+        pass.logger.info("stopped following the queue", metadata: [
+            "mode": .string(report.mode.rawValue), "wakes": "\(report.wakes)", "notified": "\(report.notified)",
+            "interrupted": "\(delivery.summary.interrupted)"])
+    }
+
+    /// How long to wait before the next round: to the deadline at most; when polling, the interval;
+    /// when listening, until the next row comes due (or the resync, or the interval while due rows are
+    /// held by another pass). Zero: look again now.
+    private func nextWait() throws -> Double {
+        let remaining = pass.options.deadline - pass.clock.elapsed
+        guard remaining > 0 else { return 0 }
+        guard listener != nil else { return min(pass.options.followPoll, remaining) }
+        var seconds = min(Self.resyncSeconds, remaining)
+        if delivery.leftDueRows { seconds = min(seconds, pass.options.followPoll) }
+        let now = pass.clock.now()
+        if let next = try pass.store.nextDue(after: now, channels: delivery.routableChannels) {
+            seconds = min(seconds, max(0, next.timeIntervalSince(now)))
+        }
+        return seconds
+    }
+
+    /// Waits `seconds` as the mode says, or less on a stop; returns the notifications received.
+    private func wait(_ seconds: Double) throws -> Int {
+        pass.logger.debug("waiting for the queue", metadata: [
+            "mode": .string(report.mode.rawValue), "seconds": "\(seconds)"])
+        guard let listener else {
+            StopSignal.sleep(seconds)
+            return 0
+        }
+        return try reading { try listener.wait(seconds: seconds) }
+    }
+
+    /// Runs a read of the LISTEN connection; a lost connection sets the follower polling (until
+    /// the deadline: the next follower listens again) instead of ending the pass.
+    private func reading(_ body: () throws -> Int) throws -> Int {
+        do {
+            return try body()
+        } catch let error as PGError where error.isConnectionFailure {
+            pass.logger.warning("the LISTEN connection was lost; polling until the deadline", metadata: [
+                "error": .string("\(error)"), "poll_ms": "\(Int(pass.options.followPoll * 1000))"])
+            listener?.close()
+            listener = nil
+            report.mode = .poll
+            return 0
+        }
+    }
+}
