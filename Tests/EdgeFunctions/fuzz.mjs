@@ -1,8 +1,9 @@
 // A seeded fuzz of the edge functions' routing (deploy/supabase/functions/_shared/app_contract.js): hostile
-// methods, paths, query strings and bodies never throw, and every answer is a call of one of the four
-// RPCs with well-formed arguments or one of seed 003's errors. Prints "ok N" or the first violation and
+// methods, paths, query strings and bodies never throw, and every answer is a call of one of the five
+// RPCs with well-formed arguments or one of seed 003's errors; the send's answers and its service role
+// check hold against hostile outcomes and headers too. Prints "ok N" or the first violation and
 // exits 1. Run by EdgeFunctionTests: `node fuzz.mjs SEED COUNT`.
-import { ERROR_STATUS, respond, route } from "../../deploy/supabase/functions/_shared/app_contract.js";
+import { ERROR_STATUS, isServiceRole, respond, respondSend, route, sendAnswer } from "../../deploy/supabase/functions/_shared/app_contract.js";
 
 let state = (Number(process.argv[2] ?? 1) >>> 0) || 1;
 const count = Number(process.argv[3] ?? 5000);
@@ -27,7 +28,8 @@ function value(depth = 0) {
     }
   }
 }
-const FUNCTIONS = new Set(["get_notifications", "mark_notifications_read", "register_device_token", "unregister_device_token"]);
+const FUNCTIONS = new Set(["get_notifications", "mark_notifications_read", "register_device_token", "unregister_device_token",
+  "send_notification"]);
 function fail(what, input, out) {
   process.stdout.write(`violation: ${what}\ninput: ${JSON.stringify(input)}\noutput: ${JSON.stringify(out)}\n`);
   process.exit(1);
@@ -47,18 +49,36 @@ for (let i = 0; i < count; i++) {
     if (!Object.hasOwn(ERROR_STATUS, code) || ERROR_STATUS[code] !== out.response.status) fail("not a seed 003 error", input, out);
   } else {
     if (!FUNCTIONS.has(out.call.fn)) fail("unknown function", input, out);
+    // The send alone needs the service role, and hands the body on whole.
+    if ((out.call.fn === "send_notification") !== (out.service === true)) fail("the service role is not required where it must be", input, out);
+    if (out.call.fn === "send_notification" && (out.call.args.request === null || typeof out.call.args.request !== "object"
+        || Array.isArray(out.call.args.request))) fail("the send's request is not an object", input, out);
     for (const k of ["limit", "offset"]) {
       const v = out.call.args[k];
       if (v !== undefined && (!Number.isSafeInteger(v) || Math.abs(v) > 999999999)) fail(k + " is not a whole number", input, out);
     }
   }
-  const error = next() % 4 === 0 ? null : { code: pick(["PT422", "PT400", "PT999", "PGRST301", "22P02", "XX000", 7, null]),
-    message: pick(["validation_error", "invalid_token", "secret-token-" + i, null, 3]), details: value() };
+  const error = next() % 4 === 0 ? null : { code: pick(["PT422", "PT400", "PT429", "PT999", "PGRST301", "22P02", "42501", "XX000", 7, null]),
+    message: pick(["validation_error", "invalid_token", "rate_limit_exceeded", "secret-token-" + i, null, 3]),
+    details: pick([value(), '{"retry_after": 12}', '{"retry_after": "x"}', "{"]) };
   let answer;
   try { answer = respond(value(), error); } catch (e) { fail("respond threw " + e, error, null); }
   const status = answer?.response?.status;
   if (!Number.isInteger(status)) fail("no status", error, answer);
   if (JSON.stringify(answer).includes("secret-token-") && !(typeof error?.code === "string" && /^PT\d{3}$/.test(error.code)))
     fail("an unexpected error's text reached the answer", error, answer);
+  let sendAnswered;
+  try { sendAnswered = respondSend(value(), error); } catch (e) { fail("respondSend threw " + e, error, null); }
+  if (!Number.isInteger(sendAnswered?.response?.status)) fail("no status from respondSend", error, sendAnswered);
+  const status2 = value();
+  let settled;
+  try { settled = sendAnswer({ notification_id: "n", user_id: "u", push_token: "t" }, status2); } catch (e) { fail("sendAnswer threw " + e, status2, null); }
+  if (!["sent", "failed", "scheduled"].includes(settled.response.body.status)) fail("not a send status", status2, settled);
+  const key = "service-role-key-" + (i % 7) + "-0123456789";
+  const given = pick([key, key + "x", key.slice(1), text(), null, "Bearer " + key]);
+  const headers = { "x-supabase-service-role": pick([given, null]), authorization: pick([given, "Bearer " + given, null]) };
+  const admitted = isServiceRole((name) => headers[name] ?? null, key);
+  const exact = headers["x-supabase-service-role"] === key || headers.authorization === "Bearer " + key;
+  if (admitted !== exact) fail("the service role check disagrees with an exact match", headers, admitted);
 }
 process.stdout.write(`ok ${count}\n`);

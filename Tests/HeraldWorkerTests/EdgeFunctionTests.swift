@@ -42,6 +42,17 @@ struct EdgeFunctionTests {
         guard let fn = routed["call"]?["fn"]?.stringValue, case .object(let args)? = routed["call"]?["args"] else {
             throw EdgeFailure("not a call: \(routed.jsonText)")
         }
+        var outcome = try execute(db, fn, args, role: "authenticated", as: user)
+        outcome["op"] = "respond"
+        let answer = try drive(.object(outcome))
+        return (answer["response"]?["status"]?.intValue ?? 0, answer["response"]?["body"] ?? .null)
+    }
+
+    /// `fn(args)` as PostgREST runs it for a request of `role` (and caller `user`): the arguments by name
+    /// from `json_to_record` with the parameters' types. The outcome as supabase-js hands it over:
+    /// `data`, or `error` with PostgREST's body ({code, message, details, hint}).
+    static func execute(_ db: PGConnection, _ fn: String, _ args: [String: JSONValue], role: String,
+                        as user: UUID?) throws -> [String: JSONValue] {
         let params = try db.query("""
             select a.name, format_type(a.type, null) as type
               from pg_proc p, unnest(p.proargnames, p.proargtypes::oid[]) as a(name, type)
@@ -52,8 +63,8 @@ struct EdgeFunctionTests {
         for name in names where types[name] == nil { throw EdgeFailure("\(fn) has no parameter \(name)") }
         let named = names.map { "\(quoted($0)) := x.\(quoted($0))" }.joined(separator: ", ")
         let columns = names.map { "\(quoted($0)) \(types[$0]!)" }.joined(separator: ", ")
-        var outcome: [String: JSONValue] = ["op": "respond"]
-        try SecurityTests.act(db, as: "authenticated", user, claimsJSON: true)
+        var outcome: [String: JSONValue] = [:]
+        try SecurityTests.act(db, as: role, user, claimsJSON: true)
         defer { try? SecurityTests.owner(db) }
         do {
             let sql: SQL = names.isEmpty
@@ -68,8 +79,7 @@ struct EdgeFunctionTests {
             outcome["error"] = .object(["code": .string(error.sqlState ?? ""), "message": .string(error.message),
                                         "details": error.detail.map(JSONValue.string) ?? .null, "hint": .null])
         }
-        let answer = try drive(.object(outcome))
-        return (answer["response"]?["status"]?.intValue ?? 0, answer["response"]?["body"] ?? .null)
+        return outcome
     }
 
     static func quoted(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }

@@ -39,23 +39,29 @@ import Testing
         return (tdb, db)
     }
 
-    /// Switches the session to an app role and caller, as PostgREST does for a request.
+    /// Switches the session to an app role and caller, as PostgREST does for a request: the JWT's `sub`
+    /// and `role` in `request.jwt.claims` (`claimsJSON`), or in the older `request.jwt.claim.*` settings.
     static func act(_ db: PGConnection, as role: String, _ user: UUID?, claimsJSON: Bool = false) throws {
         try db.execute("reset role")
         let sub = user?.uuidString.lowercased() ?? ""
         if claimsJSON {
-            try db.execute("select set_config('request.jwt.claim.sub', '', false)")
-            try db.execute("select set_config('request.jwt.claims', \(#"{"sub":""# + sub + #""}"#), false)")
+            let claims = JSONValue.object(["sub": .string(sub), "role": .string(role)]).jsonText
+            try db.execute("select set_config('request.jwt.claim.sub', '', false), set_config('request.jwt.claim.role', '', false)")
+            try db.execute("select set_config('request.jwt.claims', \(claims), false)")
         } else {
             try db.execute("select set_config('request.jwt.claims', '', false)")
-            try db.execute("select set_config('request.jwt.claim.sub', \(sub), false)")
+            try db.execute("select set_config('request.jwt.claim.sub', \(sub), false), set_config('request.jwt.claim.role', \(role), false)")
         }
         try db.execute("set role \(identifier: role)")
     }
 
-    /// Back to the owner (herald's own connection).
+    /// Back to the owner (herald's own connection), with no request's claims left.
     static func owner(_ db: PGConnection) throws {
         try db.execute("reset role")
+        try db.execute("""
+            select set_config('request.jwt.claims', '', false), set_config('request.jwt.claim.sub', '', false),
+                   set_config('request.jwt.claim.role', '', false)
+            """)
     }
 
     /// Expects the statement to fail with `state` (default 42501, insufficient privilege).
@@ -275,6 +281,8 @@ import Testing
         // sql/013_app_contract.sql
         "get_notifications", "record_notification_action", "get_notification_history",
     ]
+    /// The backend's functions (sql/036_send_notification.sql): the service role's alone.
+    static let serviceRPCs: Set<String> = ["send_notification", "send_notification_status"]
 
     @Test func helpersAreForTheOwnerAndRPCsForSignedInUsers() throws {
         let (tdb, db) = try Self.supabase()
@@ -283,12 +291,13 @@ import Testing
             select p.proname,
                    has_function_privilege('anon', p.oid, 'EXECUTE') as anon,
                    has_function_privilege('authenticated', p.oid, 'EXECUTE') as authenticated,
+                   has_function_privilege('service_role', p.oid, 'EXECUTE') as service_role,
                    exists (select 1 from aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
                             where a.grantee = 0 and a.privilege_type = 'EXECUTE') as to_public
               from pg_proc p where p.pronamespace = 'public'::regnamespace
             """)
         let names = Set(functions.compactMap { $0["proname"].string })
-        #expect(Self.rpcs.isSubset(of: names))
+        #expect(Self.rpcs.isSubset(of: names) && Self.serviceRPCs.isSubset(of: names))
         #expect(names.contains("herald_can_view_member") && names.contains("herald_local_date"))
         #expect(names.contains("herald_raise") && names.contains("herald_ms"))
         for f in functions {
@@ -296,6 +305,7 @@ import Testing
             #expect(f["anon"].bool == false, "anon can execute \(name)")
             #expect(f["to_public"].bool == false, "PUBLIC can execute \(name)")
             #expect(f["authenticated"].bool == Self.rpcs.contains(name), "authenticated and \(name)")
+            if Self.serviceRPCs.contains(name) { #expect(f["service_role"].bool == true, "service_role and \(name)") }
         }
 
         let (a, b) = (UUID(), UUID())
@@ -316,6 +326,8 @@ import Testing
             ("list", "select get_notifications()"),
             ("action", "select record_notification_action(\(UUID()), 'opened')"),
             ("history", "select get_notification_history()"),
+            ("send", "select send_notification('{}')"),
+            ("send status", "select send_notification_status(\(UUID()))"),
         ]
         for (what, sql) in calls {
             Self.refused(db, sql, "anon \(what)", message: "permission denied for function")

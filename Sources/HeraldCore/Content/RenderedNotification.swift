@@ -4,17 +4,20 @@ import Foundation
 public struct RenderedNotification: Sendable, Equatable {
     public var title: String
     public var body: String
-    /// Sent alongside (push `data`, webhook body): kind, queue_id, deep_link and the kind's fields.
+    /// Sent alongside (push `data`, webhook body): kind, notification_type, queue_id (= notification_id),
+    /// deep_link, the kind's fields and the sender's own `data` keys.
     public var data: [String: JSONValue]
     /// e.g. "herald://alerts/<alert_state_id>".
     public var deepLink: String?
     /// The notification category (iOS `category`, e.g. "PROMPT_CATEGORY" for prompts).
     public var category: String?
-    /// The app icon's badge: the recipient's unread in-app count + 1.
+    /// The app icon's badge: the recipient's unread in-app count + the payload's `badge_increment`
+    /// (default 1).
     public var badge: Int
     /// "en", "ar" or "pt-BR".
     public var locale: String
-    /// "default", or nil for a silent (low priority) notification.
+    /// "default", the app's custom sound (the payload's `"sound": "custom"`), or nil for none (a
+    /// low-priority notification, or the payload's `"sound": null`).
     public var sound: String?
     /// A data-only ("background", "silent") push: no title, body, sound or badge reach the device; the
     /// app wakes and reads `data` (APNs `content-available`, Expo `_contentAvailable`, FCM data-only).
@@ -92,13 +95,16 @@ public struct RenderOptions: Sendable, Equatable {
     public var silentKinds: Set<String> = []
     /// The notification types, for their iOS category and Android channel.
     public var types: NotificationTypes = .builtIn
+    /// The sound file a payload's `"sound": "custom"` plays (HERALD_CUSTOM_SOUND): a file the app bundles.
+    public var customSound: String = "custom.wav"
 
     public init(detailedLockScreen: Bool = false, deepLinkScheme: String = "herald", silentKinds: Set<String> = [],
-                types: NotificationTypes = .builtIn) {
+                types: NotificationTypes = .builtIn, customSound: String = "custom.wav") {
         self.detailedLockScreen = detailedLockScreen
         self.deepLinkScheme = deepLinkScheme
         self.silentKinds = silentKinds
         self.types = types
+        self.customSound = customSound
     }
 }
 

@@ -111,15 +111,17 @@ extension Renderer {
     }
 
     /// The payload's text in the recipient's language: `title_ar` for Arabic, `title_pt` (or
-    /// `title_pt_br`) for Portuguese, `title_en` for English when present, else `title`.
-    private func text(_ p: [String: JSONValue], _ key: String, _ lang: Templates.Language) -> String? {
-        let own: String? = switch lang {
-        case .ar: p["\(key)_ar"]?.stringValue
-        case .ptBR: (p["\(key)_pt"] ?? p["\(key)_pt_br"])?.stringValue
-        case .en: p["\(key)_en"]?.stringValue
+    /// `title_pt_br`) for Portuguese, `title_en` for English; when that is missing or empty, the English
+    /// text (`title_en`), then the plain `title`. The first non-empty one wins.
+    ///
+    ///     text(["title_en": "New", "title_ar": ""], "title", .ar)   // "New"
+    func text(_ p: [String: JSONValue], _ key: String, _ lang: Templates.Language) -> String? {
+        let own: [String] = switch lang {
+        case .ar: ["\(key)_ar"]
+        case .ptBR: ["\(key)_pt", "\(key)_pt_br"]
+        case .en: []
         }
-        let value = own ?? p[key]?.stringValue
-        return value?.isEmpty == false ? value : nil
+        return (own + ["\(key)_en", key]).lazy.compactMap { p[$0]?.stringValue }.first { !$0.isEmpty }
     }
 
     private func link(_ path: String) -> String { "\(options.deepLinkScheme)://\(path)" }

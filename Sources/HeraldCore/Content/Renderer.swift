@@ -5,7 +5,7 @@ import Foundation
 ///     let r = Renderer(options: RenderOptions())
 ///     let n = r.render(item, preferences: prefs, unreadInApp: 2)
 ///     n.title    // "Health update" (no health detail on the lock screen unless opted in)
-///     n.badge    // 3
+///     n.badge    // 3 (the unread count + the payload's `badge_increment`, default 1)
 ///     n.deepLink // "herald://alerts/<alert_state_id>"
 public struct Renderer: Sendable {
     public var options: RenderOptions
@@ -52,10 +52,13 @@ public struct Renderer: Sendable {
                        locale: String) -> RenderedNotification {
         let lang = Templates.language(locale)
         let payload = item.payload ?? [:]
+        let id = JSONValue.string(item.id.uuidString.lowercased())
         var data: [String: JSONValue] = [
             "kind": .string(item.kindRaw),
             "type": .string(item.kindRaw),
-            "queue_id": .string(item.id.uuidString.lowercased()),
+            "notification_type": .string(item.kindRaw),
+            "queue_id": id,
+            "notification_id": id,
         ]
         let draft: Draft
         switch item.kind {
@@ -71,10 +74,12 @@ public struct Renderer: Sendable {
         rich.add(to: &data)
 
         data["deep_link"] = draft.deepLink.map(JSONValue.string) ?? .null
+        let extras = Extras(payload, customSound: options.customSound)
+        extras.add(to: &data)
         return RenderedNotification(
             title: draft.title, body: draft.body, data: data, deepLink: draft.deepLink, category: category,
-            badge: max(0, unreadInApp) + 1, locale: lang.rawValue,
-            sound: item.priority == .low ? nil : "default",
+            badge: extras.badge(unreadInApp: unreadInApp), locale: lang.rawValue,
+            sound: extras.sound(priority: item.priority),
             silent: isSilent(item, payload), imageURL: rich.imageURL, actions: rich.actions,
             androidChannel: type?.androidChannelId)
     }

@@ -83,6 +83,7 @@ extension Settings {
         SettingSpec("HERALD_CONNECTIONS_PER_HOST", default: "64", "connections open at once to one host"),
         SettingSpec("HERALD_DETAILED_LOCK_SCREEN", default: "false", "true: health details in push text"),
         SettingSpec("HERALD_DEEP_LINK_SCHEME", default: "herald", "the URL scheme of the app's deep links"),
+        SettingSpec("HERALD_CUSTOM_SOUND", default: "custom.wav", "the sound file a payload's \"sound\": \"custom\" plays"),
         SettingSpec("HERALD_LEASE_SECONDS", default: "600", "a claimed row's lease"),
         SettingSpec("HERALD_RETENTION_DAYS", default: "30", "terminal rows older than this are pruned"),
         SettingSpec("HERALD_FOLLOW_LISTEN", default: "auto", "how a follower learns of due rows: auto, on (LISTEN) or off (poll)"),

@@ -64,10 +64,19 @@ public struct PassConfig {
         return transport
     }
 
-    /// What the lock screen shows, the deep links' scheme, and the kinds sent silently.
+    /// What the lock screen shows, the deep links' scheme, the custom sound, and the kinds sent silently.
     static func applyRendering(_ settings: Settings, to options: inout PassOptions) throws {
         options.render.detailedLockScreen = try settings.bool("HERALD_DETAILED_LOCK_SCREEN") ?? false
         if let scheme = settings["HERALD_DEEP_LINK_SCHEME"] { options.render.deepLinkScheme = scheme }
+        if let sound = settings["HERALD_CUSTOM_SOUND"] {
+            // A file name the app bundles: what APNs and Expo accept as `sound`.
+            guard (1...64).contains(sound.utf8.count),
+                  sound.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) })
+            else {
+                throw ConfigError("HERALD_CUSTOM_SOUND must be a sound file's name (letters, digits, . _ -; at most 64), got '\(sound)'")
+            }
+            options.render.customSound = sound
+        }
         options.render.silentKinds = try silentKinds(settings["HERALD_SILENT_KINDS"])
     }
 

@@ -4,6 +4,8 @@
 //
 //   GET    /push-notification?limit=50&offset=0&type=reminder,prompt&unread_only=true  → get_notifications
 //   PATCH  /push-notification              {"notification_ids":[…]}                   → mark_notifications_read
+//   POST   /push-notification              SendNotificationRequest (service role)      → send_notification,
+//                                          then send_notification_status until sent or failed (≤ 2 s)
 //   POST   /notifications-register-device  {"push_token","device_type",…}             → register_device_token
 //   DELETE /notifications-register-device?push_token=…                                → unregister_device_token
 //
@@ -21,15 +23,18 @@ export const ERROR_STATUS = Object.freeze({
   user_not_found: 404,
   method_not_allowed: 405,
   validation_error: 422,
+  rate_limit_exceeded: 429,
   internal_error: 500,
 });
 
+/** The statuses an RPC's SQLSTATE PTxyz may name (the send's invalid_token is 422, registration's 400). */
+const PT_STATUSES = new Set([400, 401, 403, 404, 422, 429, 500]);
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The error body: {"error":{"code","message"}}. */
-export function failure(code, message) {
-  const status = ERROR_STATUS[code] ?? 500;
-  return { response: { status, body: { error: { code, message: String(message ?? code) } } } };
+/** The error body: {"error":{"code","message"}} (and `retry_after` for rate_limit_exceeded). */
+export function failure(code, message, status = ERROR_STATUS[code] ?? 500, extra = {}) {
+  return { response: { status, body: { error: { code, message: String(message ?? code), ...extra } } } };
 }
 
 /** A whole number from the query string; `fallback` when absent; undefined when not a whole number. */
@@ -92,7 +97,13 @@ export function route(method, url, body) {
       }
       return { call: { fn: "mark_notifications_read", args: { notification_ids: ids } } };
     }
-    return failure("method_not_allowed", "push-notification answers GET and PATCH");
+    if (verb === "POST") {
+      // The server-side send: the request is checked whole by send_notification; only the service role
+      // may call it (`service`), and the answer waits for the push (`awaitSend`).
+      if (!isObject(body)) return failure("invalid_request", "the body must be a JSON object (SendNotificationRequest)");
+      return { call: { fn: "send_notification", args: { request: body } }, service: true };
+    }
+    return failure("method_not_allowed", "push-notification answers GET, PATCH and POST");
   }
 
   if (endpoint === "notifications-register-device") {
@@ -130,11 +141,99 @@ export function respond(data, error) {
   const code = typeof error.code === "string" ? error.code : "";
   const message = typeof error.message === "string" ? error.message : "";
   const details = typeof error.details === "string" && error.details !== "" ? error.details : message;
-  if (/^PT\d{3}$/.test(code) && Object.hasOwn(ERROR_STATUS, message)) return failure(message, details);
+  if (/^PT\d{3}$/.test(code) && Object.hasOwn(ERROR_STATUS, message)) {
+    const status = Number(code.slice(2));
+    if (message === "rate_limit_exceeded") return rateLimited(details);
+    return failure(message, details, PT_STATUSES.has(status) ? status : ERROR_STATUS[message]);
+  }
   // No JWT, or an expired one: PostgREST's own codes.
   if (code === "PGRST301" || code === "PGRST302" || code === "42501") return failure("unauthorized", "sign in first");
   // A value PostgreSQL could not read (a malformed uuid, a number out of range).
   if (code.startsWith("22")) return failure("validation_error", "an argument has the wrong form");
   // Anything else stays in the function's log, not in the answer.
   return failure("internal_error", "the notification service failed; try again");
+}
+
+/** The 429 body: the explanation and `retry_after` from the DETAIL's JSON ({"retry_after": 12, "message"}). */
+function rateLimited(details) {
+  let parsed = null;
+  try {
+    parsed = JSON.parse(details);
+  } catch {
+    parsed = null;
+  }
+  const wait = isObject(parsed) && Number.isSafeInteger(parsed.retry_after) && parsed.retry_after > 0 ? parsed.retry_after : 60;
+  const message = isObject(parsed) && typeof parsed.message === "string"
+    ? parsed.message : `Too many notifications sent. Retry after ${wait} seconds.`;
+  return failure("rate_limit_exceeded", message, 429, { retry_after: wait });
+}
+
+/**
+ * Whether a request carries the service role key: `X-Supabase-Service-Role: <key>` (the push API
+ * contract's header) or `Authorization: Bearer <key>` (what Supabase's gateway checks). `header(name)`
+ * reads a request header (null when absent). Compared in constant time.
+ */
+export function isServiceRole(header, serviceKey) {
+  if (typeof serviceKey !== "string" || serviceKey.length < 16) return false;
+  const bearer = /^Bearer\s+(\S+)$/i.exec(header("authorization") ?? "");
+  return [header("x-supabase-service-role"), bearer?.[1]].some((given) => sameSecret(given, serviceKey));
+}
+
+function sameSecret(given, expected) {
+  if (typeof given !== "string" || given.length !== expected.length) return false;
+  let diff = 0;
+  for (let i = 0; i < expected.length; i++) diff |= given.charCodeAt(i) ^ expected.charCodeAt(i);
+  return diff === 0;
+}
+
+/** How long the send's answer waits for the push, and how often it looks. */
+export const SEND_WAIT = Object.freeze({ waitMs: 2000, intervalMs: 100 });
+
+/**
+ * The send's answer, SendNotificationResponse: the RPC's answer (`sent`), completed by what the latest
+ * status read says (`status`, or null before the first): `sent` with `sent_at` and `expo_receipt_id`,
+ * `failed` with `error`, else `scheduled`.
+ */
+export function sendAnswer(sent, status) {
+  const s = isObject(status) ? status : {};
+  const body = {
+    notification_id: sent.notification_id,
+    user_id: sent.user_id,
+    push_token: s.push_token ?? sent.push_token ?? null,
+    status: s.status === "sent" || s.status === "failed" ? s.status : "scheduled",
+    sent_at: s.status === "sent" ? (s.sent_at ?? null) : null,
+    scheduled_at: sent.scheduled_at ?? null,
+  };
+  if (body.status === "sent" && typeof s.expo_receipt_id === "string") body.expo_receipt_id = s.expo_receipt_id;
+  if (body.status === "failed") body.error = typeof s.error === "string" ? s.error : "the push failed";
+  return { response: { status: 200, body } };
+}
+
+/**
+ * POST /push-notification after routing: calls send_notification, then reads send_notification_status
+ * every `intervalMs` until the push was sent or failed or `waitMs` has passed (a notification scheduled
+ * later than that is answered `scheduled` at once). `rpc(fn, args)` resolves to {data, error} as
+ * supabase-js does; `sleep(ms)` and `now()` are the clock's.
+ */
+export async function awaitSend(rpc, args, { waitMs = SEND_WAIT.waitMs, intervalMs = SEND_WAIT.intervalMs, sleep, now = Date.now } = {}) {
+  const first = await rpc("send_notification", args);
+  if (first.error || !isObject(first.data)) return respondSend(first.data, first.error);
+  const sent = first.data;
+  const deadline = now() + waitMs;
+  if (typeof sent.scheduled_at === "number" && sent.scheduled_at > deadline) return sendAnswer(sent, null);
+  let status = null;
+  for (;;) {
+    const read = await rpc("send_notification_status", { notification_id: sent.notification_id });
+    if (!read.error && isObject(read.data)) status = read.data;
+    if (status?.status === "sent" || status?.status === "failed" || now() + intervalMs > deadline) break;
+    await sleep(intervalMs);
+  }
+  return sendAnswer(sent, status);
+}
+
+/** `respond` for the send: a refusal of the call itself (42501) is `forbidden`, not `unauthorized`. */
+export function respondSend(data, error) {
+  if (error && error.code === "42501") return failure("forbidden", "sending notifications needs the service role");
+  if (!error && !isObject(data)) return failure("internal_error", "the notification service failed; try again");
+  return respond(data, error);
 }
