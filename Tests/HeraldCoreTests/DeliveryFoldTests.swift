@@ -57,7 +57,7 @@ import Testing
         var row = item("push", kind: "system", severity: c.critical ? .critical : .watch, scheduledAt: now)
         row.attempts = c.lastAttempt ? 5 : 2
         let prefs = Preferences(userId: alice, phoneE164: "+15551234567", notifyPush: true, notifySMS: true)
-        var sent = SentRow(item: row, maxAttempts: 5, trail: ["rule": "send"], title: "T", body: "B", provider: .apns,
+        var sent = SentRow(item: row, maxAttempts: 5, trail: ["rule": "send"], provider: .apns,
                            previouslyDelivered: false, prefs: prefs)
         func answered(_ outcome: DeliveryOutcome, followUps: [FollowUp] = []) {
             sent.answers.append(DestinationAnswer(destination: token, provider: .apns,
@@ -95,7 +95,6 @@ import Testing
         case .delivered:
             #expect(folded.row.sentAt == Self.now)
             #expect(folded.row.providerMessageId == "m-1")
-            #expect(folded.row.title == "T")
         case .invalid:
             #expect(folded.deactivations.map(\.deviceTokenId) == [Self.token.deviceTokenId])
         default:
@@ -188,7 +187,7 @@ import Testing
     static func followed(_ destination: Destination, channel: String, _ outcome: DeliveryOutcome,
                          _ followUps: [FollowUp]) -> FoldedRow {
         let row = item(channel, kind: "system", scheduledAt: now)
-        var sent = SentRow(item: row, maxAttempts: 5, trail: .null, title: "", body: "", provider: destination.provider,
+        var sent = SentRow(item: row, maxAttempts: 5, trail: .null, provider: destination.provider,
                            previouslyDelivered: false, prefs: nil)
         sent.answers = [DestinationAnswer(destination: destination, provider: destination.provider,
                                           response: ClassifiedResponse(outcome, followUps: followUps))]

@@ -151,11 +151,14 @@ import Testing
             {"title":"Take your dose","title_ar":"تناول جرعتك","body":"Step 2, 10:00","body_ar":"الخطوة 2، 10:00",
              "image_url":"https://example.com/pill.png"}
             """, at: now)
-        let pushed = try f.enqueue(to: a, channel: "push", kind: "reminder",
-                                   payload: #"{"title":"Dose soon","title_ar":"جرعة قريبًا","body":"in 30 minutes"}"#, at: now)
-        try db.execute("""
-            update notification_queue set related_entity_type = 'test_step', related_entity_id = 'step-2' where id = \(pushed)
-            """)
+        let pushed = try #require(try db.query("""
+            insert into notification_queue (recipient_user_id, member_user_id, channel, kind, payload, scheduled_at,
+                                            run_after, related_entity_type, related_entity_id)
+            values (\(a), \(a), 'push', 'reminder',
+                    '{"title":"Dose soon","title_ar":"جرعة قريبًا","body":"in 30 minutes"}', \(now), \(now),
+                    'test_step', 'step-2')
+            returning id
+            """).first?["id"].uuid)
         let mailed = try f.enqueue(to: a, channel: "email", kind: "system", at: now)
         let hooked = try f.enqueue(to: a, channel: "webhook", kind: "reminder", at: now)
         let skipped = try f.enqueue(to: a, channel: "sms", kind: "system", at: now)  // SMS off: skipped, no history
@@ -172,7 +175,8 @@ import Testing
         #expect(server.requests.count == 1)
         #expect(try f.row(skipped)["status"].string == "skipped")
 
-        // The in-app copies: the recipient's language in title/body, both languages beside it; the id is the queue row's.
+        // The entries: the recipient's language in title/body, both languages beside it; the id is the
+        // queue row's. The prompt's text is its template's, filled when it was sent.
         let promptCopy = try db.query("select * from inbox where queue_id = \(prompt)").first
         #expect(promptCopy?["id"].uuid == prompt)
         #expect(promptCopy?["title_en"].string == "Meditation Check-in")
@@ -187,8 +191,10 @@ import Testing
         #expect(reminderCopy?["image_url"].string == "https://example.com/pill.png")
 
         try Self.asUser(db, a)
+        // The list is every notification sent, whatever carried it: five, not the skipped one.
         let list = try Self.json(db, "select get_notifications()")
-        #expect(list["total_count"]?.intValue == 2)
+        #expect(list["total_count"]?.intValue == 5)
+        #expect(list["unread_count"]?.intValue == 5)
         let listed = Self.array(list["notifications"]).first { $0["id"]?.stringValue == reminder.uuidString.lowercased() }
         #expect(listed?["title_ar"]?.stringValue == "تناول جرعتك")
         #expect(listed?["image_url"]?.stringValue == "https://example.com/pill.png")
@@ -220,7 +226,7 @@ import Testing
         let opened = try Self.json(db, "select record_notification_action(\(reminder), 'opened')")
         #expect(opened["marked_read"]?.boolValue == true)
         #expect(try db.query("select is_read, read_at is not null as r from inbox where id = \(reminder)").first?["is_read"].bool == true)
-        #expect(try Self.json(db, "select get_notifications()")["unread_count"]?.intValue == 1)
+        #expect(try Self.json(db, "select get_notifications()")["unread_count"]?.intValue == 4)
         _ = try Self.json(db, "select record_notification_action(\(mailed), 'snoozed')")
         _ = try Self.json(db, "select record_notification_action(\(mailed), 'dismissed')")  // the latest wins
         let after = Self.array(try Self.json(db, "select get_notification_history(7)"))
@@ -270,160 +276,6 @@ import Testing
         #expect(history.first?["channel"]?.stringValue == "in_app")
     }
 
-    /// An older in-app copy with an id of its own, whose notification has a history entry: acting on
-    /// the copy marks that entry (the insert meets it as a conflict), not a new one.
-    @Test func anOlderInboxCopyMarksItsNotificationsHistoryEntry() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        let a = try f.profile()
-        let queued = try f.enqueue(to: a, channel: "push", at: Date())
-        try db.execute("""
-            insert into notification_history (id, user_id, channel, notification_type, title, body, scheduled_time, delivered_time)
-            values (\(queued), \(a), 'push', 'system', 'Hello', 'there', now(), now())
-            """)
-        let copy = try #require(try db.query("""
-            insert into inbox (user_id, queue_id, type, title, body) values (\(a), \(queued), 'system', 't', 'b') returning id
-            """).first?["id"].uuid)
-        try Self.asUser(db, a)
-        let answer = try Self.json(db, "select record_notification_action(\(copy), 'dismissed')")
-        #expect(answer["id"]?.stringValue == queued.uuidString.lowercased())
-        let history = Self.array(try Self.json(db, "select get_notification_history()"))
-        #expect(history.count == 1)
-        #expect(history.first?["action"]?.stringValue == "dismissed")
-    }
-
-    /// A row sent whose history entry already exists (sent before, and put back by hand): the record
-    /// skips the entry and records the row.
-    @Test func aSentRowWithAHistoryEntryAlreadyIsRecorded() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        let a = try f.profile()
-        let row = try f.enqueue(to: a, channel: "in_app", at: seedInstant)
-        try db.execute("""
-            insert into notification_history (id, user_id, channel, notification_type, title, body, scheduled_time, delivered_time)
-            values (\(row), \(a), 'in_app', 'system', 'before', 'before', now(), now())
-            """)
-        let (summary, code) = Worker(url: tdb.url).run(now: seedInstant)
-        #expect(code == .ok, "\(summary.error ?? "")")
-        #expect(try f.row(row)["status"].string == "sent")
-        #expect(try f.count("select count(*)::int from notification_history") == 1)
-    }
-
-    // MARK: - Retention (seed 001 §Storage)
-
-    @Test func historyIsKeptThirtyDaysWhateverTheQueueKeeps() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        let a = try f.profile()
-        let now = Date()
-        let id = try f.enqueue(to: a, channel: "in_app", at: now)
-        _ = Worker(url: tdb.url).run(now: now)
-        try db.execute("""
-            insert into notification_history (id, user_id, channel, notification_type, title, body, scheduled_time, delivered_time)
-            values (\(UUID()), \(a), 'push', 'reminder', 'old', 'old', now() - interval '31 days', now() - interval '31 days'),
-                   (\(UUID()), \(a), 'push', 'reminder', 'kept', 'kept', now() - interval '29 days', now() - interval '29 days')
-            """)
-        // The queue row goes after a day here; its history stays.
-        try db.execute("update notification_queue set updated_at = now() - interval '2 days' where id = \(id)")
-        let store = QueueStore(db: db, passId: "test-prune")
-        // The queue row goes by its `updated_at`; the history by the pass's clock: at a `--now` ten days
-        // ago, no entry is a month old yet.
-        #expect(try store.pruneTerminal(retentionDays: 1, now: now.addingTimeInterval(-10 * 86_400)) == 1)
-        #expect(try f.count("select count(*) from notification_history") == 3)
-        #expect(try store.pruneTerminal(retentionDays: 1, now: now) == 0)
-        #expect(try f.count("select count(*) from notification_queue") == 0)
-        let titles = try db.query("select title from notification_history order by delivered_time").compactMap { $0["title"].string }
-        #expect(titles == ["kept", "Hello"])
-        try Self.asUser(db, a)
-        #expect(Self.array(try Self.json(db, "select get_notification_history(30)")).count == 2)
-        #expect(Self.array(try Self.json(db, "select get_notification_history(1)")).count == 1)
-    }
-
-    // MARK: - Device tokens (seed 003 §1, §2)
-
-    @Test func tokensRegisterAndUnregisterInBothShapes() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        let (a, b) = (try f.profile(), try f.profile())
-        let token = "ExponentPushToken[jH7fKr23kP9mN8qL5vR1sT]"
-
-        try Self.asUser(db, a)
-        let before = Int(Date().timeIntervalSince1970 * 1000) - 5_000
-        let r = try Self.json(db, """
-            select register_device_token(push_token => \(token), device_type => 'ios', device_name => 'iPhone 14 Pro',
-                                         app_version => '1.0.0', locale => 'ar')
-            """)
-        #expect(r["push_token"]?.stringValue == token)
-        #expect(r["device_type"]?.stringValue == "ios")
-        #expect(r["locale"]?.stringValue == "ar")
-        #expect(r["status"]?.stringValue == "active")
-        #expect(r["user_id"]?.stringValue == a.uuidString.lowercased())
-        #expect(r["id"]?.stringValue?.count == 36)
-        #expect(r["registered_at"]?.intValue ?? 0 > before, "Unix milliseconds")
-        #expect(Set(["id", "user_id", "push_token", "device_type", "locale", "registered_at", "status"])
-            .isSubset(of: Set(r.objectValue?.keys.map { $0 } ?? [])))
-        let row = try db.query("select provider, device_name, app_version from device_tokens where device_token = \(token)").first
-        #expect(row?["provider"].string == "expo")
-        #expect(row?["device_name"].string == "iPhone 14 Pro")
-        #expect(row?["app_version"].string == "1.0.0")
-
-        // The original shape, positional and named, still works and answers its old names too.
-        let old = try Self.json(db, "select register_device_token('0a1b2c3d', 'android', '2.0', '14', 'fcm', 'en')")
-        #expect(old["device_token"]?.stringValue == "0a1b2c3d")
-        #expect(old["platform"]?.stringValue == "android")
-        #expect(old["provider"]?.stringValue == "fcm")
-        #expect(old["status"]?.stringValue == "active")
-        _ = try Self.json(db, "select register_device_token(device_token => 'ffee', platform => 'ios')")
-        #expect(try f.count("select count(*) from device_tokens where user_id = \(a) and is_active") == 3)
-
-        // Seed 003's errors.
-        Self.fails(db, "select register_device_token(push_token => 'invalid-token-format', device_type => 'ios', app_version => '1.0.0', locale => 'en')", "invalid_token")
-        Self.fails(db, "select register_device_token(push_token => 'ExponentPushToken[bad token]', device_type => 'ios')", "invalid_token")
-        Self.fails(db, "select register_device_token(push_token => \(token), device_type => 'blackberry')", "validation_error")
-        Self.fails(db, "select register_device_token(push_token => \(token))", "validation_error")
-        Self.fails(db, "select register_device_token(device_type => 'ios')", "validation_error")
-        Self.fails(db, "select register_device_token(push_token => \(token), device_type => 'ios', locale => 'not a locale')", "validation_error")
-        Self.fails(db, "select register_device_token(device_token => 'x1', push_token => 'x2', platform => 'ios')", "validation_error")
-        Self.fails(db, "select unregister_device_token()", "validation_error")
-        try Self.asUser(db, nil)
-        Self.fails(db, "select register_device_token(push_token => \(token), device_type => 'ios')", "unauthorized")
-        Self.fails(db, "select unregister_device_token(push_token => \(token))", "unauthorized")
-
-        // B cannot unregister A's token.
-        try Self.asUser(db, b)
-        let notMine = try Self.json(db, "select unregister_device_token(push_token => \(token))")
-        #expect(notMine["status"]?.stringValue == "not_found")
-        #expect(try db.query("select is_active from device_tokens where device_token = \(token)").first?["is_active"].bool == true)
-
-        // A unregisters it in seed 003's shape.
-        try Self.asUser(db, a)
-        let u = try Self.json(db, "select unregister_device_token(push_token => \(token))")
-        #expect(u["push_token"]?.stringValue == token)
-        #expect(u["status"]?.stringValue == "unregistered")
-        #expect(u["unregistered_at"]?.intValue ?? 0 > before)
-        #expect(try db.query("select deactivated_reason from device_tokens where device_token = \(token)").first?["deactivated_reason"].string == "unregistered")
-        // And in the old shape.
-        #expect(try Self.json(db, "select unregister_device_token('0a1b2c3d')")["status"]?.stringValue == "unregistered")
-
-        // 008's rule holds for the seed's shape: B registering A's token takes it over.
-        _ = try Self.json(db, "select register_device_token(push_token => \(token), device_type => 'ios')")
-        try Self.asUser(db, b)
-        _ = try Self.json(db, "select register_device_token(push_token => \(token), device_type => 'android', locale => 'en')")
-        let owners = try db.query("""
-            select user_id, is_active, deactivated_reason from device_tokens where device_token = \(token) order by is_active
-            """)
-        #expect(owners.map { $0["user_id"].uuid } == [a, b])
-        #expect(owners.first?["deactivated_reason"].string == "reassigned")
-    }
-
     // MARK: - As PostgREST runs them: the `authenticated` role on a Supabase-like database
 
     @Test func theRPCsRunAsAuthenticatedAndNotAsAnon() throws {
@@ -432,17 +284,11 @@ import Testing
         let (a, b) = (UUID(), UUID())
         for user in [a, b] { try db.execute("insert into user_profiles (user_id) values (\(user))") }
         let queue = try db.query("""
-            insert into notification_queue (recipient_user_id, channel, kind, status, sent_at)
-            values (\(a), 'in_app', 'prompt', 'sent', now()) returning id
+            insert into notification_queue (recipient_user_id, channel, kind, status, sent_at, payload)
+            values (\(a), 'in_app', 'prompt', 'sent', now(),
+                    '{"title":"t","body":"b","title_en":"T","title_ar":"ت","body_en":"B","body_ar":"ب"}')
+            returning id
             """).first!["id"].uuid!
-        try db.execute("""
-            insert into inbox (id, user_id, queue_id, type, title, body, title_en, title_ar, body_en, body_ar)
-            values (\(queue), \(a), \(queue), 'prompt', 't', 'b', 'T', 'ت', 'B', 'ب')
-            """)
-        try db.execute("""
-            insert into notification_history (id, user_id, channel, notification_type, title, body, scheduled_time, delivered_time)
-            values (\(queue), \(a), 'in_app', 'prompt', 't', 'b', now(), now())
-            """)
 
         try SecurityTests.act(db, as: "authenticated", a)
         #expect(try Self.json(db, "select get_notifications()")["total_count"]?.intValue == 1)
@@ -452,7 +298,7 @@ import Testing
         #expect(try Self.json(db, "select unregister_device_token(push_token => 'ExponentPushToken[a1]')")["status"]?.stringValue == "unregistered")
         #expect(try Self.json(db, "select mark_notifications_read(\([queue])::uuid[])")["read_at"]?.intValue ?? 0 > 0)
         Self.fails(db, "select get_notifications(500)", "validation_error")
-        // The history table itself is not readable; the new inbox columns are, for the caller's rows.
+        // The former history table is not readable; the entries' columns are, for the caller's rows.
         SecurityTests.refused(db, "select * from notification_history", "history as authenticated")
         #expect(try db.query("select title_ar from inbox").map { $0["title_ar"].string } == ["ت"])
         SecurityTests.refused(db, "select herald_ms(now())", "herald_ms", message: "permission denied")
@@ -470,6 +316,6 @@ import Testing
             SecurityTests.refused(db, sql, "anon: \(sql)", message: "permission denied for function")
         }
         try SecurityTests.owner(db)
-        #expect(try db.query("select action from notification_history").first?["action"].string == "opened")
+        #expect(try db.query("select action from inbox").first?["action"].string == "opened")
     }
 }

@@ -5,13 +5,14 @@ import HeraldTestSupport
 import HeraldWorker
 import Testing
 
-/// What the person did with a notification does what it says (sql/020_notification_actions.sql):
-/// `opened` reads every in-app copy of the notification, `dose_marked_taken` writes the dose into
+/// What the person did with a notification does what it says (sql/037_notification_entries.sql):
+/// `opened` reads the notification's entry, `dose_marked_taken` writes the dose into
 /// `dose_events`, `symptom_logged` writes today's `daily_logs` row — the rows the adherence analyzer
 /// reads. Real passes deliver the rows first; the actions are called as PostgREST calls them.
 @Suite struct NotificationActionTests {
     typealias App = AppContractTests
 
+    /// A notification on push and in-app (one group) is one entry: opening the push reads it.
     @Test func openingThePushReadsTheInAppCopyOfTheSameNotification() throws {
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
@@ -21,10 +22,15 @@ import Testing
         try f.token(a, provider: "expo")
         let now = Date()
         // One notification on two channels (one group), and an unrelated in-app notification.
-        let push = try f.enqueue(to: a, channel: "push", kind: "reminder", at: now)
-        let copy = try f.enqueue(to: a, channel: "in_app", kind: "reminder", at: now)
+        let rows = try db.query("""
+            insert into notification_queue (recipient_user_id, member_user_id, channel, kind, payload, scheduled_at,
+                                            run_after, notification_group)
+            select \(a), \(a), c, 'reminder', '{"title":"Dose","body":"now"}', \(now), \(now), 'g-1'
+              from unnest(array['push', 'in_app']) c
+            returning id, channel
+            """)
+        let push = try #require(rows.first { $0["channel"].string == "push" }?["id"].uuid)
         let other = try f.enqueue(to: a, channel: "in_app", kind: "system", at: now)
-        try db.execute("update notification_queue set notification_group = 'g-1' where id in (\(push), \(copy))")
         try tdb.withoutSpacing()
         let (summary, _) = Worker(url: tdb.url, settings: ["HERALD_CHANNEL_PUSH": "log", "HERALD_LOG_ADAPTER_FILE": "/dev/null"])
             .run(now: now)
@@ -33,8 +39,8 @@ import Testing
         try App.asUser(db, a)
         #expect(try App.json(db, "select get_notifications()")["unread_count"]?.intValue == 2)
         let opened = try App.json(db, "select record_notification_action(\(push), 'opened')")
-        #expect(opened["marked_read"]?.boolValue == true, "the push has no inbox row of its own; its group's copy is read")
-        #expect(try db.query("select is_read from inbox where id = \(copy)").first?["is_read"].bool == true)
+        #expect(opened["marked_read"]?.boolValue == true, "one entry for the push and its in-app copy")
+        #expect(try db.query("select is_read from inbox where notification_key = 'g-1'").first?["is_read"].bool == true)
         #expect(try db.query("select is_read from inbox where id = \(other)").first?["is_read"].bool == false)
         #expect(try App.json(db, "select get_notifications()")["unread_count"]?.intValue == 1)
 
@@ -109,8 +115,8 @@ import Testing
         try db.execute("update user_profiles set dose_reminder_advance_minutes = 45 where user_id = \(a)")
         let id = UUID()
         try db.execute("""
-            insert into notification_history (id, user_id, channel, notification_type, title, body, scheduled_time,
-                                              delivered_time, related_entity_type, related_entity_id)
+            insert into inbox (id, user_id, channel, type, title, body, scheduled_at,
+                               delivered_at, related_entity_type, related_entity_id)
             values (\(id), \(a), 'push', 'reminder', 'Dose soon', 'in 45 minutes', '2026-11-20T09:15:00Z',
                     '2026-11-20T09:15:02Z', 'test_step', 'step-7')
             """)
@@ -120,7 +126,7 @@ import Testing
             select scheduled_at = '2026-11-20T10:00:00Z'::timestamptz as right_time from dose_events
              where user_id = \(a) and related_entity_id = 'step-7'
             """)
-        #expect(dose.first?["right_time"].bool == true, "the history's scheduled time plus the person's advance")
+        #expect(dose.first?["right_time"].bool == true, "the entry's scheduled time plus the person's advance")
     }
 
     @Test func aSymptomLoggedIsTodaysLogInThePersonsTimeZone() throws {

@@ -64,7 +64,9 @@ import Testing
         #expect(sent.value == 400)
         #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == 400)
         #expect(try f.count("select count(*)::int from notification_events") == 400)
-        #expect(try f.count("select count(*)::int from notification_history") == 400)
+        #expect(try f.count("""
+            select count(*)::int from inbox i join notification_queue q on q.id = i.queue_id where q.status = 'sent'
+            """) == 400, "one listed entry per notification")
     }
 }
 

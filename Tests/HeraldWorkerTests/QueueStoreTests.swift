@@ -86,13 +86,13 @@ import Testing
             r.sentAt = seedInstant
             batch.rows.append(r)
         }
-        // Another session holds the history table for 0.6 s, as a migration rebuilding one of its
+        // Another session holds the trail's table for 0.6 s, as a migration rebuilding one of its
         // indexes would, while a writer (on a thread of its own) records the batch.
         func whileHeld(_ writer: RecordWriter) throws -> Result<[(RecordBatch, Set<UUID>)], any Error> {
             let holder = try tdb.connect()
             defer { holder.close() }
             try holder.execute("begin")
-            try holder.execute("lock table notification_history in access exclusive mode")
+            try holder.execute("lock table notification_events in access exclusive mode")
             writer.submit(batch)
             Thread.sleep(forTimeInterval: 0.6)
             try holder.execute("commit")
@@ -104,7 +104,7 @@ import Testing
         let again = try whileHeld(RecordWriter(store: store, retryDelays: [0.2, 0.2, 0.2, 0.2, 0.2, 0.2]))
         #expect(Set(try again.get().flatMap { $0.1 }) == Set(ids))
         #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == 3)
-        #expect(try f.count("select count(*)::int from notification_history") == 3)
+        #expect(try f.count("select count(*)::int from notification_events where event = 'sent'") == 3)
     }
 
     /// The record's trail event: the attempt first, then the decision's details as they were, hostile

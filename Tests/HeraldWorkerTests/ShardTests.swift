@@ -63,9 +63,6 @@ import Testing
         let first = try #require(try f.db.query("select id, recipient_user_id from notification_queue limit 1").first)
         let id = try #require(first["id"].uuid), owner = try #require(first["recipient_user_id"].uuid)
         try f.db.execute("insert into push_receipts (queue_id, ticket_id) values (\(id), 'ticket-1')")
-        try f.db.execute("""
-            insert into inbox (user_id, queue_id, type, title, body) values (\(owner), \(id), 'system', 't', 'b')
-            """)
 
         // Room on each page for a claim's new row versions (migration 027), kept through both rebuilds.
         func fillfactors() throws -> [String] {

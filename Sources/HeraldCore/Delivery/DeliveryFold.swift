@@ -38,9 +38,6 @@ public struct SentRow: Sendable {
     public var maxAttempts: Int
     /// The decision's trail, kept on a sent row.
     public var trail: JSONValue
-    /// The text the recipient saw (notification_history).
-    public var title: String
-    public var body: String
     /// The channel's first provider: named when no answer says which provider delivered.
     public var provider: Provider?
     /// An earlier attempt already reached some destination.
@@ -60,13 +57,11 @@ public struct SentRow: Sendable {
     /// Tries beyond the claim's: the most times one destination went again after a lost answer.
     public var resends: Int { lostAnswers.map { $0.resends + 1 }.max() ?? 0 }
 
-    public init(item: QueueItem, maxAttempts: Int, trail: JSONValue, title: String, body: String, provider: Provider?,
+    public init(item: QueueItem, maxAttempts: Int, trail: JSONValue, provider: Provider?,
                 previouslyDelivered: Bool, prefs: Preferences?) {
         self.item = item
         self.maxAttempts = maxAttempts
         self.trail = trail
-        self.title = title
-        self.body = body
         self.provider = provider
         self.previouslyDelivered = previouslyDelivered
         self.prefs = prefs
@@ -213,7 +208,6 @@ public enum DeliveryFold {
     static func delivered(_ sent: SentRow, _ t: Tally, now: Date) -> RowRecord {
         var r = RowRecord(id: sent.item.id, status: .sent, event: .sent)
         r.sentAt = now
-        (r.title, r.body) = (sent.title, sent.body)  // notification_history
         r.providerMessageId = t.delivered.compactMap { $0 }.first
         r.lastError = t.messages.isEmpty ? nil : "some destinations failed: " + t.messages.joined(separator: "; ")
         r.details = sent.trail

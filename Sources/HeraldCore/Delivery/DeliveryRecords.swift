@@ -18,9 +18,6 @@ public struct RowRecord: Sendable {
     public var event: QueueEvent
     public var reason: String?
     public var details: JSONValue = .null
-    /// A sent row's text as the recipient saw it: kept in `notification_history` (30 days).
-    public var title: String?
-    public var body: String?
 
     public init(id: UUID, status: QueueStatus, event: QueueEvent) {
         self.id = id

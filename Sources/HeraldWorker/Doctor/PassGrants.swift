@@ -12,11 +12,10 @@ enum PassGrants {
         ("notification_queue", [.select, .insert, .update, .delete]),
         ("notification_deliveries", [.select, .insert, .update]),
         ("notification_events", [.select, .insert]),
-        ("notification_history", [.select, .insert, .delete]),
         ("herald_passes", [.select, .insert, .update]),
         ("herald_pauses", [.select]),
         ("herald_provider_credentials", [.select, .insert, .update, .delete]),
-        ("inbox", [.select, .insert]),
+        ("inbox", [.select, .insert, .update, .delete]),
         ("user_profiles", [.select, .update]),
         ("device_tokens", [.select, .update]),
         ("family_members", [.select]),
@@ -39,5 +38,6 @@ enum PassGrants {
     /// The functions a pass calls (switching channels off, the audit trail's partitions, the queue's).
     static let functions = [
         "herald_switch_off_channels", "herald_audit_partitions", "herald_audit_drop_before", "herald_queue_partitions",
+        "herald_unread_entries",
     ]
 }

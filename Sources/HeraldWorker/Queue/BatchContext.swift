@@ -133,12 +133,12 @@ extension QueueStore {
         }
     }
 
-    /// The recipients' unread in-app notifications, counted per recipient (for a push's badge).
+    /// The recipients' unread notifications, counted per recipient as their list counts them (for a
+    /// push's badge): delivered on any channel and not yet read.
     private func unreadInApp(of recipients: [UUID]) throws -> [UUID: Int] {
         var unread: [UUID: Int] = [:]
         for row in try db.query("""
-            select user_id, count(*)::int as n from inbox
-             where user_id = any(\(recipients)::uuid[]) and not is_read group by user_id
+            select user_id, unread as n from herald_unread_entries(\(recipients)::uuid[])
             """) {
             if let user = row["user_id"].uuid { unread[user] = row["n"].int ?? 0 }
         }

@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 
 extension InboxRecord {
-    /// The in-app copy of a row being sent: the recipient's own text (`title`, `body`, as pushed), plus
+    /// The entry's text for a row being sent: the recipient's own (`title`, `body`, as pushed), plus
     /// the same notification rendered from the templates in English and in Arabic (`title_en`,
     /// `title_ar`, `body_en`, `body_ar`), and the payload's `image_url` when it is a web URL.
     init(item: QueueItem, rendered: RenderedNotification, renderer: Renderer, preferences: Preferences,
@@ -15,11 +15,20 @@ extension InboxRecord {
             return renderer.render(item, preferences: p, unreadInApp: unreadInApp)
         }
         let en = inLanguage("en"), ar = inLanguage("ar")
-        self.init(queueId: item.id, userId: item.recipientUserId, type: item.kindRaw,
+        self.init(queueId: item.id, userId: item.recipientUserId, key: item.group, type: item.kindRaw,
                   priority: item.priority.rawValue, title: rendered.title, body: rendered.body,
                   deepLink: rendered.deepLink, data: .object(rendered.data),
                   titleEn: en.title, titleAr: ar.title, bodyEn: en.body, bodyAr: ar.body,
                   imageUrl: InboxRecord.imageURL(item.payload?["image_url"]?.stringValue))
+    }
+
+    /// Whether the payload carries the notification's own text (`title`, `title_en`, …), which the
+    /// entry took when it was written; a kind rendered from templates has none.
+    static func payloadHasText(_ item: QueueItem) -> Bool {
+        guard let payload = item.payload else { return false }
+        return payload.contains { key, value in
+            (key == "title" || key.hasPrefix("title_")) && !(value.stringValue ?? "").isEmpty
+        }
     }
 
     /// An image URL kept for the app: http(s), no whitespace, at most 2,048 characters; else nil.

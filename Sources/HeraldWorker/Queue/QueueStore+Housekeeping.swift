@@ -38,10 +38,10 @@ extension QueueStore {
 
     /// Deletes terminal rows (sent, skipped, failed for good) untouched for `retentionDays`, a chunk at a
     /// time so one pass never holds many locks. Their trail and deliveries stay (kept for the audit
-    /// retention): each row leaves a `pruned` event with what it was, without its payload. Then drops
-    /// `notification_history` entries older than `historyRetentionDays` at the pass's `now` (a chunk of
-    /// `limit` too): their `delivered_time` is the pass's clock too, so a pass run with `--now` in the
-    /// past never takes the history it has just written for a month old.
+    /// retention): each row leaves a `pruned` event with what it was, without its payload, and a sent
+    /// row's delivery is folded into its notification's entry. Then drops the users' notification
+    /// entries delivered more than `historyRetentionDays` before the pass's `now` (a chunk of `limit`
+    /// too), and those never delivered whose queue rows are gone.
     @discardableResult
     public func pruneTerminal(retentionDays: Int, now: Date, limit: Int = 5000) throws -> Int {
         try db.transaction { db in
@@ -57,7 +57,15 @@ extension QueueStore {
                      for update skip locked)
                   returning id, recipient_user_id, member_user_id, channel, kind, severity, priority, status,
                             skip_reason, attempts, max_attempts, permanent, last_error, scheduled_at, sent_at,
-                            created_at, provider_message_id
+                            created_at, provider_message_id, notification_group
+                ), f as (
+                  -- A sent notification's entry keeps when and how it was delivered once its rows go.
+                  update inbox i set delivered_at = g.at, channel = coalesce(i.channel, g.channel)
+                    from (select recipient_user_id, coalesce(notification_group, id::text) as k,
+                                 min(coalesce(sent_at, scheduled_at)) as at,
+                                 (array_agg(channel order by sent_at, id))[1] as channel
+                            from d where status = 'sent' group by 1, 2) g
+                   where i.user_id = g.recipient_user_id and i.notification_key = g.k and i.delivered_at is null
                 ), e as (
                   insert into notification_events (queue_id, pass_id, event, reason, details)
                   select id, \(passId), 'pruned', status, jsonb_strip_nulls(jsonb_build_object(
@@ -71,18 +79,27 @@ extension QueueStore {
                 )
                 select count(*)::int as n from d
                 """).first?["n"].int ?? 0
-            // The notification history is kept 30 days, whatever the queue's retention.
+            // The user's notifications are kept 30 days after their delivery, whatever the queue's
+            // retention; one never delivered goes once its queue row has (it never listed).
             try db.execute("""
-                delete from notification_history where id in (
-                  select id from notification_history
-                   where delivered_time < \(now)::timestamptz - make_interval(days => \(QueueStore.historyRetentionDays))
-                   limit \(limit))
+                delete from inbox where id in (
+                  (select id from inbox
+                    where delivered_at < \(now)::timestamptz - make_interval(days => \(QueueStore.historyRetentionDays))
+                    limit \(limit))
+                  union all
+                  (select i.id from inbox i
+                    where i.delivered_at is null
+                      and i.created_at < \(now)::timestamptz - make_interval(days => \(QueueStore.historyRetentionDays))
+                      and not exists (select 1 from \(queue) q where q.id = i.queue_id)
+                      and not exists (select 1 from \(queue) q where q.recipient_user_id = i.user_id
+                                        and q.notification_group = i.notification_key)
+                    limit \(limit)))
                 """)
             return pruned
         }
     }
 
-    /// How long `notification_history` keeps a notification, in days.
+    /// How long a user's notification entry is kept after its delivery, in days.
     public static let historyRetentionDays = 30
 
     /// The audit trail's tables, in monthly partitions named `<table>_YYYY_MM` (sql/011).

@@ -33,7 +33,7 @@ struct RecordParts {
     /// The whole statement: the rows, their fenced update, then every table's part.
     var statement: SQL {
         var sql: SQL = "with r as materialized (" + rows + "), u as (" + queueRows + ")"
-        for (name, part) in [("ev", trail), ("d", deliveries), ("i", inbox), ("h", history), ("t", deadTokens),
+        for (name, part) in [("ev", trail), ("d", deliveries), ("i", entries), ("t", deadTokens),
                              ("o", optOuts), ("k", receipts), ("f", forecasts)] {
             sql += SQL(unescaped: ", \(name) as (") + part + ")"
         }
@@ -54,9 +54,9 @@ struct RecordParts {
                                  \(r.lastErrors)::text[], \(r.skipReasons)::text[], \(r.runAfter)::timestamptz[],
                                  \(r.sentAt)::timestamptz[], \(r.providerMessageIds)::text[],
                                  \(r.attemptsDeltas)::int[], \(r.events)::text[], \(r.reasons)::text[],
-                                 \(r.details)::text[], \(r.titles)::text[], \(r.bodies)::text[])
+                                 \(r.details)::text[])
               as r(id, status, permanent, last_error, skip_reason, run_after, sent_at, provider_message_id,
-                   attempts_delta, event, reason, details, title, body)
+                   attempts_delta, event, reason, details)
             """
     }
 
@@ -72,9 +72,7 @@ struct RecordParts {
                locked_until = null, locked_by = null, updated_at = now()
           from r
          where q.id = r.id and \(Lease.heldBy(passId))
-        returning q.id, q.recipient_user_id, q.channel, q.kind, q.scheduled_at, q.sent_at, q.created_at,
-                  q.related_entity_id, q.related_entity_type, q.attempts - r.attempts_delta as attempt,
-                  r.status, r.event, r.reason, r.details, r.title, r.body
+        returning q.id, q.attempts - r.attempts_delta as attempt, r.status, r.event, r.reason, r.details
         """
     }
 
@@ -110,33 +108,21 @@ struct RecordParts {
             """
     }
 
-    /// inbox: the in-app copy, whose id is its queue row's (one id for the push payload's queue_id, the
-    /// inbox and notification_history).
-    var inbox: SQL {
+    /// inbox: the user's entry for each notification is written when it is enqueued; a kind rendered
+    /// from templates has no text there until the record that sends it fills it, once, in the
+    /// recipient's language and in both languages. An entry that has its text is left as it is.
+    var entries: SQL {
         """
-        insert into inbox (id, user_id, queue_id, type, priority, title, body, deep_link, data,
-                           title_en, title_ar, body_en, body_ar, image_url)
-        select x.queue_id, x.user_id, x.queue_id, x.type, x.priority, x.title, x.body, x.deep_link, x.data,
-               x.title_en, x.title_ar, x.body_en, x.body_ar, x.image_url
+        update inbox i
+           set title = x.title, body = x.body, title_en = x.title_en, title_ar = x.title_ar,
+               body_en = x.body_en, body_ar = x.body_ar, deep_link = coalesce(i.deep_link, x.deep_link),
+               image_url = coalesce(i.image_url, x.image_url),
+               data = case when i.data = '{}'::jsonb then coalesce(x.data, i.data) else i.data end
           from jsonb_to_recordset(\(json(batch.inbox) { $0.json })::jsonb) as x(
-            queue_id uuid, user_id uuid, type text, priority text, title text, body text,
-            deep_link text, data jsonb, title_en text, title_ar text, body_en text, body_ar text,
-            image_url text)
-         where x.queue_id in (select id from u)
-        on conflict do nothing
-        """
-    }
-
-    /// notification_history: every row sent, on any channel, from the updated rows themselves, kept 30
-    /// days (pruneTerminal). No conflict target: a repeat is skipped whichever unique key it has.
-    var history: SQL {
-        """
-        insert into notification_history (id, user_id, channel, notification_type, title, body,
-          scheduled_time, delivered_time, related_entity_id, related_entity_type, created_at)
-        select u.id, u.recipient_user_id, u.channel, u.kind, u.title, u.body, u.scheduled_at,
-               coalesce(u.sent_at, now()), u.related_entity_id, u.related_entity_type, u.created_at
-          from u where u.status = 'sent'
-        on conflict do nothing
+            queue_id uuid, user_id uuid, key text, title text, body text, deep_link text, data jsonb,
+            title_en text, title_ar text, body_en text, body_ar text, image_url text)
+         where i.user_id = x.user_id and i.notification_key = x.key and i.title is null
+           and x.queue_id in (select id from u where u.status = 'sent')
         """
     }
 

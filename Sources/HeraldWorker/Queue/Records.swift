@@ -2,10 +2,13 @@ import Foundation
 import HeraldCore
 import HeraldPostgres
 
-/// An in-app notification: a row of `inbox`, written with the record that marks its queue row sent.
+/// The text of a user's notification entry (`inbox`, written when the notification was enqueued) as the
+/// pass rendered it: the record that sends a row fills the entry's text when the payload had none.
 public struct InboxRecord: Sendable {
     public var queueId: UUID
     public var userId: UUID
+    /// The notification the entry stands for: its group, or its queue row's id.
+    public var key: String
     public var type: String
     public var priority: String
     public var title: String
@@ -23,6 +26,7 @@ public struct InboxRecord: Sendable {
         var o: [String: JSONValue] = [
             "queue_id": .string(queueId.uuidString),
             "user_id": .string(userId.uuidString),
+            "key": .string(key),
             "type": .string(type),
             "priority": .string(priority),
             "title": .string(title),
@@ -96,7 +100,6 @@ struct RowColumns {
     /// Each row's decision trail as the text of a JSON object with at least one key (NUL written as
     /// U+FFFD: jsonb refuses `\u0000`), or nil when it has none (the event's details then hold only the attempt).
     var details = PGNullableArray<String>()
-    var titles = PGNullableArray<String>(), bodies = PGNullableArray<String>()
 
     init(_ rows: [RowRecord]) {
         for r in rows {
@@ -116,8 +119,6 @@ struct RowColumns {
             } else {
                 details.append(nil)
             }
-            titles.append(r.title)
-            bodies.append(r.body)
         }
     }
 }

@@ -118,10 +118,12 @@ extension DeliveryPass {
         guard let prefs = row.prefs, let route = item.channel.flatMap({ routes[$0] }) else { return nil }
         let rendered = renderer.render(item, preferences: prefs, unreadInApp: row.unreadInApp)
         var flight = InFlight(
-            sent: SentRow(item: item, maxAttempts: row.maxAttempts, trail: row.result.trail, title: rendered.title,
-                          body: rendered.body, provider: route.provider, previouslyDelivered: previouslyDelivered,
-                          prefs: prefs),
-            expected: todo.count)
+            sent: SentRow(item: item, maxAttempts: row.maxAttempts, trail: row.result.trail, provider: route.provider,
+                          previouslyDelivered: previouslyDelivered, prefs: prefs),
+            expected: todo.count,
+            inbox: InboxRecord.payloadHasText(item) ? nil
+                : InboxRecord(item: item, rendered: rendered, renderer: renderer, preferences: prefs,
+                              unreadInApp: row.unreadInApp))
         for destination in todo {
             // Wire timestamps (JWT iat, webhook-timestamp) follow the real clock, not --now.
             let own = Renderer.locale(profile: prefs.locale, destination: destination)
@@ -134,8 +136,6 @@ extension DeliveryPass {
                 flight.sent.answers.append(DestinationAnswer(
                     destination: destination, provider: .log, response: ClassifiedResponse(.delivered(messageId: nil))))
             case .inbox:
-                flight.inbox = InboxRecord(item: item, rendered: rendered, renderer: renderer, preferences: prefs,
-                                           unreadInApp: row.unreadInApp)
                 flight.sent.answers.append(DestinationAnswer(
                     destination: destination, provider: .inbox, response: ClassifiedResponse(.delivered(messageId: nil))))
             case .providers:
