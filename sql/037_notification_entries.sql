@@ -89,7 +89,11 @@ begin
          herald_payload_text(b.payload, 'title', u.locale), herald_payload_text(b.payload, 'body', u.locale),
          herald_payload_text(b.payload, 'title', 'en'), herald_payload_text(b.payload, 'title', 'ar'),
          herald_payload_text(b.payload, 'body', 'en'), herald_payload_text(b.payload, 'body', 'ar'),
-         case when jsonb_typeof(b.payload -> 'deep_link') = 'string' then left(b.payload ->> 'deep_link', 2048) end,
+         -- A link the app can open: `scheme://…` in printable ASCII, at most 512 bytes (as the sends
+         -- check it); anything else is not kept.
+         case when jsonb_typeof(b.payload -> 'deep_link') = 'string' and octet_length(b.payload ->> 'deep_link') <= 512
+                   and b.payload ->> 'deep_link' ~ '^[A-Za-z][A-Za-z0-9+.-]*://[!-~]*$'
+              then b.payload ->> 'deep_link' end,
          case when jsonb_typeof(b.payload -> 'data') = 'object' then b.payload -> 'data' else '{}'::jsonb end,
          case when jsonb_typeof(b.payload -> 'image_url') = 'string' and length(b.payload ->> 'image_url') <= 2048
                    and b.payload ->> 'image_url' ~ '^https?://[^[:space:]/]+[^[:space:]]*$'

@@ -133,4 +133,57 @@ import Testing
         }
         #expect(badges == [1, 2, 2])
     }
+
+    // MARK: - Hostile payloads
+
+    /// A payload is the enqueuer's to write: whatever it holds, the enqueue succeeds and the entry keeps
+    /// only text strings (at most 4,000 characters), a deep link the app can open (`scheme://…`, printable
+    /// ASCII, at most 512 bytes), an http(s) image and a `data` object.
+    @Test(arguments: [
+        (#"[1, 2]"#, nil, nil, nil),
+        (#""just a string""#, nil, nil, nil),
+        (#"{"title": 42, "title_en": {"x": 1}, "deep_link": "javascript:alert(1)"}"#, nil, nil, nil),
+        (#"{"title": "", "title_en": "Hi", "deep_link": "app://a\nb"}"#, "Hi", nil, nil),
+        (#"{"title": "T", "deep_link": "intldossier://dossiers/1", "image_url": "ftp://x/y.png"}"#, "T", "intldossier://dossiers/1", nil),
+        (#"{"title": "T", "image_url": "https://example.com/a.png", "data": [1]}"#, "T", nil, "https://example.com/a.png"),
+    ] as [(String, String?, String?, String?)])
+    func aHostilePayloadNeverFailsTheEnqueue(payload: String, title: String?, link: String?, image: String?) throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let id = try f.enqueue(to: try f.profile(), payload: payload, at: Date())
+        let entry = try #require(try db.query("select title, deep_link, image_url, data from inbox where queue_id = \(id)").first)
+        #expect(entry["title"].string == title)
+        #expect(entry["deep_link"].string == link)
+        #expect(entry["image_url"].string == image)
+        #expect(entry["data"].string == "{}")
+    }
+
+    /// Random payloads of random bytes (as JSON strings, numbers, nesting, keys of the entry's names):
+    /// every enqueue succeeds and writes exactly one entry, never a title longer than 4,000.
+    @Test func randomPayloadsAlwaysEnqueue() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let user = try f.profile(locale: "ar")
+        var rng = Fuzz(seed: 2026)
+        let keys = ["title", "title_en", "title_ar", "body", "body_ar", "deep_link", "image_url", "data", "x"]
+        for _ in 0..<200 {
+            var o: [String: JSONValue] = [:]
+            for key in keys where Bool.random(using: &rng) {
+                switch Int.random(in: 0..<4, using: &rng) {
+                case 0: o[key] = .string(String((0..<Int.random(in: 0..<5000, using: &rng)).map { _ in
+                    Character(Unicode.Scalar(UInt8.random(in: 1...255, using: &rng))) }))
+                case 1: o[key] = .number(Double.random(in: -1e300...1e300, using: &rng))
+                case 2: o[key] = .object(["k": .string("v")])
+                default: o[key] = .null
+                }
+            }
+            try f.enqueue(to: user, payload: JSONValue.object(o).pgJSONTextAnyOrder, at: Date())
+        }
+        #expect(try f.count("select count(*)::int from inbox where user_id = \(user)") == 200)
+        #expect(try f.count("select count(*)::int from inbox where length(title) > 4000 or length(body) > 4000") == 0)
+    }
 }
