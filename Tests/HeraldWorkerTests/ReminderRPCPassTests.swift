@@ -7,7 +7,7 @@ import Testing
 
 /// What the app's reminder RPCs do to real passes: an edit withdraws the rows already enqueued and
 /// the reminder comes again at its new time; a weekly reminder goes once a week at its local time across
-/// a clock change.
+/// a clock change; a snoozed reminder is sent again, once.
 @Suite struct ReminderRPCPassTests {
     typealias RPC = ReminderRPCTests
     let settings = ["HERALD_CHANNEL_PUSH": "log", "HERALD_LOG_ADAPTER_FILE": "/dev/null"]
@@ -136,5 +136,60 @@ import Testing
             }
         }
         #expect(problems.isEmpty, "\(problems.prefix(10).joined(separator: "\n"))")
+    }
+
+    @Test func aSnoozedReminderIsSentAgainOnceTenMinutesLater() throws {
+        let (tdb, db) = try SecurityTests.supabase()
+        defer { tdb.drop() }
+        let f = Fixtures(db: db)
+        let a = try f.profile()
+        try f.token(a, provider: "expo")
+        let worker = Worker(url: tdb.url, settings: settings)
+        func pass(_ at: Date) { _ = worker.run(now: at) { $0.phases = [.reminders, .deliver] } }
+        let at = Self.minute(days: 0).addingTimeInterval(120)
+        let reminder = try RPC.call(db, as: a, "select schedule_reminder('test_start', 'once', at => \(Self.ms(at)), title_en => 'Time to start')")
+        let id = reminder["id"]?.stringValue
+        pass(at)
+        let sent = try #require(try db.query("select id from notification_queue where reminder_id = \(id)::uuid and status = 'sent'").first?["id"].uuid)
+
+        let snoozed = try RPC.call(db, as: a, "select record_notification_action(\(sent), 'snoozed')")
+        #expect(snoozed["action"]?.stringValue == "snoozed" && snoozed["rescheduled"]?.boolValue == true)
+        let until = try #require(snoozed["snoozed_until"]?.intValue)
+        #expect(until - (snoozed["actioned_time"]?.intValue ?? 0) == 10 * 60_000, "ten minutes after the snooze")
+        let again = try RPC.call(db, as: a, "select record_notification_action(\(sent), 'snoozed', 30)")
+        #expect(again["rescheduled"]?.boolValue == false && again["snoozed_until"]?.intValue == until, "once per notification")
+        let copy = try #require(try db.query("""
+            select id, payload->>'snoozed_from' as from_id, payload->>'title' as title, notification_group,
+                   (select g.notification_group from notification_queue g where g.id = \(sent)) as original_group,
+                   (select e.reason from notification_events e where e.queue_id = q.id and e.event = 'enqueued') as why
+              from notification_queue q where q.dedupe_key = \("snooze:" + sent.lowercased)
+            """).first)
+        #expect(copy["from_id"].string == sent.lowercased && copy["title"].string == "Time to start" && copy["why"].string == "snoozed")
+        #expect(copy["notification_group"].string == copy["original_group"].string, "one notification for the rate limits")
+
+        // Sent again at its time — not held back by the hour between two reminders — and once.
+        let due = Date(timeIntervalSince1970: Double(until) / 1000)
+        pass(due.addingTimeInterval(-60))
+        #expect(try f.count("select count(*)::int from notification_queue where reminder_id = \(id)::uuid and status = 'sent'") == 1)
+        pass(due)
+        pass(due.addingTimeInterval(600))
+        let sends = try db.query("select id from notification_queue where reminder_id = \(id)::uuid and status = 'sent' order by sent_at")
+        #expect(sends.count == 2 && sends.last?["id"].uuid == copy["id"].uuid)
+        #expect(try f.count("select count(*)::int from notification_history where user_id = \(a)") == 2)
+
+        // The copy is a notification of its own: snoozed once in turn (here for 30 minutes); cancelling
+        // the reminder withdraws that snooze while it waits.
+        let second = try RPC.call(db, as: a, "select record_notification_action(\(copy["id"].uuid), 'snoozed', 30)")
+        #expect(second["rescheduled"]?.boolValue == true)
+        #expect(second["snoozed_until"]?.intValue == (second["actioned_time"]?.intValue ?? 0) + 30 * 60_000)
+        _ = try RPC.call(db, as: a, "select cancel_reminder(\(id)::uuid)")
+        #expect(try f.count("select count(*)::int from notification_queue where reminder_id = \(id)::uuid and status = 'pending'") == 0)
+
+        // A notification no reminder made is only recorded as snoozed.
+        let system = try f.enqueue(to: a, channel: "push", kind: "system", at: due)
+        pass(due.addingTimeInterval(660))
+        #expect(try f.row(system)["status"].string == "sent")
+        let plain = try RPC.call(db, as: a, "select record_notification_action(\(system), 'snoozed')")
+        #expect(plain["action"]?.stringValue == "snoozed" && plain["rescheduled"]?.boolValue == false && plain["snoozed_until"] == .null)
     }
 }

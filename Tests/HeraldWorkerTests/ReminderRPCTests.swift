@@ -146,6 +146,9 @@ import Testing
             ("select cancel_reminders_by_type(null)", "reminder_type"),
             ("select cancel_reminders_by_type('all')", "reminder_type"),
             ("select get_scheduled_reminders('prompt')", "reminder_type"),
+            ("select record_notification_action(\(UUID()), 'snoozed', 0)", "snooze_minutes"),
+            ("select record_notification_action(\(UUID()), 'snoozed', 1441)", "snooze_minutes"),
+            ("select record_notification_action(\(UUID()), 'opened', 10)", "snooze_minutes"),
         ]
     }()
 
@@ -188,7 +191,7 @@ import Testing
         }
         try SecurityTests.act(db, as: "authenticated", UUID())
         for sql: SQL in ["select * from reminders", "select herald_reminder_timing('daily', 'daily', '09:00', null, null, null)",
-                         "select herald_reminder_json(null::reminders, 30)"] {
+                         "select herald_reminder_json(null::reminders, 30)", "select herald_snooze_reminder(\(UUID()), \(UUID()), 10)"] {
             SecurityTests.refused(db, sql, "authenticated: \(sql)", message: "permission denied")
         }
     }
