@@ -278,6 +278,8 @@ import Testing
         "register_device_token", "unregister_device_token", "mark_notifications_read",
         // sql/013_app_contract.sql
         "get_notifications", "record_notification_action", "get_notification_history",
+        // sql/038_app_reminders.sql
+        "schedule_reminder", "reschedule_reminder", "cancel_reminder", "cancel_reminders_by_type", "get_scheduled_reminders",
     ]
     /// The backend's functions (sql/036_send_notification.sql): the service role's alone.
     static let serviceRPCs: Set<String> = ["send_notification", "send_notification_status"]

@@ -34,6 +34,14 @@ public struct AdherenceScore: Sendable, Equatable {
     /// Whether today has a log already (the daily reminder's "already done" check).
     public var loggedToday: Bool
     public var loggedYesterday: Bool
+    /// The reminders design's patterns (`AdherencePatterns`): the daily logs' always, the dose timing's
+    /// when enough doses were judged.
+    public var patterns: [AdherencePattern] = []
+
+    /// The first declining pattern confident enough to bring full frequency back.
+    public var decline: AdherencePattern? {
+        patterns.first { $0.type == .declining && $0.confidence >= AdherencePatterns.actOnDecline }
+    }
 
     public var json: JSONValue {
         ["daily_log_streak": .number(Double(dailyLogStreak)),
@@ -44,7 +52,8 @@ public struct AdherenceScore: Sendable, Equatable {
          "period": ["start": .string(periodStart.description), "end": .string(periodEnd.description)],
          "missed_logs_last_7_days": .number(Double(missedLogsLast7Days)),
          "consistent_dose_timing": .bool(consistentDoseTiming),
-         "logged_today": .bool(loggedToday)]
+         "logged_today": .bool(loggedToday),
+         "patterns": .array(patterns.map(\.json))]
     }
 }
 
@@ -59,7 +68,8 @@ public struct AdherenceScore: Sendable, Equatable {
 /// - a dose taken within 15 minutes of its time scores 100, 2 hours or more (or not taken, once 2 hours
 ///   have passed) scores 0, linearly between; a dose less than 2 hours old and not yet taken is not counted;
 /// - **full → reduced**: a log streak of 7 days; **→ minimal**: a streak of 14 days and dose timing of
-///   at least 90 (or no doses); **→ full**: 2 or more of the last 7 completed days without a log.
+///   at least 90 (or no doses); **→ full**: 2 or more of the last 7 completed days without a log, or a
+///   declining pattern (logs or dose timing, `AdherencePatterns`) of confidence 0.5 or more.
 ///   Otherwise the current frequency stays (one missed day changes nothing);
 /// - the pre-dose reminder is skipped while the last 3 doses were each taken within 15 minutes of their time.
 public enum AdherenceAnalyzer {
@@ -100,12 +110,13 @@ public enum AdherenceAnalyzer {
 
         let logRate = 100.0 * Double(loggedDays) / Double(periodDays)
         let overall = accuracy.map { 0.7 * logRate + 0.3 * Double($0) } ?? logRate
+        let patterns = [AdherencePatterns.logs(today: today, logDates: logDates)] + [AdherencePatterns.doses(credits: credits)].compactMap { $0 }
         return AdherenceScore(
             dailyLogStreak: streak, doseTimingAccuracy: accuracy,
             missedReminders: (periodDays - loggedDays) + missedDoses, totalReminders: periodDays + judged.count,
             overallScore: Int(overall.rounded()), periodStart: periodStart, periodEnd: periodEnd,
             missedLogsLast7Days: missedLast7, consistentDoseTiming: consistent,
-            loggedToday: loggedToday, loggedYesterday: logDates.contains(today.adding(days: -1)))
+            loggedToday: loggedToday, loggedYesterday: logDates.contains(today.adding(days: -1)), patterns: patterns)
     }
 
     /// 0–100 for one judged dose.
@@ -119,7 +130,7 @@ public enum AdherenceAnalyzer {
 
     /// The reminder frequency the score earns, given the current one for the "otherwise stay" rule.
     public static func recommend(_ s: AdherenceScore, current: NotificationFrequency = .full) -> NotificationFrequency {
-        if s.missedLogsLast7Days >= restoreMissedLogs { return .full }
+        if s.missedLogsLast7Days >= restoreMissedLogs || s.decline != nil { return .full }
         if s.dailyLogStreak >= minimalStreak, (s.doseTimingAccuracy ?? 100) >= minimalDoseAccuracy { return .minimal }
         if s.dailyLogStreak >= reducedStreak { return current == .minimal ? .minimal : .reduced }
         return current

@@ -11,6 +11,7 @@ import Foundation
 /// | type | due at |
 /// |---|---|
 /// | daily | `local_time` on each local date (wall clock), or `at` |
+/// | daily or dose, weekly | `local_time` on each local date that falls on `weekday` |
 /// | dose | the dose time (`local_time` each day, or `at`) minus `dose_reminder_advance_minutes` of elapsed time |
 /// | washout | `at` (its start) and `ends_at` (its end) |
 /// | test_start | `at` |
@@ -33,6 +34,22 @@ public enum ReminderSchedule {
                                                catchUp: catchUp) else { return nil }
         if let last = lastEnqueuedFor, last >= date { return nil }
         return (date, Zone.instant(of: date, time, in: zone).addingTimeInterval(-advance))
+    }
+
+    /// A weekly reminder: as `dailyDue`, on the local dates that fall on `weekday` only. So it is due
+    /// once a week, at the wall-clock time on that weekday whatever the UTC offset that week (the DST
+    /// rules of `dailyDue` apply); a week whose weekday passed with no pass after the time (and none in
+    /// the hour's `catchUp` after midnight) is not owed any more. With `advance` (a weekly dose), the
+    /// dose's date is the one on `weekday`.
+    ///
+    ///     ReminderSchedule.weeklyDue(now: now, zone: london, weekday: .monday, time: t("09:00"), lastEnqueuedFor: nil)
+    ///     // (2026-03-30, 2026-03-30T08:00Z) once London's clock reached 09:00 BST on Monday the 30th;
+    ///     // nil on every other day of the week
+    public static func weeklyDue(now: Date, zone: TimeZone, weekday: Weekday, time: LocalTime,
+                                 advance: TimeInterval = 0, lastEnqueuedFor: LocalDate?) -> (date: LocalDate, at: Date)? {
+        guard let due = dailyDue(now: now, zone: zone, time: time, advance: advance, lastEnqueuedFor: lastEnqueuedFor),
+              due.date.weekday == weekday else { return nil }
+        return due
     }
 
     /// Whether a stored instant (`at`, `ends_at`, or the reminder's instant computed from it) is a real one

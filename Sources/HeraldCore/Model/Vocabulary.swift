@@ -94,6 +94,17 @@ public enum ReminderType: String, CaseIterable, Sendable, Codable {
     case testStart = "test_start"
 }
 
+/// When a reminder repeats (`reminders.schedule`; the reminders design's `NotificationTrigger.type`,
+/// whose `date` is `once`).
+public enum ReminderTrigger: String, CaseIterable, Sendable, Codable {
+    /// Once, at the instant `at`.
+    case once
+    /// Every local day at `local_time`.
+    case daily
+    /// Once a week, on `weekday`, at `local_time`.
+    case weekly
+}
+
 /// How many reminders adaptive frequency lets through (`AdherenceAnalyzer.recommend`).
 public enum NotificationFrequency: String, CaseIterable, Sendable, Codable {
     case full, reduced, minimal

@@ -13,12 +13,12 @@ extension ReminderPhase {
         var unschedulable: [UUID] = []
         for row in try db.query(Self.dueRemindersQuery(now: now)) {
             guard let reminder = ReminderRow(row) else { continue }
-            if reminder.isDaily {
+            if reminder.repeats {
                 guard let zone = reminder.zone else {
                     plan.result.unknownZones.note(reminder.user)
                     continue
                 }
-                guard planDaily(reminder, zone: zone, into: &plan) else { continue }
+                guard planRepeating(reminder, zone: zone, into: &plan) else { continue }
             } else if !planOnce(reminder, into: &plan) {
                 unschedulable.append(reminder.id)
             }
@@ -42,13 +42,13 @@ extension ReminderPhase {
         return plan
     }
 
-    /// The enabled, uncancelled reminders that may be due at `now`: every daily one (its day decides),
+    /// The enabled, uncancelled reminders that may be due at `now`: every daily and weekly one (its day decides),
     /// a one-off whose time (less a dose's advance) has come and was not enqueued, and a washout whose
     /// end has come and was not enqueued. With each, its owner's profile columns the rows need.
     static func dueRemindersQuery(now: Date) -> SQL {
         """
         select r.id, r.user_id, r.schedule, r.reminder_type, r.title, r.body, r.title_ar, r.body_ar,
-               r.local_time::text as own_time,
+               r.local_time::text as own_time, r.weekday,
                coalesce(r.local_time, case when r.reminder_type = 'daily' then p.daily_reminder_time end)::text as local_time,
                r.at, r.ends_at, r.enqueued_at, r.end_enqueued_at, r.critical, r.channel,
                r.related_entity_type, r.related_entity_id, r.last_enqueued_for::text as last, p.timezone,
@@ -56,7 +56,7 @@ extension ReminderPhase {
                p.current_frequency
           from reminders r join user_profiles p on p.user_id = r.user_id
          where r.enabled and r.cancelled_at is null and (
-               r.schedule = 'daily'
+               r.schedule in ('daily', 'weekly')
             or (r.schedule = 'once' and r.enqueued_at is null
                 and r.at - case when r.reminder_type = 'dose' then make_interval(mins => p.dose_reminder_advance_minutes)
                                 else interval '0' end <= \(now))
@@ -64,16 +64,24 @@ extension ReminderPhase {
         """
     }
 
-    /// A daily reminder: its row for the local day it came due on (`ReminderSchedule.dailyDue`).
-    /// False when it is not due.
-    private func planDaily(_ r: ReminderRow, zone: TimeZone, into plan: inout Plan) -> Bool {
-        guard let time = r.row["local_time"].string.flatMap(LocalTime.init),
-              let d = ReminderSchedule.dailyDue(now: now, zone: zone, time: time, advance: r.advance,
-                                                lastEnqueuedFor: r.row["last"].string.flatMap(LocalDate.init)) else { return false }
+    /// A daily or weekly reminder: its row for the local day it came due on (`ReminderSchedule.dailyDue`,
+    /// `weeklyDue`). False when it is not due.
+    private func planRepeating(_ r: ReminderRow, zone: TimeZone, into plan: inout Plan) -> Bool {
+        guard let time = r.row["local_time"].string.flatMap(LocalTime.init) else { return false }
+        let last = r.row["last"].string.flatMap(LocalDate.init)
+        let due: (date: LocalDate, at: Date)?
+        if r.trigger == .weekly {
+            guard let weekday = r.row["weekday"].int.flatMap(Weekday.init(rawValue:)) else { return false }
+            due = ReminderSchedule.weeklyDue(now: now, zone: zone, weekday: weekday, time: time, advance: r.advance,
+                                             lastEnqueuedFor: last)
+        } else {
+            due = ReminderSchedule.dailyDue(now: now, zone: zone, time: time, advance: r.advance, lastEnqueuedFor: last)
+        }
+        guard let d = due else { return false }
         var extra: [String: JSONValue] = ["date": .string(d.date.description)]
         if r.type == .dose { extra["dose_at"] = .string(ISO8601.string(d.at.addingTimeInterval(r.advance))) }
-        plan.due.append(r.due(at: d.at, key: "\(r.key):\(d.date):\(ISO8601.string(d.at))",
-                              reason: r.type == .dose ? "dose_reminder" : "daily_reminder", extra: extra))
+        let reason = r.type == .dose ? "dose_reminder" : r.trigger == .weekly ? "weekly_reminder" : "daily_reminder"
+        plan.due.append(r.due(at: d.at, key: "\(r.key):\(d.date):\(ISO8601.string(d.at))", reason: reason, extra: extra))
         plan.mark(r, "date", .string(d.date.description))
         return true
     }
@@ -186,7 +194,11 @@ extension ReminderPhase {
         /// The start of its rows' dedupe keys.
         var key: String { "reminder:\(id.lowercased)" }
 
-        var isDaily: Bool { row["schedule"].string == "daily" }
+        /// When it repeats; a schedule herald does not know is read as once (the table's check allows none).
+        var trigger: ReminderTrigger { row["schedule"].string.flatMap(ReminderTrigger.init(rawValue:)) ?? .once }
+
+        /// Daily or weekly: its local day decides whether it is due.
+        var repeats: Bool { trigger != .once }
 
         /// The owner's time zone; nil when herald cannot read it.
         var zone: TimeZone? { row["timezone"].string.flatMap(Zone.named) }
@@ -219,6 +231,7 @@ extension ReminderPhase {
                                 ("ends_at", "ends_at"), ("local_time", "own_time"), ("last", "last")] {
                 read[k] = row[column].string.map(JSONValue.string) ?? .null
             }
+            read["weekday"] = row["weekday"].int.map { .number(Double($0)) } ?? .null
             return read
         }
     }

@@ -69,6 +69,7 @@ struct PromptPhase {
 /// | type | due at | payload adds |
 /// |---|---|---|
 /// | daily | `local_time` (or the profile's `daily_reminder_time`) each local day, or `at` | `date` |
+/// | daily or dose, weekly | `local_time` on each local date that falls on `weekday` | `date` |
 /// | dose | the dose (`at`, or `local_time` each day) less `dose_reminder_advance_minutes` (30) | `dose_at` |
 /// | washout | `at` (start) and `ends_at` (end): two rows | `washout_event` |
 /// | test_start | `at` | |
@@ -105,7 +106,7 @@ struct ReminderPhase {
     struct Plan {
         var due: [Due] = []
         /// One object per reminder acted on: its id, its marks (`date`, `once`, `ends`) and the values
-        /// read (`schedule`, `reminder_type`, `at`, `ends_at`, `local_time`, `last`), as text.
+        /// read (`schedule`, `reminder_type`, `at`, `ends_at`, `local_time`, `last` as text, `weekday`).
         var marks: [UUID: [String: JSONValue]] = [:]
         var adherence: [UUID: (frequency: NotificationFrequency, score: AdherenceScore)] = [:]
         var result = Result()
@@ -141,12 +142,13 @@ struct ReminderPhase {
                            updated_at = now()
                       from jsonb_to_recordset(\(marks.pgJSONText)::jsonb) as x(
                              id uuid, date date, once boolean, ends boolean, schedule text, reminder_type text,
-                             at timestamptz, ends_at timestamptz, local_time time, last date)
+                             at timestamptz, ends_at timestamptz, local_time time, last date, weekday smallint)
                      where r.id = x.id
                        and r.enabled and r.cancelled_at is null
                        and r.schedule = x.schedule and r.reminder_type = x.reminder_type
                        and r.at is not distinct from x.at and r.ends_at is not distinct from x.ends_at
                        and r.local_time is not distinct from x.local_time
+                       and r.weekday is not distinct from x.weekday
                        and r.last_enqueued_for is not distinct from x.last
                        and (x.once is not true or r.enqueued_at is null)
                        and (x.ends is not true or r.end_enqueued_at is null)
