@@ -73,13 +73,17 @@ struct ForecastsGenerator: GeneratorPhase {
     }
 }
 
-/// Scheduled prompts (PromptPhase).
+/// Scheduled prompts, and days planned again after a change of settings (PromptPhase).
 struct PromptsGenerator: GeneratorPhase {
     var phase: Phase { .prompts }
 
     func run(_ c: GeneratorContext, summary: inout Summary) throws {
         let r = try PromptPhase(db: c.db, passId: c.passId, now: c.now, logger: c.logger).run()
         summary.generated[.prompts] = r.enqueued
+        if r.replanned > 0 {
+            summary.generated[.promptsReplanned] = r.replanned
+            summary.generated[.promptsWithdrawn] = r.withdrawn
+        }
         r.unknownZones.count(in: &summary, as: .promptsUnknownZoneUsers)
     }
 }

@@ -179,7 +179,9 @@ public enum GeneratedCount: String, CaseIterable, Sendable {
     case patternsFailedUsers = "patterns_failed_users"
     case patternsUsers = "patterns_users"
     case prompts
+    case promptsReplanned = "prompts_replanned"
     case promptsUnknownZoneUsers = "prompts_unknown_zone_users"
+    case promptsWithdrawn = "prompts_withdrawn"
     case providerEvents = "provider_events"
     case receiptsChecked = "receipts_checked"
     case reminders
