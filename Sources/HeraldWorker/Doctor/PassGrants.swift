@@ -26,6 +26,7 @@ enum PassGrants {
         ("pattern_evaluations", [.select, .insert, .update]),
         ("pattern_scan_state", [.select, .update]),
         ("daily_forecasts", [.select, .insert, .update]),
+        ("forecast_misses", [.select, .insert, .delete]),
         ("prompt_settings", [.select]),
         ("prompt_schedules", [.select, .insert, .update]),
         ("reminders", [.select, .update]),
