@@ -93,6 +93,24 @@ import Testing
         #expect(try f.count("select count(*)::int from daily_forecasts where user_id = \(user) and notification_sent") == 1)
     }
 
+    /// A forecast a backend stored with a risk but no words (an empty summary) is given herald's own
+    /// before it goes out, with no weather asked.
+    @Test func aBackendsForecastWithoutWordsIsGivenHeraldsOwn() throws {
+        let weather = Weather()
+        defer { weather.server.shutdown() }
+        let (tdb, f, worker, user, outbox) = try Self.setUp(weather)
+        defer { tdb.drop(); try? FileManager.default.removeItem(atPath: outbox) }
+        try f.db.execute("""
+            insert into daily_forecasts (user_id, forecast_date, risk_level, forecast_summary) values (\(user), '2026-01-25', 'MODERATE', '')
+            """)
+        let (primed, _) = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = [.forecasts] }
+        #expect(primed.generated["forecasts"] == 1 && primed.generated["forecast_templated_words"] == 1)
+        #expect(weather.server.requests.isEmpty)
+        let words = ForecastWords.templated(risk: .moderate, locale: "en")
+        #expect(try f.db.query("select forecast_summary, comfort_tip from daily_forecasts where user_id = \(user)")
+            .first.map { [$0["forecast_summary"].string, $0["comfort_tip"].string] } == [words.summary, words.comfortTip])
+    }
+
     /// A fetch that fails within the lead is tried again by the next pass, still ahead of the time.
     @Test func aFailedFetchIsRetriedWithinTheLead() throws {
         let weather = Weather()

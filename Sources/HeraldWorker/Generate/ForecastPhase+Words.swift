@@ -32,7 +32,7 @@ extension ForecastPhase {
                    daily_insight = coalesce(d.daily_insight, x.insight), forecast_locale = x.locale, updated_at = now()
               from jsonb_to_recordset(\(JSONValue.array(rows).pgJSONText)::jsonb) as x(
                      user_id uuid, forecast_date date, risk_level text, summary text, why text, tip text, insight jsonb, locale text)
-             where d.user_id = x.user_id and d.forecast_date = x.forecast_date and d.forecast_summary is null
+             where d.user_id = x.user_id and d.forecast_date = x.forecast_date and coalesce(d.forecast_summary, '') = ''
             """)
         return true
     }
