@@ -550,8 +550,9 @@ import Testing
                 """).compactMap { $0["r"].string }
         }
         // The 25th begins at 15:00 UTC on the 24th; the dose at that midnight is reminded 30 minutes before.
+        // The 26th's forecast is made within the hour before its midnight (14:00 UTC), for that midnight.
         #expect(try rows() == ["reminder dose 2026-01-25 24 14:30", "daily_forecast  2026-01-25 24 15:00",
-                               "reminder daily 2026-01-25 24 15:00"])
+                               "reminder daily 2026-01-25 24 15:00", "daily_forecast  2026-01-26 25 15:00"])
         _ = worker.run(now: instant("2026-01-25T15:00:00Z")) { $0.phases = [.forecasts, .reminders] }
         #expect(try rows().count == 6)
         #expect(try rows().suffix(2) == ["daily_forecast  2026-01-26 25 15:00", "reminder daily 2026-01-26 25 15:00"])

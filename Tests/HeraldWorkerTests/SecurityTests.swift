@@ -280,6 +280,8 @@ import Testing
         "get_notifications", "record_notification_action", "get_notification_history",
         // sql/038_app_reminders.sql
         "schedule_reminder", "reschedule_reminder", "cancel_reminder", "cancel_reminders_by_type", "get_scheduled_reminders",
+        // sql/041_daily_forecast_for_the_app.sql
+        "get_daily_forecast",
     ]
     /// The backend's functions (sql/036_send_notification.sql): the service role's alone.
     static let serviceRPCs: Set<String> = ["send_notification", "send_notification_status"]
@@ -326,6 +328,7 @@ import Testing
             ("list", "select get_notifications()"),
             ("action", "select record_notification_action(\(UUID()), 'opened')"),
             ("history", "select get_notification_history()"),
+            ("forecast", "select get_daily_forecast('2026-01-25')"),
             ("send", "select send_notification('{}')"),
             ("send status", "select send_notification_status(\(UUID()))"),
         ]

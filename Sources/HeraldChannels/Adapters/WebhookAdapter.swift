@@ -1,11 +1,10 @@
-import Crypto
 import Foundation
 import HeraldCore
 import HeraldHTTP
 
-/// A signed JSON POST per Standard Webhooks v1: `webhook-id` is the queue row id (the same on every
-/// retry, so receivers can drop repeats), `webhook-timestamp` the attempt's unix seconds, and
-/// `webhook-signature` one `v1,<base64 HMAC-SHA256>` per secret (several during a key rotation).
+/// A signed JSON POST per Standard Webhooks v1 (`WebhookSigner`): `webhook-id` is the queue row id (the
+/// same on every retry, so receivers can drop repeats), `webhook-timestamp` the attempt's unix seconds,
+/// and `webhook-signature` one `v1,<base64 HMAC-SHA256>` per secret (several during a key rotation).
 ///
 ///     let hook = try WebhookAdapter(url: "https://example.com/hooks", secrets: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 public struct WebhookAdapter: SingleMessageAdapter {
@@ -13,8 +12,7 @@ public struct WebhookAdapter: SingleMessageAdapter {
     public let url: String
     /// Every webhook destination is the receiver's URL.
     public var providerAddress: String? { url }
-    /// The secrets' raw bytes (SymmetricKey is not Sendable; a key is made per signature).
-    private let keys: [[UInt8]]
+    private let signer: WebhookSigner
     public var timeout: Double
 
     /// `secrets`: one or more space-separated `whsec_<base64>` secrets (a bare base64 string is accepted).
@@ -25,19 +23,9 @@ public struct WebhookAdapter: SingleMessageAdapter {
             let what = URL(string: url)?.scheme.map { "a \($0):// URL" } ?? "something that is not a URL"
             throw AdapterError("WEBHOOK_URL must be an http(s) URL with a host, got \(what)")
         }
-        let keys = try secrets.split(separator: " ").map { try WebhookAdapter.key(from: String($0)) }
-        guard !keys.isEmpty else { throw AdapterError("WEBHOOK_SECRET is empty: set it to whsec_<base64 of 24–64 random bytes>") }
+        self.signer = try WebhookSigner(secrets: secrets)
         self.url = url
-        self.keys = keys
         self.timeout = timeout
-    }
-
-    static func key(from secret: String) throws -> [UInt8] {
-        let encoded = secret.hasPrefix("whsec_") ? String(secret.dropFirst(6)) : secret
-        guard let bytes = Data(base64Encoded: encoded), !bytes.isEmpty else {
-            throw AdapterError("WEBHOOK_SECRET is not valid: expected whsec_ followed by base64")
-        }
-        return Array(bytes)
     }
 
     /// The event body: `{"type":"notification.<kind>","timestamp":…,"data":{…}}`.
@@ -67,12 +55,7 @@ public struct WebhookAdapter: SingleMessageAdapter {
 
     /// The `webhook-signature` header value for one message.
     public func signature(id: String, timestamp: Int, body: [UInt8]) -> String {
-        var signed = Array("\(id).\(timestamp).".utf8)
-        signed.append(contentsOf: body)
-        return keys.map { key in
-            let mac = HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: key))
-            return "v1," + Data(mac).base64EncodedString()
-        }.joined(separator: " ")
+        signer.signature(id: id, timestamp: timestamp, body: body)
     }
 
     public func request(for envelope: Envelope) throws -> HTTPRequest {
@@ -81,12 +64,7 @@ public struct WebhookAdapter: SingleMessageAdapter {
         let body = Array(WebhookAdapter.body(for: envelope).utf8)
         return HTTPRequest(
             method: "POST", url: url,
-            headers: [
-                ("content-type", "application/json"),
-                ("webhook-id", id),
-                ("webhook-timestamp", String(timestamp)),
-                ("webhook-signature", signature(id: id, timestamp: timestamp, body: body)),
-            ],
+            headers: [("content-type", "application/json")] + signer.headers(id: id, timestamp: timestamp, body: body),
             body: body, timeout: timeout, version: .http2)
     }
 

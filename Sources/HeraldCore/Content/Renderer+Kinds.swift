@@ -35,9 +35,23 @@ extension Renderer {
 
     /// A daily forecast: its risk level and summary in the recipient's language (a forecast made from
     /// the weather has no summary: the fixed text for its risk level), a link to its date.
+    ///
+    /// A forecast herald made carries its words' language (`summary_locale`): its summary is the body's,
+    /// whole, where that is the recipient's language; elsewhere the fixed text for the risk level in
+    /// theirs. A backend's own summary (no `summary_locale`) keeps the design's first 50 characters.
     func forecastDraft(_ payload: [String: JSONValue], _ lang: Templates.Language,
                        data: inout [String: JSONValue]) -> Draft {
         let risk = payload["risk_level"]?.stringValue.map { Truncation.prefix($0, maxUTF8Bytes: Renderer.maxDataValueBytes) } ?? "UNKNOWN"
+        let date = payload["date"]?.stringValue.map { Truncation.prefix($0, maxUTF8Bytes: Renderer.maxDataValueBytes) }
+        data["date"] = date.map(JSONValue.string) ?? .null
+        data["risk_level"] = .string(risk)
+        let deepLink = link(date.map { "forecast/\($0)" } ?? "forecast")
+        if let locale = payload["summary_locale"]?.stringValue {
+            let own = Templates.language(locale) == lang ? payload["summary"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 } : nil
+            let summary = own ?? Templates.forecastSummary(lang, risk: risk)
+            return Draft(title: Templates.forecastTitle(lang), body: Templates.forecastBody(lang, risk: risk, summary: summary, cut: false),
+                         deepLink: deepLink)
+        }
         let own: String? = switch lang {
         case .ar: payload["summary_ar"]?.stringValue
         case .ptBR: (payload["summary_pt"] ?? payload["summary_pt_br"])?.stringValue
@@ -50,10 +64,7 @@ extension Renderer {
         } else {
             Templates.forecastBody(lang, risk: risk, summary: Templates.forecastSummary(lang, risk: risk), cut: false)
         }
-        let date = payload["date"]?.stringValue.map { Truncation.prefix($0, maxUTF8Bytes: Renderer.maxDataValueBytes) }
-        data["date"] = date.map(JSONValue.string) ?? .null
-        data["risk_level"] = .string(risk)
-        return Draft(title: Templates.forecastTitle(lang), body: body, deepLink: link(date.map { "forecast/\($0)" } ?? "forecast"))
+        return Draft(title: Templates.forecastTitle(lang), body: body, deepLink: deepLink)
     }
 
     /// A prompt: the fixed question, a link to answer it.

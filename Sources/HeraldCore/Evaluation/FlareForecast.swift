@@ -29,6 +29,25 @@ public enum FlareForecast {
         DailyTime.dateReached(notificationTime, at: now, in: zone)
     }
 
+    /// The local dates whose forecast is to be made at `now`: each date (today or tomorrow, in `zone`)
+    /// whose notification instant is at most `lead` seconds away or has passed, with that instant. The
+    /// weather is fetched within the lead so that the push goes out at its time; a date whose
+    /// notification has passed stays until the date is over, and a past date never comes back.
+    ///
+    ///     FlareForecast.datesToPrepare(now: 07:10 London, zone: london, notificationTime: 08:00, lead: 3600)
+    ///     // [(today, 08:00 London)]: the weather is fetched 50 minutes ahead
+    ///     FlareForecast.datesToPrepare(now: 23:30 London, zone: london, notificationTime: 00:15, lead: 3600)
+    ///     // [(today, 00:15 today), (tomorrow, 00:15 tomorrow)]
+    public static func datesToPrepare(now: Date, zone: TimeZone, notificationTime: LocalTime,
+                                      lead: TimeInterval) -> [(date: LocalDate, at: Date)] {
+        let time = DailyTime.timeOfDay(notificationTime)
+        let today = Zone.localDate(now, in: zone)
+        return [today, today.adding(days: 1)].compactMap { date in
+            let at = Zone.instant(of: date, time, in: zone)
+            return at.addingTimeInterval(-lead) <= now ? (date, at) : nil
+        }
+    }
+
     /// Risk from the 24-hour pressure change (pressure 24 h after the notification time minus at it):
     /// a drop ≥ 10 hPa → HIGH, ≥ 5 → MODERATE, else LOW. A rise is LOW.
     ///
@@ -46,10 +65,13 @@ public enum FlareForecast {
     ///     FlareForecast.openMeteoPath(latitude: 40.7128, longitude: -74.006, timezone: "America/New_York")
     ///     // "/v1/forecast?latitude=40.7128&longitude=-74.0060&hourly=pressure_msl,temperature_2m,
     ///     //  relative_humidity_2m&timezone=America%2FNew_York&forecast_days=2"   (one line)
-    public static func openMeteoPath(latitude: Double, longitude: Double, timezone: String) -> String {
+    ///
+    /// `forecastDays` counts from the location's today: 2 covers today's change, 3 tomorrow's (a
+    /// forecast made the evening before).
+    public static func openMeteoPath(latitude: Double, longitude: Double, timezone: String, forecastDays: Int = 2) -> String {
         "/v1/forecast?latitude=\(coordinate(latitude))&longitude=\(coordinate(longitude))"
             + "&hourly=pressure_msl,temperature_2m,relative_humidity_2m"
-            + "&timezone=\(percentEncoded(timezone))&forecast_days=2"
+            + "&timezone=\(percentEncoded(timezone))&forecast_days=\(forecastDays)"
     }
 
     /// Four decimals (about 11 m), never exponent notation.

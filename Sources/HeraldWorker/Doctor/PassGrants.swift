@@ -25,8 +25,9 @@ enum PassGrants {
         ("pattern_evaluations", [.select, .insert, .update]),
         ("pattern_scan_state", [.select, .update]),
         ("daily_forecasts", [.select, .insert, .update]),
+        ("forecast_misses", [.select, .insert, .delete]),
         ("prompt_settings", [.select]),
-        ("prompt_schedules", [.select, .insert]),
+        ("prompt_schedules", [.select, .insert, .update]),
         ("reminders", [.select, .update]),
         ("daily_logs", [.select]),
         ("dose_events", [.select]),
@@ -35,9 +36,11 @@ enum PassGrants {
         ("schema_migrations", [.select]),
     ]
 
-    /// The functions a pass calls (switching channels off, the audit trail's partitions, the queue's).
+    /// The functions a pass calls (switching channels off, the audit trail's partitions, the queue's,
+    /// a day's prompts planned again).
     static let functions = [
         "herald_switch_off_channels", "herald_audit_partitions", "herald_audit_drop_before", "herald_queue_partitions",
         "herald_unread_entries",
+        "herald_prompt_keys", "herald_withdraw_prompt_rows",
     ]
 }

@@ -4,15 +4,26 @@ import HeraldHTTP
 import HeraldPostgres
 import Logging
 
-/// The `forecasts` phase (daily flare forecasts): once a user's local clock passes their
-/// `forecast_notification_time`, enqueue one "Daily Flare Forecast" push for their local date. The
-/// forecast comes from `daily_forecasts`, or — where the row is missing and a location is known — is
-/// made from the weather provider's hourly pressure (an Open-Meteo-style API at `WEATHER_URL`;
-/// `ForecastPhase+Weather.swift`).
+/// The `forecasts` phase (daily flare forecasts): each user's forecast for their local date is made
+/// ahead of their `forecast_notification_time` and its push enqueued for that time, once per date.
+///
+/// Within `lead` (an hour unless configured) before the notification time:
+/// 1. the forecast is the `daily_forecasts` row for the date; where there is none (or it has neither a
+///    risk level nor a pressure change) and a location is known, it is made from the weather
+///    provider's hourly pressure (an Open-Meteo-style API at `WEATHER_URL`; `ForecastPhase+Weather.swift`)
+///    and stored. A fetch that fails is tried again by each pass until it comes;
+/// 2. a forecast without words gets them from the team's insight service, or herald's own templates in
+///    the person's language (`ForecastPhase+Words.swift`): no forecast goes out without words;
+/// 3. its push is enqueued with `run_after` at the notification time, so it goes out on time and the
+///    app opens the stored forecast (`get_daily_forecast`) without a fetch.
+///
+/// A forecast that could not be made by its notification time is counted and logged, once
+/// (`ForecastPhase+Misses.swift`); it is still made and sent if the weather comes later that local
+/// day, and never for a date that has passed. Every request is made outside any transaction.
 ///
 ///     var phase = ForecastPhase(db: db, passId: passId, now: now, logger: logger, transport: transport)
 ///     phase.weatherURL = "https://api.open-meteo.com"
-///     let result = try phase.run()   // result.enqueued, result.fetched, …
+///     let result = try phase.run()   // result.enqueued, result.fetched, result.missed, …
 struct ForecastPhase {
     let db: PGConnection
     let passId: String
@@ -21,8 +32,15 @@ struct ForecastPhase {
     let transport: HTTPTransport
     /// Base URL of the Open-Meteo-style forecast API; nil disables fetching missing forecasts.
     var weatherURL: String?
-    /// No weather request starts after this many seconds, nor after a stop signal (`PassOptions.weatherBudget`).
+    /// No weather or insight request starts after this many seconds, nor after a stop signal
+    /// (`PassOptions.weatherBudget`).
     var fetchBudget: TimeInterval = 60
+    /// How long before the notification time the forecast is made (`PassOptions.forecastLead`).
+    var lead: TimeInterval = 3600
+    /// The team's insight service; nil: herald's own words.
+    var insight: ForecastInsightService?
+    /// Whether forecasts past their time and not made are noted (not in a dry run, which fetches nothing).
+    var notesMisses = true
     var thresholds = RiskThresholds()
 
     struct Result {
@@ -31,6 +49,14 @@ struct ForecastPhase {
         var fetchFailures = 0
         /// Users whose weather was not asked for: the phase's time ran out, or a stop signal came.
         var notFetched = 0
+        /// Forecasts whose words came from the insight service.
+        var insights = 0
+        /// Insight requests that failed, timed out or were answered with something unusable.
+        var insightFailures = 0
+        /// Forecasts given herald's own words.
+        var templatedWords = 0
+        /// Forecasts noted, for the first time, as not made by their notification time.
+        var missed = 0
         /// Candidates whose time zone herald cannot read (passed over).
         var unknownZones = UnknownZones()
     }
@@ -39,21 +65,35 @@ struct ForecastPhase {
         var user: UUID
         var zone: String
         var date: LocalDate
+        /// The notification time's instant on `date`.
         var at: Date
+        /// 0 when `date` is the person's today, 1 when it is tomorrow.
+        var daysAhead: Int
         var latitude: Double?
         var longitude: Double?
         var locationName: String?
         var notificationTime: LocalTime
+        var locale: String
 
         /// The key of its forecast in `Forecasts`.
         var forecastKey: String { ForecastPhase.forecastKey(user, date.description) }
     }
 
-    /// A day's forecast for one user, as `daily_forecasts` holds it or the weather made it.
+    /// A day's forecast for one user, as `daily_forecasts` holds it.
     struct Forecast {
-        var risk: String?
-        var summary: String?
+        var risk: RiskLevel?
         var change: Double?
+        var summary: String?
+        /// The language of its words, when herald wrote them.
+        var locale: String?
+        var hourly: JSONValue?
+
+        /// Made: it has a risk level, or a pressure change to derive one from.
+        var made: Bool { risk != nil || change != nil }
+
+        func riskLevel(_ thresholds: RiskThresholds) -> RiskLevel? {
+            risk ?? change.map { FlareForecast.risk(pressureChangeHPa: $0, thresholds: thresholds) }
+        }
     }
 
     /// The forecasts at hand, by `forecastKey`.
@@ -70,22 +110,31 @@ struct ForecastPhase {
         candidates.removeAll { done.contains(Self.dedupeKey($0.user, $0.date)) }
         guard !candidates.isEmpty else { return result }
 
+        let started = Date()
         var forecasts = try storedForecasts(of: candidates)
-        // Fetch the missing ones, concurrently, outside any transaction.
-        let missing = candidates.filter { forecasts[$0.forecastKey] == nil && $0.latitude != nil && $0.longitude != nil }
-        if let base = weatherURL, !missing.isEmpty {
-            try fetchMissing(missing, from: base, into: &forecasts, result: &result)
+        let missing = candidates.filter { forecasts[$0.forecastKey]?.made != true && $0.latitude != nil && $0.longitude != nil }
+        if let base = weatherURL, !missing.isEmpty, try fetchMissing(missing, from: base, started: started, result: &result) {
+            forecasts = try storedForecasts(of: candidates)
+        }
+        let wordless = candidates.filter { forecasts[$0.forecastKey].map { $0.made && $0.summary == nil } ?? false }
+        if !wordless.isEmpty, try writeWords(wordless, forecasts, started: started, result: &result) {
+            forecasts = try storedForecasts(of: candidates)
         }
         result.enqueued = try Enqueuer.insert(notifications(candidates, forecasts), db: db, passId: passId).count
+        if notesMisses {
+            result.missed = try noteMisses(candidates.filter { $0.at <= now && forecasts[$0.forecastKey]?.made != true })
+        }
         return result
     }
 
     /// Who could be due: push on, and a location or a forecast row to send; each with their local
-    /// date whose notification time has passed. People whose zone herald cannot read are noted.
+    /// dates whose notification time is within the lead or has passed. People whose zone herald cannot
+    /// read are noted.
     func candidates(unknownZones: inout UnknownZones) throws -> [Candidate] {
         var candidates: [Candidate] = []
         for row in try db.query("""
-            select p.user_id, p.timezone, p.forecast_notification_time::text as t, p.latitude, p.longitude, p.location_name
+            select p.user_id, p.timezone, p.forecast_notification_time::text as t, p.latitude, p.longitude,
+                   p.location_name, p.locale
               from user_profiles p
              where p.notify_push
                and (p.latitude is not null or exists (
@@ -97,12 +146,15 @@ struct ForecastPhase {
                 unknownZones.note(user)
                 continue
             }
-            guard let time = row["t"].string.flatMap(LocalTime.init).map(DailyTime.timeOfDay),   // 24:00 → 00:00
-                  let date = FlareForecast.dueDate(now: now, zone: zone, notificationTime: time) else { continue }
-            candidates.append(Candidate(
-                user: user, zone: tz, date: date, at: Zone.instant(of: date, time, in: zone),
-                latitude: row["latitude"].double, longitude: row["longitude"].double,
-                locationName: row["location_name"].string, notificationTime: time))
+            guard let time = row["t"].string.flatMap(LocalTime.init).map(DailyTime.timeOfDay) else { continue }   // 24:00 → 00:00
+            let today = Zone.localDate(now, in: zone)
+            for (date, at) in FlareForecast.datesToPrepare(now: now, zone: zone, notificationTime: time, lead: lead) {
+                candidates.append(Candidate(
+                    user: user, zone: tz, date: date, at: at, daysAhead: date == today ? 0 : 1,
+                    latitude: row["latitude"].double, longitude: row["longitude"].double,
+                    locationName: row["location_name"].string, notificationTime: time,
+                    locale: row["locale"].string ?? "en"))
+            }
         }
         return candidates
     }
@@ -118,43 +170,45 @@ struct ForecastPhase {
     func storedForecasts(of candidates: [Candidate]) throws -> Forecasts {
         var forecasts: Forecasts = [:]
         for row in try db.query("""
-            select user_id, forecast_date::text as d, risk_level, forecast_summary, pressure_change_hpa::float8 as change
+            select user_id, forecast_date::text as d, risk_level, forecast_summary, forecast_locale,
+                   pressure_change_hpa::float8 as change, hourly_forecast::text as hourly
               from daily_forecasts
              where user_id = any(\(candidates.map(\.user))::uuid[])
                and forecast_date::text = any(\(candidates.map(\.date.description))::text[])
             """) {
             guard let user = row["user_id"].uuid, let d = row["d"].string else { continue }
-            forecasts[Self.forecastKey(user, d)] = Forecast(risk: row["risk_level"].string, summary: row["forecast_summary"].string,
-                                                            change: row["change"].double)
+            forecasts[Self.forecastKey(user, d)] = Forecast(
+                risk: row["risk_level"].string.flatMap(RiskLevel.init(rawValue:)), change: row["change"].double,
+                summary: row["forecast_summary"].string.flatMap { $0.isEmpty ? nil : $0 },
+                locale: row["forecast_locale"].string, hourly: row["hourly"].string.flatMap { try? JSONValue.parse($0) })
         }
         return forecasts
     }
 
-    /// One push per candidate with a forecast. A forecast without a risk gets one from its pressure
-    /// change (documented rule, configurable); one with neither is not sent.
+    /// One push per candidate whose forecast is made and has its words, at the notification time. The
+    /// body is the summary (`Renderer`): herald's words carry their language, a backend's summary none.
     func notifications(_ candidates: [Candidate], _ forecasts: Forecasts) -> [NewNotification] {
-        var rows: [NewNotification] = []
-        for c in candidates {
-            guard let f = forecasts[c.forecastKey] else { continue }
-            guard let risk = f.risk ?? f.change.map({ FlareForecast.risk(pressureChangeHPa: $0, thresholds: thresholds).rawValue }) else {
-                logger.warning("forecast has neither a risk level nor a pressure change; not sent",
-                               metadata: ["user_id": .string(c.user.lowercased), "date": .string(c.date.description)])
-                continue
-            }
+        candidates.compactMap { c in
+            guard let f = forecasts[c.forecastKey], let risk = f.riskLevel(thresholds), let summary = f.summary else { return nil }
             var payload: [String: JSONValue] = [
-                "type": "daily_forecast", "date": .string(c.date.description), "risk_level": .string(risk),
+                "type": "daily_forecast", "date": .string(c.date.description), "risk_level": .string(risk.rawValue),
+                "summary": .string(summary),
             ]
-            if let s = f.summary { payload["summary"] = .string(s) }
-            rows.append(NewNotification(
+            if let locale = f.locale { payload["summary_locale"] = .string(locale) }
+            return NewNotification(
                 recipient: c.user, member: c.user, channel: Channel.push.rawValue, kind: Kind.dailyForecast.rawValue,
                 priority: .normal, payload: .object(payload), scheduledAt: c.at,
-                dedupeKey: Self.dedupeKey(c.user, c.date), reason: "forecast_due"))
+                dedupeKey: Self.dedupeKey(c.user, c.date), reason: "forecast_due")
         }
-        return rows
     }
 
     static func dedupeKey(_ user: UUID, _ date: LocalDate) -> String { "forecast:\(user.lowercased):\(date)" }
 
     /// A forecast's key in `Forecasts`: the user and the date as `daily_forecasts` writes it.
     static func forecastKey(_ user: UUID, _ date: String) -> String { "\(user.lowercased)/\(date)" }
+
+    /// Whether another request may start: within the phase's budget and before any stop signal.
+    func mayStart(since started: Date) -> Bool {
+        !StopSignal.requested && Date().timeIntervalSince(started) < fetchBudget
+    }
 }

@@ -54,16 +54,26 @@ struct PatternsGenerator: GeneratorPhase {
     }
 }
 
-/// Daily forecasts, fetching missing weather unless the pass is a dry run (ForecastPhase).
+/// Daily forecasts, made within the lead before each notification time; the weather and the insight
+/// service are asked unless the pass is a dry run (ForecastPhase).
 struct ForecastsGenerator: GeneratorPhase {
     var phase: Phase { .forecasts }
 
     func run(_ c: GeneratorContext, summary: inout Summary) throws {
         var f = ForecastPhase(db: c.db, passId: c.passId, now: c.now, logger: c.logger, transport: c.transport)
         f.weatherURL = c.options.dryRun ? nil : c.options.weatherURL
+        f.insight = c.options.dryRun ? nil : c.options.forecastInsight
+        f.notesMisses = !c.options.dryRun
         f.fetchBudget = c.options.weatherBudget
+        f.lead = c.options.forecastLead
         let r = try f.run()
         summary.generated[.forecasts] = r.enqueued
+        if r.missed > 0 { summary.generated[.forecastsMissed] = r.missed }
+        if r.insights + r.insightFailures + r.templatedWords > 0 {
+            summary.generated[.forecastInsights] = r.insights
+            summary.generated[.forecastInsightFailed] = r.insightFailures
+            summary.generated[.forecastTemplatedWords] = r.templatedWords
+        }
         if r.fetched + r.fetchFailures + r.notFetched > 0 {
             summary.generated[.weatherFetched] = r.fetched
             summary.generated[.weatherFailed] = r.fetchFailures
@@ -73,13 +83,17 @@ struct ForecastsGenerator: GeneratorPhase {
     }
 }
 
-/// Scheduled prompts (PromptPhase).
+/// Scheduled prompts, and days planned again after a change of settings (PromptPhase).
 struct PromptsGenerator: GeneratorPhase {
     var phase: Phase { .prompts }
 
     func run(_ c: GeneratorContext, summary: inout Summary) throws {
         let r = try PromptPhase(db: c.db, passId: c.passId, now: c.now, logger: c.logger).run()
         summary.generated[.prompts] = r.enqueued
+        if r.replanned > 0 {
+            summary.generated[.promptsReplanned] = r.replanned
+            summary.generated[.promptsWithdrawn] = r.withdrawn
+        }
         r.unknownZones.count(in: &summary, as: .promptsUnknownZoneUsers)
     }
 }

@@ -3,66 +3,6 @@ import HeraldCore
 import HeraldPostgres
 import Logging
 
-/// The `prompts` phase (scheduled prompts): for each user with prompt settings and no schedule for their local
-/// date, place N prompts across their waking window (one per segment, centre ± 30 %, reproducible per
-/// user and date) and enqueue those still ahead, each with `run_after` at its instant. Once per day:
-/// `prompt_schedules` records the day, and dedupe keys make a repeat a no-op.
-struct PromptPhase {
-    let db: PGConnection
-    let passId: String
-    let now: Date
-    let logger: Logger
-
-    struct Result {
-        var enqueued = 0
-        /// People whose time zone herald cannot read (passed over).
-        var unknownZones = UnknownZones()
-    }
-
-    func run() throws -> Result {
-        var result = Result()
-        var rows: [NewNotification] = []
-        var days: [JSONValue] = []
-        for row in try db.query("""
-            select s.user_id, s.prompts_per_day, s.waking_hour_start, s.waking_hour_end, p.timezone
-              from prompt_settings s join user_profiles p on p.user_id = s.user_id
-             where s.enabled and not exists (
-               select 1 from prompt_schedules ps
-                where ps.user_id = s.user_id and ps.local_date = (\(now)::timestamptz at time zone p.timezone)::date)
-            """) {
-            guard let user = row["user_id"].uuid else { continue }
-            guard let zone = row["timezone"].string.flatMap(Zone.named) else {
-                result.unknownZones.note(user)
-                continue
-            }
-            guard let n = row["prompts_per_day"].int, let start = row["waking_hour_start"].int,
-                  let end = row["waking_hour_end"].int else { continue }
-            let date = Zone.localDate(now, in: zone)
-            let instants = PromptSchedule.instants(user: user, date: date, count: n, wakingStartHour: start,
-                                                   wakingEndHour: end, zone: zone)
-            days.append(["user_id": .string(user.lowercased), "local_date": .string(date.description), "prompts": .number(Double(n))])
-            for (i, at) in instants.enumerated() where at >= now {
-                rows.append(NewNotification(
-                    recipient: user, member: user, channel: Channel.push.rawValue, kind: Kind.prompt.rawValue, priority: .normal,
-                    payload: ["index": .number(Double(i + 1)), "of": .number(Double(n)), "date": .string(date.description)],
-                    scheduledAt: at, dedupeKey: "prompt:\(user.lowercased):\(date):\(i + 1)", reason: "prompt_schedule"))
-            }
-        }
-        result.unknownZones.report(.prompts, logger: logger)
-        guard !days.isEmpty else { return result }
-        result.enqueued = try db.transaction { db in
-            try db.execute("""
-                insert into prompt_schedules (user_id, local_date, prompts)
-                select user_id, local_date, prompts from jsonb_to_recordset(\(JSONValue.array(days).pgJSONText)::jsonb)
-                  as x(user_id uuid, local_date date, prompts int)
-                on conflict do nothing
-                """)
-            return try Enqueuer.insert(rows, db: db, passId: passId).count
-        }
-        return result
-    }
-}
-
 /// The `reminders` phase: every reminder type becomes queue rows when due, once each. `plan` reads
 /// what is due (`ReminderPhase+Plan.swift`), `write` marks the reminders and enqueues their rows.
 ///

@@ -89,6 +89,9 @@ public enum Metrics {
         w.metric("herald_pass_provider_events", "Provider events the last pass processed, by outcome.", "gauge",
                  s.generated.filter { $0.key.hasPrefix(eventPrefix) }.sorted { $0.key < $1.key }
                      .map { (label([("outcome", String($0.key.dropFirst(eventPrefix.count)))]), Double($0.value)) })
+        w.metric("herald_pass_forecasts_missed",
+                 "Daily forecasts the last pass found past their notification time and not made (each counted once).", "gauge",
+                 [("", Double(s.generated[.forecastsMissed] ?? 0))])
         w.metric("herald_pass_duration_seconds", "Wall time of the last pass.", "gauge", [("", Double(s.durationMs) / 1000)])
         if let m = s.peakMemoryBytes {
             w.metric("herald_pass_peak_memory_bytes", "Peak resident memory of the last pass.", "gauge", [("", Double(m))])

@@ -36,6 +36,8 @@ public struct PassConfig {
         if let shadow = try settings.bool("HERALD_SHADOW_MODE") { options.shadowMode = shadow }
         if let version = settings["HERALD_THRESHOLDS_VERSION"] { options.thresholdsVersion = version }
         if let weather = settings["WEATHER_URL"] { options.weatherURL = try weatherURL(weather) }
+        if let lead = try settings.int("HERALD_FORECAST_LEAD_MINUTES", in: forecastLeadRange) { options.forecastLead = Double(lead) * 60 }
+        options.forecastInsight = try ForecastInsightService.load(settings)
         if let days = try settings.int("HERALD_RETENTION_DAYS", in: 1...36_500) { options.retentionDays = days }
         if let days = try settings.int("HERALD_AUDIT_RETENTION_DAYS", in: 1...36_500) { options.auditRetentionDays = days }
         try applyEscalation(settings, to: &options)
@@ -87,6 +89,9 @@ public struct PassConfig {
         }
         return text.hasSuffix("/") ? String(text.dropLast()) : text
     }
+
+    /// The minutes HERALD_FORECAST_LEAD_MINUTES may give: up to 12 hours ahead.
+    static let forecastLeadRange = 0...720
 
     /// HERALD_ESCALATION (channels separated by commas, or off) and HERALD_ESCALATION_<KIND>.
     static func applyEscalation(_ settings: Settings, to options: inout PassOptions) throws {

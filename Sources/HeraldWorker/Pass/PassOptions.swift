@@ -51,6 +51,11 @@ public struct PassOptions: Sendable {
     /// so a weather service that does not answer must not hold delivery back. Users not fetched in time
     /// stay candidates for the next pass.
     public var weatherBudget: TimeInterval = 60
+    /// How long before a person's notification time their forecast is made (HERALD_FORECAST_LEAD_MINUTES):
+    /// the weather is fetched, and fetched again on each pass until it comes, within it.
+    public var forecastLead: TimeInterval = 3600
+    /// The team's forecast insight service (HERALD_FORECAST_INSIGHT_URL); nil: herald's own words.
+    public var forecastInsight: ForecastInsightService?
     public var render = RenderOptions()
     /// Where a critical notification goes when its channel cannot reach the recipient (HERALD_ESCALATION).
     public var escalation = EscalationPolicy()

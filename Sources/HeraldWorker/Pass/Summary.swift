@@ -173,13 +173,19 @@ public enum GeneratedCount: String, CaseIterable, Sendable {
     case auditPartitionsDropped = "audit_partitions_dropped"
     case episodesOpened = "episodes_opened"
     case episodesResolved = "episodes_resolved"
+    case forecastInsightFailed = "forecast_insight_failed"
+    case forecastInsights = "forecast_insights"
+    case forecastTemplatedWords = "forecast_templated_words"
     case forecasts
+    case forecastsMissed = "forecasts_missed"
     case forecastsUnknownZoneUsers = "forecasts_unknown_zone_users"
     case patterns
     case patternsFailedUsers = "patterns_failed_users"
     case patternsUsers = "patterns_users"
     case prompts
+    case promptsReplanned = "prompts_replanned"
     case promptsUnknownZoneUsers = "prompts_unknown_zone_users"
+    case promptsWithdrawn = "prompts_withdrawn"
     case providerEvents = "provider_events"
     case receiptsChecked = "receipts_checked"
     case reminders
