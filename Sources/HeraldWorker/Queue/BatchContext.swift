@@ -34,9 +34,11 @@ extension QueueStore {
 
         ctx.profiles = try profiles(of: recipients)
         if !alertIds.isEmpty { ctx.alerts = try alertStates(alertIds) }
-        if items.contains(where: { $0.channelRaw == Channel.push.rawValue }) {
-            try loadDeviceTokens(of: recipients, into: &ctx)
-            ctx.unreadInApp = try unreadInApp(of: recipients)
+        // Device tokens and the badge's unread count serve push rows only: read for their recipients.
+        let pushed = Array(Set(items.filter { $0.channelRaw == Channel.push.rawValue }.map(\.recipientUserId)))
+        if !pushed.isEmpty {
+            try loadDeviceTokens(of: pushed, into: &ctx)
+            ctx.unreadInApp = try unreadInApp(of: pushed)
         }
         ctx.history = try history(of: recipients, now: now)
         if !retried.isEmpty { ctx.delivered = try deliveredDestinations(of: retried) }
