@@ -169,7 +169,7 @@ public final class FakeHTTPServer: Sendable {
         try? group.syncShutdownGracefully()
     }
 
-    fileprivate static func configureHTTP1(_ channel: any Channel, state: FakeServerState) -> EventLoopFuture<Void> {
+    static func configureHTTP1(_ channel: any Channel, state: FakeServerState) -> EventLoopFuture<Void> {
         channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
             try channel.pipeline.syncOperations.addHandler(FakeRequestHandler(
@@ -177,7 +177,7 @@ public final class FakeHTTPServer: Sendable {
         }
     }
 
-    fileprivate static func configureHTTP2(_ channel: any Channel, state: FakeServerState) -> EventLoopFuture<Void> {
+    static func configureHTTP2(_ channel: any Channel, state: FakeServerState) -> EventLoopFuture<Void> {
         // Like real providers (APNs allows ~1,000), accept many concurrent streams per connection.
         var connection = NIOHTTP2Handler.ConnectionConfiguration()
         connection.initialSettings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000)]
@@ -200,7 +200,7 @@ public final class FakeHTTPServer: Sendable {
 }
 
 /// The fake server's shared, lock-protected state.
-private final class FakeServerState: @unchecked Sendable {
+final class FakeServerState: @unchecked Sendable {
     let handler: @Sendable (FakeRequest) -> FakeResponse
     let ending: ConnectionEnding?
     private let lock = NSLock()
@@ -390,46 +390,3 @@ private final class FakeRequestHandler: ChannelInboundHandler, RemovableChannelH
         }
     }
 }
-
-/// On a cleartext connection, waits for the first bytes: the HTTP/2 connection preface ("PRI * HTTP/2.0")
-/// sets the connection up for h2c, anything else for HTTP/1.1. Then replays the bytes and leaves.
-private final class CleartextProtocolSniffer: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-    typealias InboundOut = ByteBuffer
-
-    private let state: FakeServerState
-    private var buffered: ByteBuffer?
-    private var decided = false
-
-    init(state: FakeServerState) {
-        self.state = state
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var incoming = unwrapInboundIn(data)
-        if decided {
-            context.fireChannelRead(data)
-            return
-        }
-        if buffered == nil { buffered = incoming } else { buffered!.writeBuffer(&incoming) }
-        guard let bytes = buffered, bytes.readableBytes >= 4 else { return }
-        decided = true
-        let isHTTP2 = bytes.getString(at: bytes.readerIndex, length: 4) == "PRI "
-        let configured = isHTTP2
-            ? FakeHTTPServer.configureHTTP2(context.channel, state: state)
-            : FakeHTTPServer.configureHTTP1(context.channel, state: state)
-        configured.assumeIsolated().whenComplete { result in
-            switch result {
-            case .success:
-                context.fireChannelRead(self.wrapInboundOut(bytes))
-                self.buffered = nil
-                context.pipeline.syncOperations.removeHandler(self, promise: nil)
-            case .failure(let error):
-                context.fireErrorCaught(error)
-                context.close(promise: nil)
-            }
-        }
-    }
-}
-
-
