@@ -101,7 +101,7 @@ import Testing
         #expect(total <= seenAtSignal + 4, "\(total) requests, \(seenAtSignal) at the signal")
         #expect(total < 40)
         #expect(try f.count(Self.sent) == total)
-        #expect(try f.count("select count(*)::int from notification_queue where status = 'processing'") == 0)
+        #expect(try f.count("select count(*)::int from notification_queue where locked_until is not null") == 0)
         #expect(try f.count("""
             select count(*)::int from notification_queue where status = 'pending' and attempts = 0
             """) == 40 - total)

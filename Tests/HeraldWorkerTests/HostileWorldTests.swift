@@ -256,7 +256,7 @@ import Testing
         // Every request that went out is recorded as sent; the rest are due again, attempts refunded.
         #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == total)
         #expect(try f.count("select count(*)::int from notification_queue where status = 'failed'") == 0)
-        #expect(try f.count("select count(*)::int from notification_queue where status = 'processing'") == 0)
+        #expect(try f.count("select count(*)::int from notification_queue where locked_until is not null") == 0)
         #expect(try f.count("""
             select count(*)::int from notification_queue where status = 'pending' and attempts = 0
             """) == 40 - total)

@@ -115,6 +115,36 @@ import Testing
         #expect(try f.count("select count(*)::int from notification_events where event = 'unlocked'") == 1)
     }
 
+    /// A claim leaves its rows `pending` under a lease: `--status processing` names them, the live
+    /// one is left alone, and unlock frees the expired one as it frees the previous release's.
+    @Test func unlockFreesAnExpiredLeaseOnAPendingRow() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let p = try f.profile()
+        let live = try f.enqueue(to: p, channel: "sms", at: seedInstant)
+        let expired = try f.enqueue(to: p, channel: "sms", at: seedInstant)
+        try db.execute("""
+            update notification_queue set attempts = 1, locked_by = 'other-pass', locked_until = now() + interval '5 minutes'
+             where id = \(live)
+            """)
+        try db.execute("""
+            update notification_queue set attempts = 1, locked_by = 'dead-pass', locked_until = now() - interval '1 minute'
+             where id = \(expired)
+            """)
+        var filter = RowFilter()
+        filter.status = "processing"
+        #expect(Set(try ops(db).apply(.unlock, to: filter, dryRun: true)) == [expired])
+        var pending = RowFilter()
+        pending.status = "pending"
+        #expect(try ops(db).apply(.cancel, to: pending, dryRun: true).isEmpty, "a claimed row is not shown as pending")
+        #expect(try ops(db).apply(.unlock, to: filter, dryRun: false) == [expired])
+        #expect(try f.row(expired)["locked_by"].string == nil)
+        #expect(try f.row(live)["locked_by"].string == "other-pass")
+        #expect(try f.count("select count(*)::int from notification_events where event = 'unlocked'") == 1)
+    }
+
     /// A real pass holds rows under its lease while their sends wait for answers: every verb leaves
     /// them alone, and the pass records them as it would have. The receiver holds its answers until
     /// the verbs are done, so the rows are in flight while they run, however slow the machine.
@@ -134,7 +164,7 @@ import Testing
                                              "WEBHOOK_SECRET": WebhookDeliveryTests.secret])
         // The four requests are out and wait for their answers: their rows are leased to the pass.
         #expect(gate.waitUntilHeld(4))
-        #expect(try f.count("select count(*)::int from notification_queue where status = 'processing'") == 4)
+        #expect(try f.count("select count(*)::int from notification_queue where locked_until is not null") == 4)
         var webhook = RowFilter()
         webhook.channel = "webhook"
         for action in [OperatorAction.cancel, .retry, .unlock, .reschedule(seedInstant.addingTimeInterval(3600))] {

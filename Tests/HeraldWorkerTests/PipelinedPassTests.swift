@@ -35,7 +35,7 @@ import Testing
         let total = 4 * 14 + 30
         #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == 4 * 10 + 30)
         #expect(s.sent == 4 * 10 + 30)
-        #expect(try f.count("select count(*)::int from notification_queue where status = 'processing'") == 0)
+        #expect(try f.count("select count(*)::int from notification_queue where locked_until is not null") == 0)
         // One trail event per row: each was claimed and recorded exactly once.
         #expect(try f.count("select count(*)::int from notification_events") == total)
         #expect(try f.count("select count(distinct queue_id)::int from notification_events") == total)

@@ -64,7 +64,7 @@ import Testing
             select count(*)::int from notification_queue
              where kind = 'prompt' and status = 'pending' and attempts = 0 and locked_by is null
             """) == 6)
-        #expect(try f.count("select count(*)::int from notification_queue where kind = 'system' and status = 'processing'") == 6)
+        #expect(try f.count("select count(*)::int from notification_queue where kind = 'system' and status = 'pending' and locked_by = 'pass-a'") == 6)
     }
 
     /// A flush rolled back because a table it writes was held past `lock_timeout` (by a migration, say)
@@ -100,7 +100,7 @@ import Testing
         }
         let once = try whileHeld(RecordWriter(store: store, retryDelays: []))
         #expect(throws: PGError.self) { _ = try once.get() }
-        #expect(try f.count("select count(*)::int from notification_queue where status = 'processing'") == 3)
+        #expect(try f.count("select count(*)::int from notification_queue where locked_until is not null") == 3)
         let again = try whileHeld(RecordWriter(store: store, retryDelays: [0.2, 0.2, 0.2, 0.2, 0.2, 0.2]))
         #expect(Set(try again.get().flatMap { $0.1 }) == Set(ids))
         #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == 3)
@@ -156,7 +156,7 @@ import Testing
         let store = QueueStore(db: try tdb.connect(), passId: "p")
         let first = try store.claimRows(limit: 2, now: seedInstant, channels: [.inApp], leaseSeconds: 60)
         #expect(first.map(\.item.id) == [high, normal])
-        #expect(try f.count("select count(*)::int from notification_queue where status = 'processing'") == 2)
+        #expect(try f.count("select count(*)::int from notification_queue where locked_until is not null") == 2)
         let second = try store.claimRows(limit: 2, now: seedInstant, channels: [.inApp], leaseSeconds: 60)
         #expect(second.map(\.item.id) == [low])
         #expect(try f.row(future)["status"].string == "pending")

@@ -277,7 +277,7 @@ import Testing
             env: ["DATABASE_URL": tdb.url, "WEBHOOK_URL": server.baseURL + "/hooks", "WEBHOOK_SECRET": Self.secret,
                   "HERALD_LEASE_SECONDS": "3", "WEBHOOK_TIMEOUT_SECONDS": "1"])
         // Wait until the pass has claimed its batch, then kill it without a chance to record.
-        guard try f.waitFor("select count(*)::int from notification_queue where status = 'processing'", atLeast: 40) else {
+        guard try f.waitFor("select count(*)::int from notification_queue where locked_until is not null", atLeast: 40) else {
             process.terminate()
             Issue.record("the pass never claimed its batch")
             return
@@ -285,7 +285,7 @@ import Testing
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         #expect(process.terminationReason == .uncaughtSignal)
-        #expect(try f.count("select count(*)::int from notification_queue where status = 'processing'") == 40)
+        #expect(try f.count("select count(*)::int from notification_queue where locked_until is not null") == 40)
 
         // Before the lease expires, another pass leaves the rows alone.
         let worker = Worker(url: tdb.url, settings: ["WEBHOOK_URL": server.baseURL + "/hooks", "WEBHOOK_SECRET": Self.secret])

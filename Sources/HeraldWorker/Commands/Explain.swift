@@ -14,10 +14,10 @@ public enum Explain {
         let (events, deliveries) = try trail(db, id: id)
         guard let row = try db.query("""
             select id, recipient_user_id, member_user_id, alert_state_id, channel, kind, severity, priority,
-                   status, attempts, max_attempts, permanent, last_error, skip_reason, scheduled_at, run_after,
+                   \(Lease.shownStatus) as status, attempts, max_attempts, permanent, last_error, skip_reason, scheduled_at, run_after,
                    locked_until, locked_by, dedupe_key, provider_message_id, sent_at, created_at, updated_at,
                    escalated_from
-              from notification_queue where id = \(id)
+              from notification_queue q where id = \(id)
             """).first else {
             // Pruned from the queue: the trail outlives it, and its `pruned` event says what it was.
             guard !events.isEmpty else {
@@ -44,7 +44,8 @@ public enum Explain {
         // The escalation chain onwards: the rows this one was escalated to, with what became of them.
         var escalations: [JSONValue] = []
         for e in try db.query("""
-            select id, channel, status, skip_reason from notification_queue where escalated_from = \(id) order by created_at
+            select id, channel, \(Lease.shownStatus) as status, skip_reason from notification_queue q
+             where escalated_from = \(id) order by created_at
             """) {
             var o: [String: JSONValue] = ["id": .string(e["id"].uuid?.lowercased ?? ""),
                                           "channel": .string(e["channel"].string ?? ""),

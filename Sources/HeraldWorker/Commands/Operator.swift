@@ -10,6 +10,7 @@ public struct RowFilter: Sendable {
     public var ids: [UUID] = []
     public var channel: String?
     public var kind: String?
+    /// As shown: `processing` names the claimed rows (pending under a lease), `pending` the others.
     public var status: String?
     public var recipient: UUID?
     /// Only rows created before this instant (`--older-than`).
@@ -27,7 +28,7 @@ public struct RowFilter: Sendable {
         (cardinality(\(ids)::uuid[]) = 0 or q.id = any(\(ids)::uuid[]))
         and (\(channel)::text is null or q.channel = \(channel))
         and (\(kind)::text is null or q.kind = \(kind))
-        and (\(status)::text is null or q.status = \(status))
+        and (\(status)::text is null or \(Lease.shownStatus) = \(status))
         and (\(recipient)::uuid is null or q.recipient_user_id = \(recipient))
         and (\(createdBefore)::timestamptz is null or q.created_at < \(createdBefore))
         """
@@ -76,9 +77,9 @@ public enum OperatorAction: Sendable, Equatable {
                                           where d.queue_id = q.id and d.outcome = 'delivered') then 1 else 0 end
             """
         case .cancel:
-            "status = 'skipped', skip_reason = 'cancelled', permanent = false"
+            "status = 'skipped', skip_reason = 'cancelled', permanent = false, locked_until = null, locked_by = null"
         case .reschedule(let at):
-            "status = 'pending', run_after = \(at), scheduled_at = \(at)"
+            "status = 'pending', run_after = \(at), scheduled_at = \(at), locked_until = null, locked_by = null"
         case .unlock:
             "status = 'pending', run_after = now(), locked_until = null, locked_by = null"
         }

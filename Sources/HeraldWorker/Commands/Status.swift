@@ -3,12 +3,13 @@ import HeraldCore
 import HeraldPostgres
 
 /// `herald status`: the queue at a glance — depth by status and channel, the oldest due row, stuck
-/// leases, rows failed for good, and the last passes.
+/// leases, rows failed for good, and the last passes. A claimed row (pending under a lease) is shown
+/// as `processing`.
 public enum Status {
     public static func report(_ db: PGConnection, now: Date = Date()) throws -> JSONValue {
         var depth: [String: JSONValue] = [:]
         for row in try db.query("""
-            select status, channel, count(*)::int as n from notification_queue group by status, channel
+            select \(Lease.shownStatus) as status, q.channel, count(*)::int as n from notification_queue q group by 1, 2
             """) {
             let status = row["status"].string ?? "?"
             var byChannel = depth[status]?.objectValue ?? [:]

@@ -164,7 +164,7 @@ struct PromptPhase {
                 as x(user_id uuid, local_date date, revision int)
              cross join lateral herald_prompt_keys(x.user_id, x.local_date, x.revision - 1) as k(key)
               join notification_queue q on q.dedupe_key = k.key and q.recipient_user_id = x.user_id
-             where q.status in ('sent', 'processing')
+             where (q.status = 'sent' or \(Lease.live))
              group by x.user_id
             """) {
             if let user = row["user_id"].uuid { counts[user] = row["n"].int ?? 0 }

@@ -12,7 +12,7 @@ struct Housekeeping {
     func run(_ summary: inout Summary) {
         let (db, logger, store, options) = (pass.db, pass.logger, pass.store, pass.options)
         Runner.isolated("recover", db: db, logger: logger, summary: &summary) { summary in
-            summary.recovered = try store.recoverExpiredLeases()
+            summary.recovered = try store.recoverExpiredLeases(now: pass.clock.now())
             if summary.recovered > 0 {
                 logger.warning("returned rows whose lease expired to the queue", metadata: ["rows": "\(summary.recovered)"])
             }

@@ -6,15 +6,25 @@ extension QueueStore {
 
     /// Returns rows whose lease expired (their pass died or overran) to the due set, or fails them for
     /// good when their attempts are used up. Runs only in the pass that wins the advisory lock.
+    ///
+    /// A leased row is pending (or `processing`, leased by the previous release), and no index holds
+    /// its lease: the pending ones are found among the rows due by `now` (a claim leases only due rows)
+    /// through the notification_queue_due index, the `processing` ones through seed 000's
+    /// `(status, created_at)` index. A claim may also take an expired lease over by itself.
     @discardableResult
-    public func recoverExpiredLeases() throws -> Int {
+    public func recoverExpiredLeases(now: Date = Date()) throws -> Int {
         try db.transaction { db in
             guard try db.query("select pg_try_advisory_xact_lock(\(lockKey(QueueStore.housekeepingLock))) as ok")
                 .first?["ok"].bool == true else { return 0 }
             let rows = try db.query("""
-                with expired as (
+                with leased as (
                   select q.id from \(queue) q
-                   where \(Lease.expired)
+                   where q.status = 'pending' and q.priority_rank in (0, 1, 2)
+                     and q.run_after <= greatest(now(), \(now)::timestamptz) and q.locked_until < now()
+                   for update of q skip locked
+                ), processing as (
+                  select q.id from \(queue) q
+                   where q.status = 'processing' and q.locked_until < now()
                    for update of q skip locked
                 ), x as (
                   update \(queue) q
@@ -23,7 +33,7 @@ extension QueueStore {
                          last_error = 'lease expired: pass ' || coalesce(q.locked_by, '?')
                                       || ' did not record attempt ' || q.attempts,
                          locked_until = null, locked_by = null, updated_at = now()
-                    from expired where q.id = expired.id
+                   where q.id in (select id from leased union all select id from processing)
                   returning q.id, q.attempts, q.status
                 ), e as (
                   insert into notification_events (queue_id, pass_id, event, reason, details)

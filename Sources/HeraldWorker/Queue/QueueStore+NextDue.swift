@@ -5,7 +5,8 @@ import HeraldPostgres
 extension QueueStore {
     /// When the next row a claim of `channels` could take comes due, after `now`; nil when none is
     /// waiting. A follower sleeps until then (or until a notification). Rows an operator's pause holds
-    /// are left out: their channel's resume notifies.
+    /// are left out: their channel's resume notifies; so are rows another pass holds under a live
+    /// lease: their record, if it makes them wait again, notifies.
     ///
     /// One statement, three index probes: for each priority rank, the first waiting row after `now` in
     /// the notification_queue_due index's (priority_rank, run_after) order, whatever the queue's size.
@@ -16,6 +17,7 @@ extension QueueStore {
             """
             (select q.run_after from \(queue) q
               where q.priority_rank = \(unescaped: String(rank)) and \(QueueStore.waiting) and q.run_after > \(now)
+                and \(Lease.notLive)
                 and (q.channel = any(\(channels.map(\.rawValue))::text[]) or not q.channel = any(\(QueueStore.knownChannels)::text[]))
                 and \(QueueStore.notPaused)
               order by q.run_after limit 1)
