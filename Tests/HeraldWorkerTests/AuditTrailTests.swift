@@ -17,15 +17,18 @@ import Testing
         let id = try f.enqueue(to: p, payload: #"{"title":"Private","body":"Your sleep dropped 40%"}"#, at: seedInstant)
         _ = Worker(url: tdb.url).run(now: seedInstant)
         #expect(try f.row(id)["status"].string == "sent")
+        // A send's decision is its delivery row's: no event row of its own.
+        #expect(try f.count("select count(*)::int from notification_events where queue_id = \(id)") == 0)
+        #expect(try db.query("select decision from notification_deliveries where queue_id = \(id)").first?[0].string == "sent")
         try db.execute("update notification_queue set updated_at = now() - interval '40 days' where id = \(id)")
         let pruned = try QueueStore(db: db, passId: "test").pruneTerminal(retentionDays: 30, now: Date())
         #expect(pruned == 1)
         #expect(try f.count("select count(*)::int from notification_queue where id = \(id)") == 0)
         #expect(try f.count("select count(*)::int from notification_deliveries where queue_id = \(id)") == 1)
-        let events = try db.query("select event from notification_events where queue_id = \(id) order by id").map { $0[0].string ?? "" }
-        // The claim writes no event of its own: the record's event carries the attempt.
+        let events = try db.query("select event from notification_trail where queue_id = \(id) order by at, source, seq").map { $0[0].string ?? "" }
+        // The claim writes no event of its own: the decision its delivery row carries holds the attempt.
         #expect(events == ["sent", "pruned"])
-        #expect(try db.query("select details->>'attempt' from notification_events where queue_id = \(id) and event = 'sent'")
+        #expect(try db.query("select details->>'attempt' from notification_trail where queue_id = \(id) and event = 'sent'")
             .first?[0].string == "1")
 
         let report = try Explain.report(db, id: id)
@@ -34,7 +37,7 @@ import Testing
         #expect(report["row"]?["status"]?.stringValue == "sent")
         #expect(report["deliveries"].map { "\($0)" }?.contains("inbox") == true)
         // The message itself is not in the trail.
-        let trail = try db.query("select coalesce(string_agg(details::text, ' '), '') from notification_events where queue_id = \(id)")
+        let trail = try db.query("select coalesce(string_agg(details::text, ' '), '') from notification_trail where queue_id = \(id)")
             .first?[0].string ?? ""
         #expect(!trail.contains("sleep dropped") && !trail.contains("Private"))
         #expect(Explain.text(report).contains("pruned from the queue"))

@@ -92,7 +92,7 @@ import Testing
             // A row sent again is charged a try per resend, and its trail says why.
             let charged = try db.query("""
                 select count(*)::int as n from notification_queue q
-                 where q.attempts > 1 and exists (select 1 from notification_events e
+                 where q.attempts > 1 and exists (select 1 from notification_trail e
                         where e.queue_id = q.id and e.details ? 'resent_after_connection_ended')
                 """).first?["n"].int ?? 0
             #expect(charged > 0)

@@ -72,7 +72,7 @@ import Testing
             select provider, outcome from notification_deliveries where queue_id = \(id) order by id
             """).map { "\($0["provider"].string ?? "")/\($0["outcome"].string ?? "")" }
         #expect(attempts == ["sendgrid/retry", "smtp/delivered"])
-        #expect(try db.query("select reason from notification_events where queue_id = \(id) and event = 'sent'").first?["reason"].string == "smtp")
+        #expect(try db.query("select reason from notification_trail where queue_id = \(id) and event = 'sent'").first?["reason"].string == "smtp")
     }
 
     /// SendGrid says "slow down" for the whole account: the row it answered and every later row go

@@ -189,6 +189,6 @@ import Testing
         #expect(try f.count("select count(*)::int from notification_queue where status <> 'sent'") == 0)
         let followerSent = summary["sent"]?.intValue ?? 0
         #expect(followerSent > 0 && followerSent < 500, "the follower sent \(followerSent)")
-        #expect(try f.count("select count(distinct pass_id)::int from notification_events where event = 'sent'") >= 2)
+        #expect(try f.count("select count(distinct pass_id)::int from notification_trail where event = 'sent'") >= 2)
     }
 }

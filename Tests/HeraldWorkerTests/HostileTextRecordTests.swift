@@ -59,7 +59,7 @@ import Testing
         #expect(delivery["error"].string == stored)
         #expect(delivery["provider_error_code"].string == "code\u{FFFD}")
         #expect(delivery["http_status"].isNull && delivery["latency_ms"].isNull, "values outside int4 are left out")
-        let event = try #require(try db.query("select details->>'error' as e, details->>'via_classifier' as c from notification_events where queue_id = \(id) and event = 'failed'").first)
+        let event = try #require(try db.query("select details->>'error' as e, details->>'via_classifier' as c from notification_trail where queue_id = \(id) and event = 'failed'").first)
         #expect(event["e"].string == stored)
         #expect(event["c"].string == viaClassifier)
         #expect(try db.query("select deactivated_reason from device_tokens where id = \(token)").first?["deactivated_reason"].string == stored)

@@ -63,7 +63,7 @@ import Testing
         #expect(summary.phaseErrors["patterns"] != nil)
         // The dry run's transaction survived the failed phase: nothing was written.
         #expect(try f.row(id)["status"].string == "pending")
-        #expect(try f.count("select count(*)::int from notification_events") == 0)
+        #expect(try f.count("select count(*)::int from notification_trail") == 0)
     }
 
     @Test func poisonMetricsFailTheirUserNotThePhase() throws {

@@ -37,8 +37,8 @@ import Testing
         #expect(s.sent == 4 * 10 + 30)
         #expect(try f.count("select count(*)::int from notification_queue where locked_until is not null") == 0)
         // One trail event per row: each was claimed and recorded exactly once.
-        #expect(try f.count("select count(*)::int from notification_events") == total)
-        #expect(try f.count("select count(distinct queue_id)::int from notification_events") == total)
+        #expect(try f.count("select count(*)::int from notification_trail") == total)
+        #expect(try f.count("select count(distinct queue_id)::int from notification_trail") == total)
         #expect(try f.count("""
             select count(*)::int from notification_events where reason = 'rate_limit_daily'
             """) == 4 * 4)
@@ -63,7 +63,7 @@ import Testing
         }
         #expect(sent.value == 400)
         #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == 400)
-        #expect(try f.count("select count(*)::int from notification_events") == 400)
+        #expect(try f.count("select count(*)::int from notification_trail") == 400)
         #expect(try f.count("""
             select count(*)::int from inbox i join notification_queue q on q.id = i.queue_id where q.status = 'sent'
             """) == 400, "one listed entry per notification")

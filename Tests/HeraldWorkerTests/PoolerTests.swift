@@ -48,7 +48,7 @@ struct PoolerTests {
         #expect(try f.count("""
             select count(*)::int from notification_queue where status = 'pending' and run_after > \(seedInstant)
             """) == 120)
-        #expect(try f.count("select count(distinct pass_id)::int from notification_events where event in ('sent', 'deferred')") == 2,
+        #expect(try f.count("select count(distinct pass_id)::int from notification_trail where event in ('sent', 'deferred')") == 2,
                 "both passes should have claimed rows")
     }
 

@@ -821,7 +821,7 @@ import Testing
             #expect(row["locked_by"].string == nil)
         }
         #expect(try f.count("select count(*)::int from herald_passes") == 0)
-        #expect(try f.count("select count(*)::int from notification_events where event <> 'enqueued'") == 0)
+        #expect(try f.count("select count(*)::int from notification_trail where event <> 'enqueued'") == 0)
         #expect(try f.count("select count(*)::int from notification_deliveries") == 0)
         #expect(apns.requests.isEmpty)
     }

@@ -104,7 +104,7 @@ import Testing
         let again = try whileHeld(RecordWriter(store: store, retryDelays: [0.2, 0.2, 0.2, 0.2, 0.2, 0.2]))
         #expect(Set(try again.get().flatMap { $0.1 }) == Set(ids))
         #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == 3)
-        #expect(try f.count("select count(*)::int from notification_events where event = 'sent'") == 3)
+        #expect(try f.count("select count(*)::int from notification_trail where event = 'sent'") == 3)
     }
 
     /// The record's trail event: the attempt first, then the decision's details as they were, hostile
@@ -132,7 +132,7 @@ import Testing
         }
         #expect(try store.record(batch).count == 5)
         func event(_ id: UUID) throws -> JSONValue {
-            let text = try #require(try db.query("select details::text as d from notification_events where queue_id = \(id)")
+            let text = try #require(try db.query("select details::text as d from notification_trail where queue_id = \(id)")
                 .first?["d"].string)
             return try JSONValue.parse(text)
         }

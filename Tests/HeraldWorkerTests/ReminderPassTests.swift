@@ -331,7 +331,7 @@ import Testing
         _ = worker.run(now: instant("2026-01-26T06:10:00Z")) { $0.phases = [.reminders, .deliver] }
         #expect(try status(dose)["status"].string == "sent")
         let trail = try db.query("""
-            select e.details->>'quiet_override' as o from notification_events e join notification_queue q on q.id = e.queue_id
+            select e.details->>'quiet_override' as o from notification_trail e join notification_queue q on q.id = e.queue_id
              where q.reminder_id = \(dose) and e.event = 'sent'
             """).first
         #expect(trail?["o"].string == "dose_within_hour")
@@ -399,7 +399,7 @@ import Testing
         #expect(e.daily?["status"].string == "skipped")
         #expect(e.daily?["skip_reason"].string == "adaptive_frequency")
         let trail = try db.query("""
-            select e.details->>'frequency' as f from notification_events e join notification_queue q on q.id = e.queue_id
+            select e.details->>'frequency' as f from notification_trail e join notification_queue q on q.id = e.queue_id
              where q.recipient_user_id = \(a.user) and e.event = 'skipped' and e.reason = 'adaptive_frequency'
             """).first
         #expect(trail?["f"].string == "reduced")

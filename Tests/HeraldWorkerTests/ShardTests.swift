@@ -280,7 +280,7 @@ import Testing
         for (shard, passId) in passIds {
             guard let shard, let k = Shard(shard)?.index else { continue }
             #expect(try f.count("""
-                select count(*)::int from notification_events e
+                select count(*)::int from notification_trail e
                  where e.pass_id = \(passId) and e.event in ('sent', 'deferred', 'skipped', 'failed', 'released')
                    and not exists (select 1 from notification_queue_p\(unescaped: "\(k)") q where q.id = e.queue_id)
                 """) == 0, "pass \(shard) claimed outside its partition")

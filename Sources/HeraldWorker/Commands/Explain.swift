@@ -57,12 +57,14 @@ public enum Explain {
                 "escalations": .array(escalations)]
     }
 
-    /// The row's events and delivery attempts, in order: they are kept after the row is pruned.
+    /// The row's events and delivery attempts, in order: they are kept after the row is pruned. The
+    /// events are the trail's (`notification_trail`): those of `notification_events`, and the
+    /// decisions of sends, which their delivery rows carry.
     static func trail(_ db: PGConnection, id: UUID) throws -> (events: [JSONValue], deliveries: [JSONValue]) {
         var events: [JSONValue] = []
         for e in try db.query("""
-            select at, pass_id, event, reason, details::text as details from notification_events
-             where queue_id = \(id) order by id
+            select at, pass_id, event, reason, details::text as details from notification_trail
+             where queue_id = \(id) order by at, source, seq
             """) {
             var o: [String: JSONValue] = ["event": .string(e["event"].string ?? "")]
             if let d = e["at"].date { o["at"] = .string(ISO8601.string(d)) }

@@ -29,6 +29,15 @@ struct RecordParts {
     let batch: RecordBatch
     let queue: SQL
     let passId: String
+    /// The rows whose delivery rows carry their decision (`RecordBatch.toldByDeliveries`).
+    let told: Set<UUID>
+
+    init(batch: RecordBatch, queue: SQL, passId: String) {
+        self.batch = batch
+        self.queue = queue
+        self.passId = passId
+        told = batch.toldByDeliveries
+    }
 
     /// The whole statement: the rows, their fenced update, then every table's part.
     var statement: SQL {
@@ -48,15 +57,15 @@ struct RecordParts {
 
     /// `r`: the rows' outcomes, as typed arrays (less to read than a jsonb document of the same rows).
     var rows: SQL {
-        let r = RowColumns(batch.rows)
+        let r = RowColumns(batch.rows, told: told)
         return """
             select * from unnest(\(r.ids)::uuid[], \(r.statuses)::text[], \(r.permanent)::boolean[],
                                  \(r.lastErrors)::text[], \(r.skipReasons)::text[], \(r.runAfter)::timestamptz[],
                                  \(r.sentAt)::timestamptz[], \(r.providerMessageIds)::text[],
                                  \(r.attemptsDeltas)::int[], \(r.events)::text[], \(r.reasons)::text[],
-                                 \(r.details)::text[])
+                                 \(r.details)::text[], \(r.told)::boolean[])
               as r(id, status, permanent, last_error, skip_reason, run_after, sent_at, provider_message_id,
-                   attempts_delta, event, reason, details)
+                   attempts_delta, event, reason, details, told)
             """
     }
 
@@ -72,39 +81,50 @@ struct RecordParts {
                locked_until = null, locked_by = null, updated_at = now()
           from r
          where q.id = r.id and \(Lease.heldBy(passId))
-        returning q.id, q.attempts - r.attempts_delta as attempt, r.status, r.event, r.reason, r.details
+        returning q.id, q.attempts - r.attempts_delta as attempt, r.status, r.event, r.reason, r.details, r.told
         """
     }
 
-    /// notification_events, the trail: what became of each row and why; the event carries the attempt
-    /// (the claim writes none of its own), first in the details' text so one parse makes the jsonb (a
-    /// key of the details' own named attempt comes later and wins, as with jsonb's ||).
+    /// A row's decision as the trail keeps it: the attempt (the claim writes none of its own) first in
+    /// the details' text, so one parse makes the jsonb (a key of the details' own named attempt comes
+    /// later and wins, as with jsonb's ||). Of the recorded rows, `u`.
+    static let decisionDetails: SQL = """
+        case when u.details is null then jsonb_build_object('attempt', u.attempt)
+             else ('{"attempt":' || u.attempt || ',' || substr(u.details, 2))::jsonb end
+        """
+
+    /// notification_events, the trail: what became of each row and why, where no delivery row of this
+    /// flush tells it (a skip, a deferral, a release, a failure before any send); a send's decision
+    /// goes in its first delivery row instead.
     var trail: SQL {
         """
         insert into notification_events (queue_id, pass_id, event, reason, details)
-        select u.id, \(passId), u.event, u.reason,
-               case when u.details is null then jsonb_build_object('attempt', u.attempt)
-                    else ('{"attempt":' || u.attempt || ',' || substr(u.details, 2))::jsonb end
-          from u
+        select u.id, \(passId), u.event, u.reason, \(RecordParts.decisionDetails)
+          from u where not u.told
         """
     }
 
-    /// notification_deliveries: each attempt to each destination, with the provider's answer.
+    /// notification_deliveries: each attempt to each destination, with the provider's answer; the
+    /// first of a sent (or failed after sends) row's carries its decision, as its trail event did.
     var deliveries: SQL {
-        let d = DeliveryColumns(batch.deliveries)
+        let d = DeliveryColumns(batch.deliveries, told: told)
         return """
             insert into notification_deliveries (queue_id, pass_id, attempt, channel, provider, destination,
-              device_token_id, outcome, http_status, provider_error_code, provider_message_id, error, latency_ms)
+              device_token_id, outcome, http_status, provider_error_code, provider_message_id, error, latency_ms,
+              decision, decision_reason, decision_details)
             select x.queue_id, \(passId), x.attempt, x.channel, x.provider, x.destination, x.device_token_id,
-                   x.outcome, x.http_status, x.provider_error_code, x.provider_message_id, x.error, x.latency_ms
+                   x.outcome, x.http_status, x.provider_error_code, x.provider_message_id, x.error, x.latency_ms,
+                   case when x.carries then u.event end, case when x.carries then u.reason end,
+                   case when x.carries then \(RecordParts.decisionDetails) end
               from unnest(\(d.queueIds)::uuid[], \(d.attempts)::int[], \(d.channels)::text[],
                           \(d.providers)::text[], \(d.destinations)::text[],
                           \(d.deviceTokenIds)::uuid[], \(d.outcomes)::text[],
                           \(d.httpStatuses)::int[], \(d.errorCodes)::text[],
-                          \(d.messageIds)::text[], \(d.errors)::text[], \(d.latencies)::int[])
+                          \(d.messageIds)::text[], \(d.errors)::text[], \(d.latencies)::int[],
+                          \(d.carries)::boolean[])
                 as x(queue_id, attempt, channel, provider, destination, device_token_id, outcome, http_status,
-                     provider_error_code, provider_message_id, error, latency_ms)
-             where x.queue_id in (select id from u)
+                     provider_error_code, provider_message_id, error, latency_ms, carries)
+              join u on u.id = x.queue_id
             """
     }
 

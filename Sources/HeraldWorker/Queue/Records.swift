@@ -60,6 +60,14 @@ public struct RecordBatch: Sendable {
 
     public var isEmpty: Bool { rows.isEmpty }
 
+    /// The rows whose delivery rows tell their story: a send's outcome (`sent`, or `failed` after
+    /// sends) with at least one delivery row in this batch. The first of them carries the decision
+    /// (event, reason, details) and no trail event is written; every other row keeps its event.
+    var toldByDeliveries: Set<UUID> {
+        let sent = Set(deliveries.map(\.queueId))
+        return Set(rows.filter { ($0.event == .sent || $0.event == .failed) && sent.contains($0.id) }.map(\.id))
+    }
+
     /// Only what belongs to the rows in `ids` (the rows a fenced update actually recorded).
     func keeping(_ ids: Set<UUID>) -> RecordBatch {
         var out = RecordBatch()
@@ -100,9 +108,12 @@ struct RowColumns {
     /// Each row's decision trail as the text of a JSON object with at least one key (NUL written as
     /// U+FFFD: jsonb refuses `\u0000`), or nil when it has none (the event's details then hold only the attempt).
     var details = PGNullableArray<String>()
+    /// Whether the row's delivery rows carry its decision (`RecordBatch.toldByDeliveries`): no event.
+    var told: [Bool] = []
 
-    init(_ rows: [RowRecord]) {
+    init(_ rows: [RowRecord], told toldIds: Set<UUID>) {
         for r in rows {
+            told.append(toldIds.contains(r.id))
             ids.append(r.id)
             statuses.append(r.status.rawValue)
             permanent.append(r.permanent)
@@ -130,9 +141,13 @@ struct DeliveryColumns {
     var httpStatuses = PGNullableArray<Int32>(), errorCodes = PGNullableArray<String>()
     var messageIds = PGNullableArray<String>(), errors = PGNullableArray<String>()
     var latencies = PGNullableArray<Int32>()
+    /// Whether this delivery row carries its queue row's decision: the first of a told row's.
+    var carries: [Bool] = []
 
-    init(_ deliveries: [DeliveryRecord]) {
+    init(_ deliveries: [DeliveryRecord], told: Set<UUID>) {
+        var carried = Set<UUID>()
         for d in deliveries {
+            carries.append(told.contains(d.queueId) && carried.insert(d.queueId).inserted)
             queueIds.append(d.queueId)
             attempts.append(Int32(clamping: d.attempt))
             channels.append(d.channel)
