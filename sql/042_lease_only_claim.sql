@@ -9,6 +9,11 @@
 -- previous release's statements cannot know is a pending row's live lease, so a trigger honours it for
 -- them (below).
 
+-- The strongest lock this migration takes on the queue, taken first: taken later (dropping a trigger
+-- needs it), it would be an upgrade from the index build's, and a pass of the previous release
+-- between the two would deadlock with it. Passes wait for the migration instead.
+lock table notification_queue in access exclusive mode;
+
 -- The recipients of a claim's candidates that another pass holds: the claim's second statement reads
 -- their waiting rows by recipient (the status alone no longer tells the leased rows apart). Neither
 -- the recipient nor the status changes when a row is claimed, so the claim stays HOT; a sent row
