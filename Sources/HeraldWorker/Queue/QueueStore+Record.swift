@@ -85,12 +85,12 @@ struct RecordParts {
         """
     }
 
-    /// A row's decision as the trail keeps it: the attempt (the claim writes none of its own) first in
-    /// the details' text, so one parse makes the jsonb (a key of the details' own named attempt comes
-    /// later and wins, as with jsonb's ||). Of the recorded rows, `u`.
-    static let decisionDetails: SQL = """
-        case when u.details is null then jsonb_build_object('attempt', u.attempt)
-             else ('{"attempt":' || u.attempt || ',' || substr(u.details, 2))::jsonb end
+    /// A row's decision as the trail keeps it, as JSON text: the attempt (the claim writes none of its
+    /// own) first in the details' text, so one parse makes the jsonb (a key of the details' own named
+    /// attempt comes later and wins, as with jsonb's ||). Of the recorded rows, `u`.
+    static let decisionText: SQL = """
+        case when u.details is null then '{"attempt":' || u.attempt || '}'
+             else '{"attempt":' || u.attempt || ',' || substr(u.details, 2) end
         """
 
     /// notification_events, the trail: what became of each row and why, where no delivery row of this
@@ -99,7 +99,7 @@ struct RecordParts {
     var trail: SQL {
         """
         insert into notification_events (queue_id, pass_id, event, reason, details)
-        select u.id, \(passId), u.event, u.reason, \(RecordParts.decisionDetails)
+        select u.id, \(passId), u.event, u.reason, (\(RecordParts.decisionText))::jsonb
           from u where not u.told
         """
     }
@@ -115,7 +115,7 @@ struct RecordParts {
             select x.queue_id, \(passId), x.attempt, x.channel, x.provider, x.destination, x.device_token_id,
                    x.outcome, x.http_status, x.provider_error_code, x.provider_message_id, x.error, x.latency_ms,
                    case when x.carries then u.event end, case when x.carries then u.reason end,
-                   case when x.carries then \(RecordParts.decisionDetails) end
+                   case when x.carries then (\(RecordParts.decisionText))::json end
               from unnest(\(d.queueIds)::uuid[], \(d.attempts)::int[], \(d.channels)::text[],
                           \(d.providers)::text[], \(d.destinations)::text[],
                           \(d.deviceTokenIds)::uuid[], \(d.outcomes)::text[],
