@@ -26,9 +26,10 @@ enum Lease {
     /// claimed row is `processing`.
     static let shownStatus: SQL = "(case when \(claimed) then 'processing' else q.status end)"
 
-    /// Held by `passId`: the fence of that pass's records (a pass that overran its lease cannot
-    /// overwrite the work of the pass that took its rows over).
-    static func heldBy(_ passId: String) -> SQL { "(\(leasable) and q.locked_by = \(passId))" }
+    /// Held by the pass whose id `passColumn` holds (`r.pass` in the record): the fence of that pass's
+    /// records (a pass that overran its lease cannot overwrite the work of the pass that took its rows
+    /// over).
+    static func heldBy(column passColumn: SQL) -> SQL { "(\(leasable) and q.locked_by = \(passColumn))" }
 
     /// Held under a live lease by a pass other than `passId`: the claim leaves their recipients out.
     static func heldByAnother(_ passId: String) -> SQL { "(\(live) and q.locked_by <> \(passId))" }
