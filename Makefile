@@ -44,10 +44,14 @@ demo: deps
 release: deps
 	$(RELEASE)
 
+# A second server, on the next port, runs with PostgreSQL's durability defaults and wal_level=logical
+# for section 1's WAL as hosted databases pay it.
 bench: deps
 	$(SWIFT) build -c release --static-swift-stdlib
-	@url=$$($(PG) start) && trap '$(PG) stop' EXIT INT TERM && \
-	  HERALD_BENCH_DATABASE_URL="$$url" .build/release/herald-bench
+	@durable_port=$$(( $${HERALD_PG_PORT:-25432} + 1 )) && \
+	  trap '$(PG) stop; HERALD_PG_PORT='$$durable_port' $(PG) stop' EXIT INT TERM && \
+	  url=$$($(PG) start) && durable=$$(HERALD_PG_PORT=$$durable_port HERALD_PG_DURABLE=1 $(PG) start) && \
+	  HERALD_BENCH_DATABASE_URL="$$url" HERALD_BENCH_DURABLE_URL="$$durable" .build/release/herald-bench
 
 pg-start:
 	@$(PG) start

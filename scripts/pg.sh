@@ -5,6 +5,9 @@
 #   scripts/pg.sh start     # initdb (first time) and start; prints the DATABASE_URL
 #   scripts/pg.sh stop      # stop and delete the data directory
 #   scripts/pg.sh url       # print the DATABASE_URL
+#
+# HERALD_PG_DURABLE=1 starts it with PostgreSQL's durability defaults (fsync, synchronous_commit and
+# full_page_writes on) and wal_level=logical, as hosted databases run (`make bench`'s WAL line).
 set -euo pipefail
 
 # Private ports sit below the ephemeral range (32768 and up), so no outgoing connection can hold them.
@@ -34,9 +37,11 @@ case "${1:-}" in
     as_pg "'$BIN/initdb' -D '$DIR/data' -U postgres -A trust -E UTF8 --locale=C.UTF-8 >'$DIR/initdb.log' 2>&1" \
       || { cat "$DIR/initdb.log" >&2; exit 1; }
     # Tuned for a throw-away test server: no fsync, enough connections for concurrent passes.
+    DURABILITY="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    if [ "${HERALD_PG_DURABLE:-}" = 1 ]; then DURABILITY="-c wal_level=logical"; fi
     as_pg "'$BIN/pg_ctl' -D '$DIR/data' -l '$DIR/server.log' -w -t 60 \
-      -o \"-p $PORT -k '$DIR' -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
-          -c full_page_writes=off -c max_connections=400 -c shared_buffers=256MB\" start" >/dev/null \
+      -o \"-p $PORT -k '$DIR' -c listen_addresses=127.0.0.1 $DURABILITY \
+          -c max_connections=400 -c shared_buffers=256MB\" start" >/dev/null \
       || { cat "$DIR/server.log" >&2; exit 1; }
     echo "$URL"
     ;;

@@ -29,6 +29,7 @@ extension Bench {
         let drains = try bestDrains(db, url, rows: rows, batch: batch, now: now)
         db.close()
         try printDrains(drains)
+        try durableWAL(rows: rows, batch: batch, now: now)
 
         // Growth: the same pass with a million terminal rows in the queue, beside ten thousand.
         let growthRows = 10_000

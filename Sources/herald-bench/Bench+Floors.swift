@@ -16,8 +16,8 @@ extension Bench {
 
     /// A plain table the bench creates itself, drained by one `UPDATE … WHERE id IN (SELECT … FOR
     /// UPDATE SKIP LOCKED LIMIT n) RETURNING` per batch to claim and one `UPDATE` to record: no trail,
-    /// no deliveries, no context, no decisions.
-    func bareClaimRecord(_ url: String, rows: Int, batch: Int, now: Date) throws -> Drain {
+    /// no deliveries, no context, no decisions. `checkpoint`: one right before the drain.
+    func bareClaimRecord(_ url: String, rows: Int, batch: Int, now: Date, checkpoint: Bool = false) throws -> Drain {
         let db = try PGConnection(url)
         defer { db.close() }
         try db.execute("drop table if exists bench_plain_queue")
@@ -39,6 +39,7 @@ extension Bench {
               from generate_series(1, \(rows)) g
             """)
         try db.execute("vacuum analyze bench_plain_queue")
+        if checkpoint { try db.execute("checkpoint") }
         let meter = try WriteMeter(url, flushing: db)
         var done = 0
         let seconds = try Bench.seconds {
@@ -65,8 +66,10 @@ extension Bench {
     }
 
     /// PgQueuer draining `rows` no-op jobs at `batch` per dequeue, from a throw-away virtualenv under
-    /// .build (made and filled from PyPI on first use). Returns the drain, or why it was skipped.
-    func pgQueuer(rows: Int, batch: Int) -> (drain: Drain?, version: String, skipped: String?) {
+    /// .build (made and filled from PyPI on first use), in a database of `server` (nil: the bench's),
+    /// after a checkpoint if asked. Returns the drain, or why it was skipped.
+    func pgQueuer(rows: Int, batch: Int, on server: String? = nil, checkpoint: Bool = false)
+        -> (drain: Drain?, version: String, skipped: String?) {
         let venv = root.appendingPathComponent(".build/pgqueuer-venv")
         let python = venv.appendingPathComponent("bin/python").path
         var version = "?"
@@ -80,9 +83,14 @@ extension Bench {
             }
             version = (try? shell(python, ["-c", "import importlib.metadata as m; print(m.version('pgqueuer'))"], "version"))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
-            let url = try freshDatabase("herald_bench_pgqueuer")
+            let url = try freshDatabase("herald_bench_pgqueuer", on: server)
             let script = root.appendingPathComponent("scripts/pgqueuer-bench.py").path
             try shell(python, [script, "fill", url, "\(rows)"], "pgqueuer-bench.py fill")
+            if checkpoint {
+                let db = try PGConnection(url)
+                defer { db.close() }
+                try db.execute("checkpoint")
+            }
             let meter = try WriteMeter(url)
             let out = try shell(python, [script, "drain", url, "\(batch)"], "pgqueuer-bench.py drain")
             guard let json = try? JSONValue.parse(Data(out.utf8)), let done = json["rows"]?.intValue,

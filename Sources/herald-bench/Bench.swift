@@ -12,7 +12,8 @@ import Logging
 ///   1. claim → decide → record, log adapter, batch 1,000 over 20,000 rows — beside the same claim and
 ///      record SQL run bare (no context, no decisions, no rendering), a bare claim + record on a plain
 ///      table (the physical floor) and PgQueuer draining as many no-op jobs, the four taking turns
-///      (the best of 3 each); the rows and WAL each writes per notification; the pass with 1,000,000 terminal rows beside 10,000; 1, 2 and 4
+///      (the best of 3 each); the rows and WAL each writes per notification, and the WAL again with
+///      PostgreSQL's durability defaults and wal_level=logical; the pass with 1,000,000 terminal rows beside 10,000; 1, 2 and 4
 ///      passes at once;
 ///   2. 2,000 webhook sends to a loopback receiver that waits 20 ms each — beside the sequential time;
 ///   3. a pass with nothing to do, process start to exit — beside `herald --help` (starting the binary);
@@ -28,7 +29,7 @@ import Logging
 ///      reaching a bare listener. Section 1 also gives what the queue's notify trigger adds to an insert.
 ///
 /// Each section has a file of its own: `Bench+ClaimDecideRecord` (1, with `Bench+Floors`,
-/// `Bench+Growth` and `Bench+EnqueueCost`), `Bench+Webhooks` (2), `Bench+IdlePass` (3),
+/// `Bench+DurableWAL`, `Bench+Growth` and `Bench+EnqueueCost`), `Bench+Webhooks` (2), `Bench+IdlePass` (3),
 /// `Bench+PeakMemory` (4), `Bench+APNs` (5), `Bench+Patterns` (6), `Bench+ConnectionEnds` (7) and
 /// `Bench+Follow` (8, with `LatencyRun`). This file holds what they share.
 @main
@@ -53,24 +54,28 @@ struct Bench {
     }
 
     let serverURL: String
+    /// A second server with PostgreSQL's durability defaults and `wal_level = logical`
+    /// (`HERALD_BENCH_DURABLE_URL`, which `make bench` starts); nil: section 1's WAL line for it is skipped.
+    let durableServerURL: String?
     let root: URL
     let herald: URL
 
     init(serverURL: String) throws {
         self.serverURL = serverURL
+        durableServerURL = ProcessInfo.processInfo.environment["HERALD_BENCH_DURABLE_URL"].flatMap { $0.isEmpty ? nil : $0 }
         root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         herald = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("herald")
     }
 
     // MARK: - Set-up
 
-    /// A fresh, migrated database; returns its URL.
-    func freshDatabase(_ name: String) throws -> String {
-        let admin = try PGConnection(serverURL)
+    /// A fresh, migrated database on `server` (nil: the bench's server); returns its URL.
+    func freshDatabase(_ name: String, on server: String? = nil) throws -> String {
+        let admin = try PGConnection(server ?? serverURL)
         try admin.execute("drop database if exists \(unescaped: name) with (force)")
         try admin.execute("create database \(unescaped: name)")
         admin.close()
-        let url = TestDatabase.url(serverURL, database: name)
+        let url = TestDatabase.url(server ?? serverURL, database: name)
         let db = try PGConnection(url)
         try Migrator(directory: root.appendingPathComponent("sql")).migrate(db)
         db.close()
