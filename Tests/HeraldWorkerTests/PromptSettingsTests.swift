@@ -92,7 +92,7 @@ import Testing
         #expect(sent == morning + afternoon.filter { $0 <= three })
         #expect(Set(sent).count == sent.count)
         #expect(try f.count("""
-            select count(*)::int from notification_events e join notification_queue q on q.id = e.queue_id
+            select count(*)::int from notification_trail e join notification_queue q on q.id = e.queue_id
              where q.recipient_user_id = \(user) and e.event = 'sent'
             """) == sent.count)
     }
