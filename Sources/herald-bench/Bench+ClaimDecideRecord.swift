@@ -123,6 +123,6 @@ extension Bench {
         print("  per delivered notification: herald \(WriteMeter.describe(herald.writes)); "
               + "same SQL bare \(WriteMeter.describe(sameSQL.writes)); bare claim + record \(WriteMeter.describe(plain.writes))"
               + (drains.queuer.map { "; PgQueuer \(WriteMeter.describe($0.writes))" } ?? ""))
-        print(String(format: "    herald's WAL is %.1f× the bare claim + record's (aim ≤ 2×)", herald.writes.wal / max(plain.writes.wal, 1)))
+        print(String(format: "    herald's WAL is %.2f× the bare claim + record's (aim ≤ 2×)", herald.writes.wal / max(plain.writes.wal, 1)))
     }
 }

@@ -34,7 +34,7 @@ extension Bench {
               + "fsync=\(settings?["fsync"].string ?? "?"), synchronous_commit=\(settings?["sync"].string ?? "?") (each drain after a checkpoint):")
         print("    herald \(WriteMeter.describe(herald)); bare claim + record \(WriteMeter.describe(plain)); "
               + (queuer.map { "PgQueuer \(WriteMeter.describe($0.writes))" } ?? "PgQueuer skipped — \(skipped ?? "?")"))
-        print(String(format: "    herald's WAL is %.1f× the bare claim + record's", herald.wal / max(plain.wal, 1))
-              + (queuer.map { String(format: ", %.1f× PgQueuer's", herald.wal / max($0.writes.wal, 1)) } ?? ""))
+        print(String(format: "    herald's WAL is %.2f× the bare claim + record's", herald.wal / max(plain.wal, 1))
+              + (queuer.map { String(format: ", %.2f× PgQueuer's", herald.wal / max($0.writes.wal, 1)) } ?? ""))
     }
 }
