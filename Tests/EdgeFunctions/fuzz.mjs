@@ -1,5 +1,5 @@
 // A seeded fuzz of the edge functions' routing (deploy/supabase/functions/_shared/app_contract.js): hostile
-// methods, paths, query strings and bodies never throw, and every answer is a call of one of the five
+// methods, paths, query strings and bodies never throw, and every answer is a call of one of the six
 // RPCs with well-formed arguments or one of seed 003's errors; the send's answers and its service role
 // check hold against hostile outcomes and headers too. Prints "ok N" or the first violation and
 // exits 1. Run by EdgeFunctionTests: `node fuzz.mjs SEED COUNT`.
@@ -29,7 +29,7 @@ function value(depth = 0) {
   }
 }
 const FUNCTIONS = new Set(["get_notifications", "mark_notifications_read", "register_device_token", "unregister_device_token",
-  "send_notification"]);
+  "send_notification", "get_daily_forecast"]);
 function fail(what, input, out) {
   process.stdout.write(`violation: ${what}\ninput: ${JSON.stringify(input)}\noutput: ${JSON.stringify(out)}\n`);
   process.exit(1);
@@ -37,8 +37,9 @@ function fail(what, input, out) {
 for (let i = 0; i < count; i++) {
   const input = {
     method: pick(["GET", "PATCH", "POST", "DELETE", "PUT", "get", "", "HEAD"]),
-    url: "https://ref.supabase.co/functions/v1/" + pick(["push-notification", "notifications-register-device", "x", ""]) +
-      pick(["", "/", "?" + text(), "?limit=" + text() + "&offset=" + text() + "&unread_only=" + text()]),
+    url: "https://ref.supabase.co/functions/v1/" + pick(["push-notification", "notifications-register-device", "daily-forecast", "x", ""]) +
+      pick(["", "/", "/" + text(), "/2026-01-25", "/2026-02-30", "?" + text(), "?date=" + text(),
+            "?limit=" + text() + "&offset=" + text() + "&unread_only=" + text()]),
     body: next() % 3 === 0 ? undefined : value(),
   };
   let out;
@@ -53,6 +54,13 @@ for (let i = 0; i < count; i++) {
     if ((out.call.fn === "send_notification") !== (out.service === true)) fail("the service role is not required where it must be", input, out);
     if (out.call.fn === "send_notification" && (out.call.args.request === null || typeof out.call.args.request !== "object"
         || Array.isArray(out.call.args.request))) fail("the send's request is not an object", input, out);
+    // The forecast's date is a calendar date, YYYY-MM-DD, and the only argument.
+    if (out.call.fn === "get_daily_forecast" && (Object.keys(out.call.args).join() !== "forecast_date"
+        || !/^\d{4}-\d{2}-\d{2}$/.test(out.call.args.forecast_date)
+        || Number.isNaN(Date.parse(out.call.args.forecast_date + "T00:00:00Z"))
+        || new Date(out.call.args.forecast_date + "T00:00:00Z").toISOString().slice(0, 10) !== out.call.args.forecast_date)) {
+      fail("the forecast's date is not a calendar date", input, out);
+    }
     for (const k of ["limit", "offset"]) {
       const v = out.call.args[k];
       if (v !== undefined && (!Number.isSafeInteger(v) || Math.abs(v) > 999999999)) fail(k + " is not a whole number", input, out);

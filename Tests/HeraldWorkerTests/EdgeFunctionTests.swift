@@ -4,7 +4,8 @@ import HeraldPostgres
 import HeraldTestSupport
 import Testing
 
-/// Seed 003's app endpoints (deploy/supabase/functions: push-notification, notifications-register-device)
+/// The app's endpoints (deploy/supabase/functions: push-notification, notifications-register-device,
+/// daily-forecast)
 /// end to end as far as this machine allows: the edge functions' own routing module runs under Node
 /// (Tests/EdgeFunctions/drive.mjs), the call it makes is run against the real PostgreSQL the way
 /// PostgREST runs an RPC with a JSON body (as `authenticated`, the caller in request.jwt.claims, the
@@ -189,6 +190,48 @@ struct EdgeFunctionTests {
         #expect(gone.body["status"]?.stringValue == "unregistered")
         #expect(gone.body["unregistered_at"]?.intValue ?? 0 > 1_600_000_000_000)
         #expect(Self.refusal(try Self.route("DELETE", "notifications-register-device")) == (422, "validation_error"))
+    }
+
+    /// The forecast design's `GET /user/daily-forecast/{date}`: the signed-in user's forecast for that
+    /// date in the design's shape (date, weather, flare_forecast, fetched_at); another user's date is
+    /// `not_found` (404); a date that is not a calendar date is a `validation_error` (422), caught before
+    /// any call; only GET is answered.
+    @Test func theDailyForecastAnswersTheForecastDesignsGetForTheCallersOwnDate() throws {
+        let (tdb, db) = try SecurityTests.supabase()
+        defer { tdb.drop() }
+        let (a, b) = (UUID(), UUID())
+        try db.execute("insert into user_profiles (user_id) values (\(a)), (\(b))")
+        try db.execute("""
+            insert into daily_forecasts (user_id, forecast_date, risk_level, forecast_summary, why_explanation,
+                                         daily_insight, current_weather, created_at)
+            values (\(a), '2025-12-10', 'LOW', 'Steady pressure today may feel steadier.', 'Higher pressure can help.',
+                    '{"summary_sentence":"Steady.","sign_off":"Take care."}', '{"temperature_2m":4.5}',
+                    '2025-12-10T08:00:00Z')
+            """)
+        for path in ["daily-forecast/2025-12-10", "daily-forecast?date=2025-12-10"] {
+            let routed = try Self.route("GET", path)
+            #expect(routed["call"]?["fn"]?.stringValue == "get_daily_forecast", "\(path)")
+            let (status, body) = try Self.call(db, routed, as: a)
+            #expect(status == 200, "\(path)")
+            #expect(body["date"] == "2025-12-10")
+            #expect(body["fetched_at"] == "2025-12-10T08:00:00Z")
+            #expect(body["weather"]?["current"]?["temperature_2m"]?.doubleValue == 4.5)
+            #expect(body["flare_forecast"]?["risk"] == "LOW")
+            #expect(body["flare_forecast"]?["forecast"] == "Steady pressure today may feel steadier.")
+            #expect(body["flare_forecast"]?["why"] == "Higher pressure can help.")
+            #expect(body["flare_forecast"]?["daily_insight"]?["sign_off"] == "Take care.")
+        }
+        let theirs = try Self.call(db, try Self.route("GET", "daily-forecast/2025-12-10"), as: b)
+        #expect(theirs.status == 404 && theirs.body["error"]?["code"]?.stringValue == "not_found")
+        #expect(theirs.body.jsonText.contains("Steady") == false)
+        let nobody = try Self.call(db, try Self.route("GET", "daily-forecast/2025-12-10"), as: nil)
+        #expect(nobody.status == 401 && nobody.body["error"]?["code"]?.stringValue == "unauthorized")
+        for path in ["daily-forecast", "daily-forecast/2025-02-29", "daily-forecast/2025-12-1", "daily-forecast/tomorrow",
+                     "daily-forecast?date=2025-13-01", "daily-forecast/2025-12-10%00"] {
+            #expect(Self.refusal(try Self.route("GET", path)) == (422, "validation_error"), "\(path)")
+        }
+        #expect(Self.refusal(try Self.route("POST", "daily-forecast/2025-12-10")) == (405, "method_not_allowed"))
+        #expect(Self.refusal(try Self.route("GET", "daily-forecast/2025-12-10/more")) == (400, "invalid_request"))
     }
 
     /// The routing reads hostile input (methods, query strings, bodies): a seeded fuzz of 5,000 requests

@@ -8,6 +8,7 @@
 //                                          then send_notification_status until sent or failed (≤ 2 s)
 //   POST   /notifications-register-device  {"push_token","device_type",…}             → register_device_token
 //   DELETE /notifications-register-device?push_token=…                                → unregister_device_token
+//   GET    /daily-forecast/2025-12-10     (or ?date=2025-12-10)                        → get_daily_forecast
 //
 // Why an edge function at all: PostgREST keeps `limit` and `offset` in a query string for itself (they
 // page its own result), so `GET /rest/v1/rpc/get_notifications?limit=50` never hands 50 to the function.
@@ -21,6 +22,7 @@ export const ERROR_STATUS = Object.freeze({
   unauthorized: 401,
   forbidden: 403,
   user_not_found: 404,
+  not_found: 404,
   method_not_allowed: 405,
   validation_error: 422,
   rate_limit_exceeded: 429,
@@ -59,10 +61,26 @@ function isObject(v) {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
-/** The endpoint a URL names: the last path segment (`/functions/v1/push-notification` → `push-notification`). */
+/** The endpoints herald's edge functions serve. */
+const ENDPOINTS = new Set(["push-notification", "notifications-register-device", "daily-forecast"]);
+
+/**
+ * The endpoint a URL names and the path segments after it: the first segment that names one
+ * (`/functions/v1/daily-forecast/2025-12-10` → `daily-forecast`, `["2025-12-10"]`); `endpoint` is
+ * undefined when none does.
+ */
 export function endpointOf(url) {
-  const path = new URL(url, "http://localhost").pathname.replace(/\/+$/, "");
-  return path.slice(path.lastIndexOf("/") + 1);
+  const segments = new URL(url, "http://localhost").pathname.split("/").filter((s) => s !== "");
+  const at = segments.findIndex((s) => ENDPOINTS.has(s));
+  return at < 0 ? { endpoint: undefined, rest: [] } : { endpoint: segments[at], rest: segments.slice(at + 1) };
+}
+
+/** A calendar date written YYYY-MM-DD that exists (not 2026-02-30), or undefined. */
+function calendarDate(raw) {
+  if (typeof raw !== "string" || !/^\d{4}-\d{2}-\d{2}$/.test(raw)) return undefined;
+  const [y, m, d] = raw.split("-").map((n) => Number.parseInt(n, 10));
+  const t = new Date(Date.UTC(y, m - 1, d));
+  return t.getUTCFullYear() === y && t.getUTCMonth() === m - 1 && t.getUTCDate() === d && y >= 1 ? raw : undefined;
 }
 
 /**
@@ -71,8 +89,10 @@ export function endpointOf(url) {
  */
 export function route(method, url, body) {
   const params = new URL(url, "http://localhost").searchParams;
-  const endpoint = endpointOf(url);
+  const { endpoint, rest } = endpointOf(url);
   const verb = String(method).toUpperCase();
+  // Only the forecast takes a path after its name (its date).
+  if (rest.length > 0 && endpoint !== "daily-forecast") return failure("invalid_request", "unknown endpoint");
 
   if (endpoint === "push-notification") {
     if (verb === "GET") {
@@ -126,6 +146,14 @@ export function route(method, url, body) {
       return { call: { fn: "unregister_device_token", args: { push_token: token } } };
     }
     return failure("method_not_allowed", "notifications-register-device answers POST and DELETE");
+  }
+
+  if (endpoint === "daily-forecast") {
+    if (verb !== "GET") return failure("method_not_allowed", "daily-forecast answers GET");
+    if (rest.length > 1) return failure("invalid_request", "unknown endpoint");
+    const date = calendarDate(rest.length === 1 ? rest[0] : params.get("date"));
+    if (date === undefined) return failure("validation_error", "the date must be a calendar date, YYYY-MM-DD");
+    return { call: { fn: "get_daily_forecast", args: { forecast_date: date } } };
   }
 
   return failure("invalid_request", "unknown endpoint");

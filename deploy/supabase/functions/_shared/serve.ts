@@ -1,4 +1,5 @@
-// The edge functions of the app's endpoints (push-notification, notifications-register-device):
+// The edge functions of the app's endpoints (push-notification, notifications-register-device,
+// daily-forecast):
 // each request becomes one call of herald's RPC as the signed-in caller, whose JWT is passed on, so
 // PostgREST runs the function as that user (auth.uid()) and row-level security holds. The server-side
 // send (POST /push-notification) is the exception: it needs the service role key (X-Supabase-Service-Role,
@@ -7,6 +8,7 @@
 //
 //   supabase functions deploy push-notification
 //   supabase functions deploy notifications-register-device
+//   supabase functions deploy daily-forecast
 //
 // SUPABASE_URL, SUPABASE_ANON_KEY and SUPABASE_SERVICE_ROLE_KEY are set by Supabase in every edge function.
 
