@@ -186,4 +186,49 @@ import Testing
         #expect(try f.count("select count(*)::int from inbox where user_id = \(user)") == 200)
         #expect(try f.count("select count(*)::int from inbox where length(title) > 4000 or length(body) > 4000") == 0)
     }
+
+    /// The rule the entry's text follows, as the renderer picks a payload's own text: for `lang`, the
+    /// first non-empty string of `<key>_<lang>` (the language's first part, lower case), `<key>_en`,
+    /// `<key>`, cut at 4,000 characters; nothing for a payload that is not an object.
+    static func payloadText(_ payload: JSONValue, _ key: String, _ lang: String?) -> String? {
+        guard case .object(let o) = payload else { return nil }
+        let first = (lang ?? "en").replacingOccurrences(of: "_", with: "-").split(separator: "-", omittingEmptySubsequences: false)
+            .first.map { $0.lowercased() } ?? ""
+        for name in [key + "_" + first, key + "_en", key] {
+            if case .string(let text)? = o[name], !text.isEmpty { return String(String.UnicodeScalarView(text.unicodeScalars.prefix(4000))) }
+        }
+        return nil
+    }
+
+    /// `herald_payload_text` answers as the rule says for 300 random payloads, each asked for a title
+    /// and a body in six spellings of a language.
+    @Test func theEntrysTextFollowsTheRendererRuleForRandomPayloads() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        var rng = Fuzz(seed: 20261126)
+        let keys = ["title", "title_en", "title_ar", "title_pt", "body", "body_ar", "body_en"]
+        for _ in 0..<300 {
+            var o: [String: JSONValue] = [:]
+            for key in keys where Bool.random(using: &rng) {
+                switch Int.random(in: 0..<5, using: &rng) {
+                case 0: o[key] = .string(String((0..<Int.random(in: 0..<4100, using: &rng)).map { _ in
+                    Unicode.Scalar(UInt32.random(in: 1...0x7FF, using: &rng)).map { Character($0) } ?? "x" }))
+                case 1: o[key] = .string("")
+                case 2: o[key] = .number(Double.random(in: -1e9...1e9, using: &rng))
+                case 3: o[key] = .object(["k": .string("v")])
+                default: o[key] = .null
+                }
+            }
+            let payload: JSONValue = Int.random(in: 0..<20, using: &rng) == 0 ? .array([.string("x")]) : .object(o)
+            for lang in ["en", "ar", "pt-BR", "PT_br", "AR-eg", nil] as [String?] {
+                for key in ["title", "body"] {
+                    let got = try db.query("""
+                        select herald_payload_text(\(payload.pgJSONTextAnyOrder)::jsonb, \(key), \(lang)) as t
+                        """).first?["t"].string
+                    #expect(got == Self.payloadText(payload, key, lang), "\(key) \(lang ?? "null")")
+                }
+            }
+        }
+    }
 }
