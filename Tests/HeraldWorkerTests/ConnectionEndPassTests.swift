@@ -35,7 +35,7 @@ import Testing
     /// A drain at batch 500: the debug build's fake answers a few hundred requests a second, so a larger
     /// batch on a busy machine would wait past the 15 s request timeout at the fake, not at herald.
     static func drain(_ url: String, _ settings: [String: String], now: Date) -> (Summary, ExitCode) {
-        ProviderPassTests.pass(url, settings, now: now, batchSize: 500, drain: true, phases: [.deliver])
+        ProviderPass.pass(url, settings, now: now, batchSize: 500, drain: true, phases: [.deliver])
     }
 
     /// 3,000 APNs pushes, 20 ms an answer, the fake ending each connection on its 500th request: one
@@ -45,14 +45,14 @@ import Testing
     @Test(arguments: [ConnectionEnding.abort(afterRequests: 500), .reset(afterRequests: 500),
                       .goAway(afterRequests: 500)])
     func everyPushIsDeliveredWhenAPNsEndsConnectionsEvery500Requests(_ ending: ConnectionEnding) throws {
-        let lab = try ProviderPassTests.Lab()
+        let lab = try ProviderPass.Lab()
         defer { lab.cleanup() }
         let apns = try FakeAPNs(certificates: lab.certificates, latency: 0.02, threads: 2, ending: ending)
         defer { apns.shutdown() }
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
         let db = try tdb.connect()
-        let now = ProviderPassTests.now()
+        let now = ProviderPass.now()
         try Self.fillPush(db, rows: 3000, at: now.addingTimeInterval(-60))
         let settings = lab.base.merging(try lab.apns(apns)) { $1 }
 
@@ -102,14 +102,14 @@ import Testing
     /// The same through Expo, whose requests carry up to 100 messages: a chunk whose answer was lost goes
     /// again whole, every message keeps its collapse id, and nothing fails.
     @Test func everyExpoMessageIsDeliveredWhenExpoDropsConnections() throws {
-        let lab = try ProviderPassTests.Lab()
+        let lab = try ProviderPass.Lab()
         defer { lab.cleanup() }
         let expo = try FakeExpo(tls: lab.certificates, ending: .abort(afterRequests: 4))
         defer { expo.shutdown() }
         let tdb = try TestDatabase.create()
         defer { tdb.drop() }
         let db = try tdb.connect()
-        let now = ProviderPassTests.now()
+        let now = ProviderPass.now()
         try Self.fillPush(db, rows: 1000, at: now.addingTimeInterval(-60), provider: "expo")
 
         let (summary, code) = Self.drain(tdb.url, lab.base.merging(lab.expo(expo)) { $1 }, now: now)

@@ -7,7 +7,7 @@ import Testing
 
 /// A critical notification reaches someone: escalation along the chain, against the Twilio fake.
 @Suite struct EscalationTests {
-    typealias P = ProviderPassTests
+    typealias P = ProviderPass
 
     // MARK: - The pure rules
 

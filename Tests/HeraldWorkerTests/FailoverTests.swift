@@ -7,7 +7,7 @@ import Testing
 
 /// Several providers per channel, in order, with failover, and the per-pass circuit breaker.
 @Suite struct FailoverTests {
-    typealias P = ProviderPassTests
+    typealias P = ProviderPass
 
     struct Email {
         let lab: P.Lab

@@ -120,7 +120,7 @@ import Testing
         var badges: [Int] = []
         for step in 0..<3 {
             let id = try SendPushTests.send(db, SendNotificationTests.request(user, [:]))
-            let (summary, _) = ProviderPassTests.pass(tdb.url, p.settings, now: SendPushTests.dueNow())
+            let (summary, _) = ProviderPass.pass(tdb.url, p.settings, now: SendPushTests.dueNow())
             #expect(summary.sent == 1, "\(summary.error ?? "")")
             badges.append(try #require(try p.pushes(for: id).expo?["badge"]?.intValue))
             try Self.asUser(db, user)

@@ -23,7 +23,7 @@ extension ProviderTruthPassTests {
         defer { tdb.drop() }
         let db = try tdb.connect()
         let f = Fixtures(db: db)
-        let now = ProviderPassTests.now()
+        let now = ProviderPass.now()
 
         let phones = ["+15555550301", "+15555550302", "+15555550303"]
         let users = try phones.map { try f.profile(phone: $0, sms: true) }
@@ -103,7 +103,7 @@ extension ProviderTruthPassTests {
         defer { tdb.drop() }
         let db = try tdb.connect()
         let f = Fixtures(db: db)
-        let now = ProviderPassTests.now()
+        let now = ProviderPass.now()
 
         let phones = ["+15555550401", "+15555550402", "+15555550403"]
         let users = try phones.map { try f.profile(phone: $0) }
@@ -170,7 +170,7 @@ extension ProviderTruthPassTests {
         defer { tdb.drop() }
         let db = try tdb.connect()
         let f = Fixtures(db: db)
-        let now = ProviderPassTests.now()
+        let now = ProviderPass.now()
         let user = try f.profile(email: "ana@example.com", emailOn: true)
         let row = try f.enqueue(to: user, channel: "email", at: now.addingTimeInterval(-10))
         let key = P256.Signing.PrivateKey()
@@ -267,7 +267,7 @@ extension ProviderTruthPassTests {
             end $$
             """)
         try db.execute("create trigger test_refuse before update on provider_events for each row execute function test_refuse()")
-        let (s, c) = Self.pass(tdb.url, [:], now: ProviderPassTests.now(), phases: [.events])
+        let (s, c) = Self.pass(tdb.url, [:], now: ProviderPass.now(), phases: [.events])
         #expect(c == .ok, "\(s.phaseErrors)")
         #expect(try Self.outcome(db, ids[0]).0 == "unverified")
         let (o1, e1) = try Self.outcome(db, ids[1])
@@ -293,12 +293,12 @@ extension ProviderTruthPassTests {
             end $$
             """)
         try db.execute("create trigger test_deadlock before update on provider_events for each row execute function test_deadlock()")
-        let (_, c) = Self.pass(tdb.url, [:], now: ProviderPassTests.now(), phases: [.events])
+        let (_, c) = Self.pass(tdb.url, [:], now: ProviderPass.now(), phases: [.events])
         #expect(c == .degraded)
         #expect(try Self.outcome(db, ids[0]).0 == "unverified")
         #expect(try Self.outcome(db, ids[1]).0 == nil, "kept for a later pass, not invalid")
         try db.execute("drop trigger test_deadlock on provider_events")
-        _ = Self.pass(tdb.url, [:], now: ProviderPassTests.now(), phases: [.events])
+        _ = Self.pass(tdb.url, [:], now: ProviderPass.now(), phases: [.events])
         #expect(try Self.outcome(db, ids[1]).0 == "unverified")
         #expect(try Self.outcome(db, ids[2]).0 == "unverified")
     }

@@ -8,9 +8,9 @@ import Testing
 
 /// Passes against the fake providers over TLS about whom a provider's "slow down" concerns (one
 /// destination or the whole provider) and about a configuration slip that makes most destinations look
-/// dead. Uses `ProviderPassTests`' harness.
+/// dead. Uses `ProviderPass`' harness.
 @Suite struct ProviderPassScopeTests {
-    typealias P = ProviderPassTests
+    typealias P = ProviderPass
 
     static func releasedCount(_ db: PGConnection, reason: String) throws -> Int {
         try db.query("""

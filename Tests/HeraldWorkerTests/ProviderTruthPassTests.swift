@@ -12,10 +12,10 @@ import Testing
 /// phase applying provider events stored in `provider_events` with real signatures (a P-256 key pair
 /// for SendGrid, HMAC-SHA1 for Twilio, HMAC-SHA256 for WhatsApp).
 @Suite struct ProviderTruthPassTests {
-    typealias Lab = ProviderPassTests.Lab
+    typealias Lab = ProviderPass.Lab
 
     static func pass(_ url: String, _ settings: [String: String], now: Date, phases: [Phase]) -> (Summary, ExitCode) {
-        ProviderPassTests.pass(url, settings, now: now, phases: phases)
+        ProviderPass.pass(url, settings, now: now, phases: phases)
     }
 
     static func delivery(_ db: PGConnection, _ queueId: UUID) throws -> PGRow {
@@ -72,7 +72,7 @@ import Testing
         let db = try tdb.connect()
         let f = Fixtures(db: db)
 
-        let now = ProviderPassTests.now()
+        let now = ProviderPass.now()
         let phones = ["+15555550201", "+15555550202", "+15555550203", "+15555550204"]
         let users = try phones.map { try f.profile(phone: $0, sms: true) }
         let rows = try users.map { try f.enqueue(to: $0, channel: "sms", at: now.addingTimeInterval(-10)) }
@@ -158,7 +158,7 @@ import Testing
         let db = try tdb.connect()
         let f = Fixtures(db: db)
 
-        let now = ProviderPassTests.now()
+        let now = ProviderPass.now()
         let users = try ["+15555550301", "+15555550302", "+15555550303"].map { try f.profile(phone: $0, sms: true) }
         let rows = try users.map { try f.enqueue(to: $0, channel: "sms", at: now.addingTimeInterval(-10)) }
         let (s1, _) = Self.pass(tdb.url, settings, now: now, phases: [.deliver])
@@ -212,7 +212,7 @@ import Testing
         defer { tdb.drop() }
         let db = try tdb.connect()
         let f = Fixtures(db: db)
-        let now = ProviderPassTests.now()
+        let now = ProviderPass.now()
         let emails = ["unsub@example.com", "group@example.com", "suppressed@example.com", "content@example.com"]
         let users = try emails.map { try f.profile(email: $0, emailOn: true) }
         let rows = try users.map { try f.enqueue(to: $0, channel: "email", at: now.addingTimeInterval(-10)) }
@@ -256,7 +256,7 @@ import Testing
         defer { tdb.drop() }
         let db = try tdb.connect()
         let f = Fixtures(db: db)
-        let now = ProviderPassTests.now()
+        let now = ProviderPass.now()
 
         let emails = ["ok@example.com", "gone@example.com", "blocked@example.com", "spam@example.com", "forged@example.com"]
         let users = try emails.map { try f.profile(email: $0, emailOn: true) }

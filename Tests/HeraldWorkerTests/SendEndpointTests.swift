@@ -86,7 +86,7 @@ struct SendEndpointTests {
     /// A push that goes out while the answer waits is answered `sent`, with Expo's ticket as
     /// `expo_receipt_id` and the token it reached.
     @Test func theSendAnswersSentWithTheExpoTicketWhenThePushWentOut() throws {
-        let lab = try ProviderPassTests.Lab()
+        let lab = try ProviderPass.Lab()
         defer { lab.cleanup() }
         let expo = try FakeExpo(tls: lab.certificates)
         defer { expo.shutdown() }
@@ -95,7 +95,7 @@ struct SendEndpointTests {
         let (user, token) = try SendNotificationTests.person(db)
         let answer = try Self.post(db, SendNotificationTests.request(user)) { n in
             guard n == 1 else { return }
-            let (summary, _) = ProviderPassTests.pass(tdb.url, lab.base.merging(lab.expo(expo)) { $1 }, now: SendPushTests.dueNow())
+            let (summary, _) = ProviderPass.pass(tdb.url, lab.base.merging(lab.expo(expo)) { $1 }, now: SendPushTests.dueNow())
             #expect(summary.sent == 1, "\(summary.error ?? "")")
         }
         #expect(answer.status == 200)
@@ -112,7 +112,7 @@ struct SendEndpointTests {
 
     /// A push the provider refuses for good while the answer waits is answered `failed` with the error.
     @Test func theSendAnswersFailedWithTheProvidersRefusal() throws {
-        let lab = try ProviderPassTests.Lab()
+        let lab = try ProviderPass.Lab()
         defer { lab.cleanup() }
         let expo = try FakeExpo(tls: lab.certificates)
         defer { expo.shutdown() }
@@ -122,7 +122,7 @@ struct SendEndpointTests {
         expo.failTicket(token: token, error: "DeviceNotRegistered", message: "not a registered push notification recipient")
         let answer = try Self.post(db, SendNotificationTests.request(user)) { n in
             guard n == 1 else { return }
-            _ = ProviderPassTests.pass(tdb.url, lab.base.merging(lab.expo(expo)) { $1 }, now: SendPushTests.dueNow())
+            _ = ProviderPass.pass(tdb.url, lab.base.merging(lab.expo(expo)) { $1 }, now: SendPushTests.dueNow())
         }
         #expect(answer.status == 200)
         #expect(answer.body["status"]?.stringValue == "failed", "\(answer.body.jsonText)")

@@ -11,7 +11,7 @@ import Testing
 /// language, at the priority asked for (low: silent), with the sound and badge asked for, within each
 /// provider's 4 KB.
 @Suite struct SendPushTests {
-    typealias Pass = ProviderPassTests
+    typealias Pass = ProviderPass
 
     /// The three fakes, the settings that reach them, and the app's deep-link scheme.
     final class Providers {

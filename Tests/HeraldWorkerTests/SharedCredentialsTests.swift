@@ -15,13 +15,13 @@ import Testing
     /// One push row for a recipient with an APNs and an FCM token.
     static func enqueuePush(_ f: Fixtures, at: Date) throws {
         let user = try f.profile()
-        try f.token(user, ProviderPassTests.apnsToken(), provider: "apns")
+        try f.token(user, ProviderPass.apnsToken(), provider: "apns")
         try f.token(user, "fcm-" + UUID().uuidString, provider: "fcm")
         _ = try f.enqueue(to: user, channel: "push", at: at.addingTimeInterval(-60))
     }
 
     struct Rig: @unchecked Sendable {
-        let lab: ProviderPassTests.Lab
+        let lab: ProviderPass.Lab
         let apns: FakeAPNs
         let fcm: FakeFCM
         let tdb: TestDB
@@ -29,7 +29,7 @@ import Testing
         let settings: [String: String]
 
         init() throws {
-            lab = try ProviderPassTests.Lab()
+            lab = try ProviderPass.Lab()
             apns = try FakeAPNs(certificates: lab.certificates)
             fcm = try FakeFCM(certificates: lab.certificates)
             tdb = try TestDatabase.create()
@@ -38,7 +38,7 @@ import Testing
         }
 
         func pass(logger: Logger? = nil) -> (Summary, ExitCode) {
-            ProviderPassTests.pass(tdb.url, settings, now: ProviderPassTests.now(), phases: [.deliver], logger: logger)
+            ProviderPass.pass(tdb.url, settings, now: ProviderPass.now(), phases: [.deliver], logger: logger)
         }
 
         func cleanup() {
@@ -149,10 +149,10 @@ import Testing
         try SharedCredentials.write("apns:\(rig.apns.teamId):\(rig.apns.keyId)", SharedCredential(
             token: stale, issuedAt: now.addingTimeInterval(-30 * 60), expiresAt: now.addingTimeInterval(20 * 60)), db: rig.f.db)
         let user = try rig.f.profile()
-        let refused = ProviderPassTests.apnsToken()
+        let refused = ProviderPass.apnsToken()
         rig.apns.script(refused, .error(403, "ExpiredProviderToken"))
         try rig.f.token(user, refused, provider: "apns")
-        for _ in 0..<3 { try rig.f.token(user, ProviderPassTests.apnsToken(), provider: "apns") }
+        for _ in 0..<3 { try rig.f.token(user, ProviderPass.apnsToken(), provider: "apns") }
         _ = try rig.f.enqueue(to: user, channel: "push", at: now.addingTimeInterval(-60))
 
         _ = rig.pass()
