@@ -87,7 +87,7 @@ extension Bench {
         env["DATABASE_URL"] = url
         env["HERALD_CHANNEL_IN_APP"] = "log"
         let args = ["run", "--quiet", "--drain", "--batch-size", "\(batch)", "--now", ISO8601.string(now)]
-        var outputs: [(Process, Pipe)] = []
+        var outputs: [(Process, Pipe, ProcessLog)] = []
         let wall = try Bench.seconds {
             for _ in 0..<n {
                 let p = Process()
@@ -96,17 +96,20 @@ extension Bench {
                 p.environment = env
                 let out = Pipe()
                 p.standardOutput = out
-                p.standardError = FileHandle.nullDevice
+                let log = try ProcessLog()
+                p.standardError = log.handle
                 try p.run()
-                outputs.append((p, out))
+                outputs.append((p, out, log))
             }
-            for (p, _) in outputs { p.waitUntilExit() }
+            for (p, _, _) in outputs { p.waitUntilExit() }
         }
         var each: [Double] = []
         var processed = 0
-        for (p, out) in outputs {
+        for (p, out, log) in outputs {
             let summary = (try? JSONValue.parse(out.fileHandleForReading.readDataToEndOfFile())) ?? .null
-            guard p.terminationStatus == 0 else { throw BenchError("herald run --drain exited \(p.terminationStatus)") }
+            guard p.terminationStatus == 0 else {
+                throw BenchError("herald run --drain exited \(p.terminationStatus): \(log.tail())")
+            }
             let done = summary["processed"]?.intValue ?? 0
             let ms = summary["duration_ms"]?.doubleValue ?? wall * 1000
             processed += done

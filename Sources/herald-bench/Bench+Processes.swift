@@ -30,11 +30,43 @@ extension Bench {
         p.environment = env
         let out = Pipe()
         p.standardOutput = out
-        p.standardError = FileHandle.nullDevice
+        let log = try ProcessLog()
+        p.standardError = log.handle
         try p.run()
         let data = out.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw BenchError("\(exe.lastPathComponent) \(args) exited \(p.terminationStatus)") }
+        guard p.terminationStatus == 0 else {
+            throw BenchError("\(exe.lastPathComponent) \(args) exited \(p.terminationStatus): \(log.tail())")
+        }
         return (try? JSONValue.parse(data)) ?? .null
+    }
+}
+
+/// A process's stderr, kept in a file of its own (a pipe nobody reads could fill and stop the
+/// process) so that a failure can say why: the last lines of what it logged.
+///
+///     let log = try ProcessLog()
+///     process.standardError = log.handle
+///     …
+///     throw BenchError("exited 2: \(log.tail())")
+final class ProcessLog {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("herald-bench-\(UUID()).log").path
+    let handle: FileHandle
+
+    init() throws {
+        guard FileManager.default.createFile(atPath: path, contents: nil),
+              let handle = FileHandle(forWritingAtPath: path) else { throw BenchError("cannot create \(path)") }
+        self.handle = handle
+    }
+
+    /// The last `lines` lines it logged.
+    func tail(_ lines: Int = 5) -> String {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").suffix(lines).joined(separator: "\n")
+    }
+
+    deinit {
+        try? handle.close()
+        try? FileManager.default.removeItem(atPath: path)
     }
 }
