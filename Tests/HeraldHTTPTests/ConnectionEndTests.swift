@@ -48,9 +48,11 @@ extension HTTPSuite {
 
     /// Each way a server ends an HTTP/2 connection under 1,000 requests (at 20 ms an answer, ended every
     /// 200 requests), or refuses streams: every request is answered, once, and nothing waited for its
-    /// timeout. A request the server processed twice is one whose answer was lost with its connection;
-    /// after a GOAWAY, which names what was processed, or a refused stream, nothing is lost and nothing
-    /// is processed twice.
+    /// timeout. A request the server processed twice is one whose answer was lost with its connection.
+    /// After a GOAWAY, which names what was processed, or a refused stream, nothing is processed twice:
+    /// a lost answer there is of a stream libcurl opened as the connection went away (libcurl 7.88 still
+    /// opens streams on a connection that sent a GOAWAY), which the server never processed, so sending
+    /// it again is no copy. A refused stream is never lost.
     @Test(arguments: [ConnectionEnding.abort(afterRequests: 200), .reset(afterRequests: 200),
                       .goAway(afterRequests: 200), .closeAfterResponse(afterRequests: 200), .refuseEvery(7)])
     func everyRequestIsAnsweredWhenAnHTTP2ServerEndsItsConnections(_ ending: ConnectionEnding) throws {
@@ -69,9 +71,11 @@ extension HTTPSuite {
         let twice = Self.processed(server).filter { $0.value > 1 }.compactMap { Int($0.key) }
         #expect(twice.allSatisfy { tally.lost[$0] != nil }, "processed twice without a lost answer")
         switch ending {
-        case .goAway, .refuseEvery:
-            #expect(tally.lost.isEmpty, "a GOAWAY or a refusal says what was processed: no answer is lost")
-            #expect(twice.isEmpty, "a stream refused or beyond a GOAWAY was processed, then sent again")
+        case .goAway:
+            #expect(twice.isEmpty, "a stream beyond a GOAWAY was processed, then sent again: \(twice.prefix(3))")
+        case .refuseEvery:
+            #expect(tally.lost.isEmpty, "a refusal says the stream was not processed: no answer is lost")
+            #expect(twice.isEmpty, "a refused stream was processed, then sent again: \(twice.prefix(3))")
         default:
             #expect(!tally.lost.isEmpty, "the server ended no connection with answers in flight")
         }

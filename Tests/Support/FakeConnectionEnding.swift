@@ -14,11 +14,11 @@ public enum ConnectionEnding: Sendable, Equatable {
     case abort(afterRequests: Int)
     /// The same, with a TCP reset (RST) instead of a close.
     case reset(afterRequests: Int)
-    /// HTTP/2: on the Nth request, a graceful GOAWAY (one naming the highest stream id, then one naming
-    /// the last stream it processes); streams that begin after the first are refused (RST_STREAM
-    /// REFUSED_STREAM, never handed to the handler); the streams it processes are answered, and the
-    /// connection closes once they are. What Google's front ends and nginx do when a connection has lived
-    /// long enough.
+    /// HTTP/2: on the Nth request, a graceful GOAWAY naming the highest stream id; streams that begin
+    /// after it are refused (RST_STREAM REFUSED_STREAM, never handed to the handler); once the streams
+    /// it processes are answered, a final GOAWAY naming the last of them, and the connection closes a
+    /// lingering moment later. What Google's front ends and nginx do when a connection has lived long
+    /// enough.
     case goAway(afterRequests: Int)
     /// HTTP/2: refuses every Nth stream of a connection (RST_STREAM REFUSED_STREAM) before processing it,
     /// as a server shedding load does; the connection lives on.
@@ -117,17 +117,29 @@ final class ConnectionLife: @unchecked Sendable {
     }
 
     /// A graceful GOAWAY, as RFC 9113 §6.8 has it: first one naming the highest possible stream (no new
-    /// streams, nothing dropped; streams still on their way are refused as they begin), and, as the
-    /// connection closes, one naming the last stream processed.
+    /// streams, nothing dropped; streams still on their way are refused as they begin), and, once the
+    /// streams processed are answered, one naming the last of them (`finish`).
     func goAway(_ connection: any Channel) {
         _ = finalLastStream()
         Self.goAway(connection, lastStream: Int(Int32.max))
     }
 
-    /// Closes a connection that went away, naming its last stream first.
-    func close(_ connection: any Channel) {
+    /// How long a connection that went away stays open after its final GOAWAY, reading what the client
+    /// still sends, before it closes (unless the client closes it first): as a front end's lingering
+    /// close does, so that the client learns which streams were processed before the connection ends.
+    static let lingering = TimeAmount.seconds(2)
+
+    /// Whether the final GOAWAY was sent.
+    private var finished = false
+
+    /// Every stream that began before the first GOAWAY is answered: names the last of them in the
+    /// final GOAWAY at once (streams beyond it were never processed), and closes the connection after
+    /// `lingering`. Only the first call does anything.
+    func finish(_ connection: any Channel) {
+        guard !finished else { return }
+        finished = true
         Self.goAway(connection, lastStream: finalLastStream())
-        connection.close(promise: nil)
+        connection.eventLoop.scheduleTask(in: Self.lingering) { connection.close(promise: nil) }
     }
 
     static func goAway(_ connection: any Channel, lastStream: Int) {

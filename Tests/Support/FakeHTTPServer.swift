@@ -188,6 +188,14 @@ public final class FakeHTTPServer: Sendable {
         // load, which real providers don't do for resets of finished streams.
         var stream = NIOHTTP2Handler.StreamConfiguration()
         stream.streamResetFrameRateLimit.maximumCount = 1_000_000
+        // A stream this server refused or reset may still receive the client's frames already on their
+        // way (its body, a WINDOW_UPDATE): RFC 9113 §5.4.2 has them ignored. NIO remembers only the last
+        // 32 such streams and ends the connection (PROTOCOL_ERROR) on a frame for any other, and ends it
+        // too (ENHANCE_YOUR_CALM) after 200 stream errors in 30 s: guards against a hostile client that
+        // no provider applies to its own refusals, and that would end the connections under the test.
+        connection.maximumRecentlyResetStreams = 1_000_000
+        connection.maximumConnectionGlitches = 1_000_000
+        stream.streamErrorRateLimit.maximumCount = 1_000_000
         let life = ConnectionLife(ending: state.ending)
         return channel.configureHTTP2Pipeline(mode: .server, connectionConfiguration: connection,
                                               streamConfiguration: stream) { stream in
@@ -381,12 +389,9 @@ private final class FakeRequestHandler: ChannelInboundHandler, RemovableChannelH
             let connection = connection(context)
             done.whenComplete { _ in connection.close(promise: nil) }
         } else if lastOfGoAway {
-            // After a GOAWAY, once its last stream is answered, the connection lingers a moment for the
-            // client to stop sending (as nginx's lingering close does), so that no answer already sent
-            // is lost to a reset.
             let connection = connection(context)
             let life = life
-            connection.eventLoop.scheduleTask(in: .milliseconds(500)) { life.close(connection) }
+            done.whenComplete { _ in life.finish(connection) }
         }
     }
 }
