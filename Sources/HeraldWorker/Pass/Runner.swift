@@ -127,13 +127,15 @@ public struct Runner {
     /// Runs the selected phases in order: each isolated phase in a savepoint of its own (its failure is
     /// reported and the pass goes on); delivery's failure ends the pass. A stop signal ends the
     /// generators; delivery and the phases after it see it themselves. With `--follow`, delivery then
-    /// goes on until the deadline (`Follower`).
+    /// goes on until the deadline (`Follower`). A pass that a stop signal reached, whenever it came, is
+    /// interrupted (exit 3): a follower stopped between its phases and its following is one too.
     func runPhases(_ pass: PassContext, _ summary: inout Summary) throws {
         try runEachPhase(pass, &summary)
         if options.follow && !options.dryRun && options.phases.contains(.deliver) && !StopSignal.requested
             && pass.clock.elapsed < options.deadline {
             try Follower(pass: pass, summary: summary).run(&summary)
         }
+        if StopSignal.requested { summary.interrupted = true }
     }
 
     private func runEachPhase(_ pass: PassContext, _ summary: inout Summary) throws {
