@@ -307,8 +307,89 @@ begin
 end
 $$;
 
--- record_notification_action reads and writes these entries: sql/039_snoozed_reminders.sql defines it,
--- with the snooze.
+-- What the person did with a notification (the actions and their effects as before: opened reads
+-- it, dose_marked_taken records the dose, symptom_logged today's log), on its entry. The id is the
+-- entry's or one of its queue rows' (a push payload's `notification_id`/`queue_id`).
+create or replace function record_notification_action(notification_id uuid, action text) returns jsonb
+language plpgsql security definer set search_path = public, pg_temp
+as $$
+declare
+  caller uuid := auth.uid();
+  at timestamptz := now();
+  entry inbox;
+  marked int := 0;
+  queued notification_queue;
+  dose_at timestamptz;
+  step text;
+  zone text;
+  dose_done boolean := false;
+  log_done boolean := false;
+begin
+  if caller is null then
+    perform herald_raise('unauthorized', 'no caller: sign in first');
+  end if;
+  if record_notification_action.action is null or record_notification_action.action not in
+       ('opened', 'dismissed', 'dose_marked_taken', 'symptom_logged', 'snoozed') then
+    perform herald_raise('validation_error',
+      'action must be one of opened, dismissed, dose_marked_taken, symptom_logged, snoozed');
+  end if;
+  if record_notification_action.notification_id is null then
+    perform herald_raise('validation_error', 'notification_id is required');
+  end if;
+
+  select * into entry from inbox i
+   where i.id = herald_entry_of(caller, record_notification_action.notification_id) and i.user_id = caller
+     and (i.delivered_at is not null or exists (
+           select 1 from notification_queue q
+            where q.status = 'sent' and q.recipient_user_id = caller
+              and (q.id = i.queue_id or q.notification_group = i.notification_key)))
+  for update;
+  if entry.id is null then
+    perform herald_raise('validation_error', 'notification_id does not name one of your notifications');
+  end if;
+  if record_notification_action.action = 'opened' and not entry.is_read then
+    marked := 1;
+  end if;
+  update inbox i
+     set action = record_notification_action.action, actioned_at = at,
+         is_read = i.is_read or marked > 0, read_at = case when marked > 0 then at else i.read_at end
+   where i.id = entry.id
+  returning i.* into entry;
+
+  -- The queue row behind the entry, while the queue keeps it: its payload names the dose.
+  select * into queued from notification_queue q
+   where q.recipient_user_id = caller
+     and q.id in (record_notification_action.notification_id, entry.queue_id)
+   order by q.id = record_notification_action.notification_id desc limit 1;
+
+  if record_notification_action.action = 'dose_marked_taken' then
+    step := coalesce(queued.related_entity_id, entry.related_entity_id);
+    dose_at := herald_try_timestamptz(queued.payload ->> 'dose_at');
+    if dose_at is null and queued.id is null and entry.type = 'reminder' then
+      select coalesce(entry.scheduled_at, entry.created_at) + make_interval(mins => p.dose_reminder_advance_minutes)
+        into dose_at from user_profiles p where p.user_id = caller;
+    end if;
+    if step is not null and dose_at is not null then
+      insert into dose_events as d (user_id, related_entity_id, scheduled_at, taken_at)
+      values (caller, step, dose_at, at)
+      on conflict (user_id, related_entity_id, scheduled_at)
+        do update set taken_at = coalesce(d.taken_at, excluded.taken_at);
+      dose_done := true;
+    end if;
+
+  elsif record_notification_action.action = 'symptom_logged' then
+    select p.timezone into zone from user_profiles p where p.user_id = caller;
+    insert into daily_logs (user_id, log_date, logged_at)
+    values (caller, (at at time zone coalesce(zone, 'UTC'))::date, at)
+    on conflict (user_id, log_date) do nothing;
+    log_done := true;
+  end if;
+
+  return jsonb_build_object('id', entry.id, 'notification_id', record_notification_action.notification_id,
+                            'action', entry.action, 'actioned_time', herald_ms(entry.actioned_at),
+                            'marked_read', marked > 0, 'dose_recorded', dose_done, 'log_recorded', log_done);
+end
+$$;
 
 -- Helpers for their callers only; the RPCs keep their grants (authenticated, not anon or PUBLIC).
 do $$

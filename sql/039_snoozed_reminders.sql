@@ -55,7 +55,7 @@ begin
 end
 $$;
 
--- record_notification_action on the user's entries (sql/037), with `snooze_minutes` and the snoozed branch. A new
+-- record_notification_action (sql/037) as it was, with `snooze_minutes` and the snoozed branch. A new
 -- parameter makes a new function: the two-parameter one is dropped first, so that a call with two
 -- arguments (positional, or two JSON keys through PostgREST) has one function to match.
 drop function if exists record_notification_action(uuid, text);

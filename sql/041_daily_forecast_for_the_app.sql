@@ -16,6 +16,36 @@ create table if not exists forecast_misses (
 );
 select herald_restrict_table('forecast_misses');
 
+-- herald_raise (sql/013, sql/036) learns `not_found`: HTTP 404, for an id or a date that names nothing
+-- of the caller's; the other codes keep theirs. Replaced only where it does not know the code yet, so
+-- that a migration before this one that taught it other codes too keeps them.
+do $outer$
+declare state text;
+begin
+  begin
+    perform herald_raise('not_found');
+  exception when others then
+    get stacked diagnostics state = returned_sqlstate;
+  end;
+  if state is distinct from 'PT404' then
+    create or replace function herald_raise(code text, explanation text default null) returns void
+    language plpgsql
+    as $$
+    begin
+      raise exception using
+        errcode = case code when 'invalid_token' then 'PT400' when 'invalid_request' then 'PT400'
+                            when 'unauthorized' then 'PT401' when 'forbidden' then 'PT403'
+                            when 'user_not_found' then 'PT404' when 'not_found' then 'PT404'
+                            when 'rate_limit_exceeded' then 'PT429'
+                            when 'internal_error' then 'PT500' else 'PT422' end,
+        message = code,
+        detail = coalesce(explanation, code);
+    end
+    $$;
+  end if;
+end
+$outer$;
+
 -- Open-Meteo's hourly object ({"time":[…],"pressure_msl":[…],…}) as the design's list of hours
 -- ([{"time":…,"pressure_msl":…,…}, …]); anything else as it is.
 create or replace function herald_hourly_list(hourly jsonb) returns jsonb
