@@ -19,10 +19,10 @@ final class FollowerProcess: @unchecked Sendable {  // `log` is read and written
     private var log = ""
     private var stderrClosed = false
 
-    /// Starts `herald run --follow --only deliver --deadline <deadline>` with `env` (the database, the
+    /// Starts `herald run --follow --only <only> --deadline <deadline>` with `env` (the database, the
     /// receiver, HERALD_FOLLOW_*), plus `extra` arguments.
-    init(env: [String: String], deadline: Int, extra: [String] = []) throws {
-        process = try HeraldBinary.start(["run", "--follow", "--only", "deliver", "--deadline", "\(deadline)"] + extra,
+    init(env: [String: String], deadline: Int, only: String = "deliver", extra: [String] = []) throws {
+        process = try HeraldBinary.start(["run", "--follow", "--only", only, "--deadline", "\(deadline)"] + extra,
                                          env: env, stdout: out, stderr: err)
         let handle = err.fileHandleForReading
         let reader = Thread { [self] in

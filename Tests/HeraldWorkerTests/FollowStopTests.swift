@@ -1,0 +1,45 @@
+import Foundation
+import HeraldCore
+import HeraldTestSupport
+@testable import HeraldWorker
+import Testing
+
+/// A stop signal interrupts a follower whenever it comes: one that arrives after the delivery phase,
+/// before the following begins, ends the pass as interrupted (exit 3), not as a follower that ran to
+/// its deadline (exit 0).
+@Suite struct FollowStopTests {
+    /// The follower's receipts step, after its delivery phase, asks Expo for a due receipt and the
+    /// answer is held; SIGTERM arrives while it waits. Once the answer comes, the follower does not
+    /// begin following, and exits 3.
+    @Test func aStopBetweenAFollowersPhasesAndItsFollowingInterruptsIt() throws {
+        let lab = try ProviderPass.Lab()
+        defer { lab.cleanup() }
+        let expo = try FakeExpo(tls: lab.certificates)
+        defer { expo.shutdown() }
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let f = Fixtures(db: try tdb.connect())
+
+        // A push sent 20 minutes ago: its receipt is due (Expo's receipts come 15 minutes after).
+        let sentAt = ProviderPass.now().addingTimeInterval(-20 * 60)
+        let user = try f.profile()
+        try f.token(user, "ExponentPushToken[\(UUID().uuidString.prefix(12))]", provider: "expo")
+        let row = try f.enqueue(to: user, channel: "push", at: sentAt.addingTimeInterval(-10))
+        let settings = lab.base.merging(lab.expo(expo)) { $1 }
+        #expect(ProviderPass.pass(tdb.url, settings, now: sentAt).1 == .ok)
+        #expect(try f.row(row)["status"].string == "sent")
+
+        let gate = FakeGate()
+        expo.enqueue(FakeResponse(status: 200, body: Array(#"{"data":{}}"#.utf8), gate: gate))
+        let follower = try FollowerProcess(env: settings.merging(["DATABASE_URL": tdb.url]) { $1 },
+                                           deadline: 120, only: "deliver,receipts")
+        #expect(gate.waitUntilHeld(1), "the receipts step never asked: \(follower.logText)")
+        kill(follower.process.processIdentifier, SIGTERM)
+        gate.open()
+        let summary = follower.finish()
+
+        #expect(follower.process.terminationStatus == 3, "\(follower.logText)")
+        #expect(summary["interrupted"]?.boolValue == true)
+        #expect(summary["follow"] == nil || summary["follow"] == .null, "it began following after the stop")
+    }
+}
