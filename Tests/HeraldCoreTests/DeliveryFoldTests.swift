@@ -220,3 +220,23 @@ import Testing
         #expect(retried.deactivations.isEmpty)
     }
 }
+
+/// A row's `last_error` is a sentence, whatever it collects: each different message once, the first
+/// five, then how many more; never over `RowRecord.lastErrorLimit` characters.
+@Suite struct LastErrorBoundTests {
+    @Test func repeatedMessagesAreNamedOnceAndTheRestCounted() {
+        let messages = ["410 Unregistered", "410 Unregistered"] + (1...9).map { "400 BadDeviceToken \($0)" }
+        #expect(RowRecord.messages(messages)
+            == "410 Unregistered; 400 BadDeviceToken 1; 400 BadDeviceToken 2; 400 BadDeviceToken 3; 400 BadDeviceToken 4; and 5 more")
+        #expect(RowRecord.messages(["one"]) == "one")
+    }
+
+    @Test func aLastErrorIsCutAtItsLimit() {
+        var r = RowRecord(id: UUID(), status: .failed, event: .failed)
+        r.lastError = String(repeating: "é", count: 25_000)
+        #expect(r.lastError?.count == RowRecord.lastErrorLimit)
+        #expect(r.lastError?.hasSuffix("…") == true)
+        r.lastError = "short"
+        #expect(r.lastError == "short")
+    }
+}

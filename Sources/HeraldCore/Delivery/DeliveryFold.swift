@@ -209,7 +209,7 @@ public enum DeliveryFold {
         var r = RowRecord(id: sent.item.id, status: .sent, event: .sent)
         r.sentAt = now
         r.providerMessageId = t.delivered.compactMap { $0 }.first
-        r.lastError = t.messages.isEmpty ? nil : "some destinations failed: " + t.messages.joined(separator: "; ")
+        r.lastError = t.messages.isEmpty ? nil : "some destinations failed: " + RowRecord.messages(t.messages)
         r.details = sent.trail
         r.reason = (sent.answers.first(where: { if case .delivered = $0.response.outcome { true } else { false } })?.provider
             ?? sent.provider)?.rawValue
@@ -228,7 +228,7 @@ public enum DeliveryFold {
                 if case .destinationInvalid = $0 { return true } else { return false }
             }
             r.reason = allInvalid ? "destinations_invalid" : (t.failures.first?.code ?? "permanent")
-            r.lastError = t.messages.isEmpty ? "nothing was delivered" : t.messages.joined(separator: "; ")
+            r.lastError = t.messages.isEmpty ? "nothing was delivered" : RowRecord.messages(t.messages)
         }
         return r
     }

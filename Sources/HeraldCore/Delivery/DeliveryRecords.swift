@@ -7,7 +7,16 @@ public struct RowRecord: Sendable {
     /// `sent`, `failed`, `skipped`, or `pending` (deferred: back in the queue, the attempt not counted).
     public var status: QueueStatus
     public var permanent: Bool = false
-    public var lastError: String?
+    /// Why, in at most `lastErrorLimit` characters: a row to thousands of destinations still says
+    /// what went wrong in a sentence, not a page.
+    public var lastError: String? {
+        didSet {
+            if let e = lastError, e.count > Self.lastErrorLimit {
+                lastError = String(e.prefix(Self.lastErrorLimit - 1)) + "…"
+            }
+        }
+    }
+    public static let lastErrorLimit = 1_000
     public var skipReason: SkipReason?
     public var runAfter: Date?
     public var sentAt: Date?
@@ -23,6 +32,18 @@ public struct RowRecord: Sendable {
         self.id = id
         self.status = status
         self.event = event
+    }
+
+    /// Several destinations' messages as one `lastError`: each different message once, in order, the
+    /// first `shown` of them, and how many more there were.
+    ///
+    ///     RowRecord.messages(["410 Unregistered", "410 Unregistered", "400 BadDeviceToken"])
+    ///     // "410 Unregistered; 400 BadDeviceToken"
+    public static func messages(_ all: [String], shown: Int = 5) -> String {
+        var seen = Set<String>(), distinct: [String] = []
+        for m in all where seen.insert(m).inserted { distinct.append(m) }
+        let more = distinct.count - shown
+        return distinct.prefix(shown).joined(separator: "; ") + (more > 0 ? "; and \(more) more" : "")
     }
 }
 
