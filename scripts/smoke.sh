@@ -49,7 +49,7 @@ for c in "${channels[@]}"; do
     returning user_id") || fail "cannot add the $c recipient"
   if [ "$c" = push ]; then
     sql "insert into device_tokens (user_id, device_token, platform, provider)
-         values ('$user', 'smoke-token-' || gen_random_uuid(), 'ios', 'apns')" >/dev/null \
+         values ('$user', encode(sha256(gen_random_uuid()::text::bytea), 'hex'), 'ios', 'apns')" >/dev/null \
       || fail "cannot add the push recipient's device token"
   fi
   id=$("$HERALD" enqueue --quiet --to "$user" --channel "$c" --title "smoke $c" --body "one pass sends this") \

@@ -24,9 +24,20 @@ struct Fixtures {
         return id
     }
 
+    /// A new token in `provider`'s own shape (APNs hex, Expo's `ExponentPushToken[…]`, else FCM-like).
+    static func newToken(provider: String = "apns") -> String {
+        let hex = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        switch provider {
+        case "apns": return hex + hex
+        case "expo": return "ExponentPushToken[\(hex)]"
+        default: return "tok-" + hex
+        }
+    }
+
     @discardableResult
-    func token(_ user: UUID, _ token: String = "tok-" + UUID().uuidString, provider: String = "apns") throws -> UUID {
-        try db.query("""
+    func token(_ user: UUID, _ token: String? = nil, provider: String = "apns") throws -> UUID {
+        let token = token ?? Self.newToken(provider: provider)
+        return try db.query("""
             insert into device_tokens (user_id, device_token, platform, provider) values (\(user), \(token), 'ios', \(provider))
             returning id
             """).first!["id"].uuid!

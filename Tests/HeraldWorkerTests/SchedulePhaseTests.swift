@@ -228,7 +228,7 @@ import Testing
         #expect(requests.next() == 3)
 
         // Delivery marks the forecast sent.
-        try db.execute("insert into device_tokens (user_id, device_token, provider) values (\(ny), 'tok-ny', 'apns')")
+        try db.execute("insert into device_tokens (user_id, device_token, provider) values (\(ny), \(Fixtures.newToken()), 'apns')")
         _ = worker.run(now: seedInstant.addingTimeInterval(700)) { $0.phases = [.deliver] }
         #expect(try f.count("select count(*)::int from daily_forecasts where user_id = \(ny) and notification_sent") == 1)
     }

@@ -18,6 +18,7 @@ enum PassGrants {
         ("inbox", [.select, .insert, .update, .delete]),
         ("user_profiles", [.select, .update]),
         ("device_tokens", [.select, .update]),
+        ("herald_device_limits", [.select]),
         ("family_members", [.select]),
         ("wearable_daily_metrics", [.select]),
         ("pattern_thresholds", [.select]),

@@ -114,11 +114,16 @@ extension QueueStore {
     }
 
     /// The recipients' active push tokens (`deviceTokens`), and why the others cannot be used
-    /// (`unusableTokens`).
+    /// (`unusableTokens`). A row goes to at most `herald_device_limits.max_active_per_person` of a
+    /// person's devices, the most recently used, however many active rows were written.
     private func loadDeviceTokens(of recipients: [UUID], into ctx: inout BatchContext) throws {
         for row in try db.query("""
-            select id, user_id, device_token, provider, locale from device_tokens
-             where user_id = any(\(recipients)::uuid[]) and is_active
+            select id, user_id, device_token, provider, locale
+              from (select t.*, row_number() over (partition by t.user_id
+                                                   order by t.last_used_at desc nulls last, t.created_at desc, t.id) as n
+                      from device_tokens t
+                     where t.user_id = any(\(recipients)::uuid[]) and t.is_active) t
+             where n <= coalesce((select max_active_per_person from herald_device_limits), 10)
              order by user_id, created_at, id
             """) {
             guard let user = row["user_id"].uuid, let token = row["device_token"].string else { continue }
