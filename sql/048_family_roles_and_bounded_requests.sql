@@ -54,3 +54,77 @@ begin
    order by pas.current_level desc, pas.active_since desc;
 end
 $$;
+
+-- ---------------------------------------------------------------------------------------------------
+-- A snooze budget. A snooze's copy could itself be snoozed, without end (15 pushes in 28 minutes,
+-- past the 10 a day and one an hour: a copy counts with its original as one notification). Now one
+-- reminder notification is snoozed at most 3 times in all, its copies' snoozes included: each copy
+-- keeps the count in its payload (`snooze_count`); the third copy's snooze answers `rescheduled` false
+-- and `snoozed_until` null.
+
+-- How many snoozes made this notification: 0, 1 for a snooze's copy, … (an older copy: `snoozed_from`).
+create or replace function herald_snooze_depth(payload jsonb) returns int
+language sql immutable
+as $$
+  select case when jsonb_typeof(payload -> 'snooze_count') = 'number'
+              then least(greatest((payload ->> 'snooze_count')::numeric, 0), 1000)::int
+              when payload ? 'snoozed_from' then 1 else 0 end
+$$;
+
+create or replace function herald_snooze_reminder(caller uuid, notification uuid, minutes int,
+                                                  out rescheduled boolean, out snoozed_until timestamptz)
+language plpgsql set search_path = public, pg_temp
+as $$
+declare
+  q notification_queue;
+  copy uuid;
+  until timestamptz := now() + make_interval(mins => minutes);
+  budget constant int := 3;
+begin
+  rescheduled := false;
+  select * into q from notification_queue x
+   where x.id = notification and x.recipient_user_id = caller and x.reminder_id is not null;
+  if q.id is null or not exists (select 1 from reminders r
+                                  where r.id = q.reminder_id and r.user_id = caller and r.enabled and r.cancelled_at is null) then
+    return;
+  end if;
+  -- A snooze already made of this notification answers with its time, whatever the budget.
+  select x.scheduled_at into snoozed_until from notification_queue x
+   where x.dedupe_key = 'snooze:' || q.id and x.recipient_user_id = caller;
+  if snoozed_until is not null or herald_snooze_depth(q.payload) >= budget then
+    return;
+  end if;
+  insert into notification_queue (recipient_user_id, member_user_id, channel, kind, severity, priority, payload,
+                                  scheduled_at, run_after, dedupe_key, notification_group, related_entity_type,
+                                  related_entity_id, reminder_id)
+  values (q.recipient_user_id, q.member_user_id, q.channel, q.kind, q.severity, q.priority,
+          q.payload || jsonb_build_object('snoozed_from', q.id, 'snooze_count', herald_snooze_depth(q.payload) + 1),
+          until, until, 'snooze:' || q.id, coalesce(q.notification_group, q.id::text), q.related_entity_type,
+          q.related_entity_id, q.reminder_id)
+  on conflict do nothing
+  returning id into copy;
+  if copy is null then
+    return;  -- a snooze of the same notification, at the same moment, made it
+  end if;
+  insert into notification_events (queue_id, event, reason, details)
+  values (copy, 'enqueued', 'snoozed', jsonb_build_object('snoozed_from', q.id, 'minutes', minutes,
+                                                          'snooze_count', herald_snooze_depth(q.payload) + 1));
+  rescheduled := true;
+  snoozed_until := until;
+end
+$$;
+
+-- ---------------------------------------------------------------------------------------------------
+-- Privileges: the helpers above for the owner only (the RPCs keep the grants they had).
+do $$
+declare fn regprocedure; app_role name;
+begin
+  for fn in select p.oid::regprocedure from pg_proc p
+             where p.pronamespace = 'public'::regnamespace
+               and p.proname in ('herald_snooze_depth') loop
+    execute format('revoke all on function %s from public', fn);
+    for app_role in select rolname from pg_roles where rolname in ('anon', 'authenticated') loop
+      execute format('revoke all on function %s from %I', fn, app_role);
+    end loop;
+  end loop;
+end $$;
