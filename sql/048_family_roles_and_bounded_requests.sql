@@ -115,13 +115,112 @@ end
 $$;
 
 -- ---------------------------------------------------------------------------------------------------
+-- Cheap requests stay cheap. A time zone is refused from herald's own table of zone names (sql/031),
+-- never by scanning `pg_timezone_names`, which reads every zone file from disk (22 ms a refused write
+-- against 0.18 ms an accepted one). The table is filled again here from PostgreSQL's zone database.
+insert into herald_time_zones (name)
+select name from pg_timezone_names where name !~ '^(GMT|UTC)[+-]'
+on conflict do nothing;
+
+create or replace function herald_check_timezone() returns trigger
+language plpgsql security definer set search_path = public, pg_temp
+as $$
+begin
+  if new.timezone is not null
+     and (new.timezone ~ '^(GMT|UTC)[+-]' or not exists (select from herald_time_zones where name = new.timezone)) then
+    raise exception 'time zone "%" is not known: use a zone database name such as Europe/London', left(new.timezone, 64)
+      using errcode = 'check_violation', constraint = 'user_profiles_timezone_check',
+            table = 'user_profiles', column = 'timezone';
+  end if;
+  return new;
+end
+$$;
+
+-- get_notifications' `type`, bounded before it is split (a 10 MB list took 1.7 s): at most 1,024
+-- characters and 20 names, each in notification_types, else validation_error (not an empty list).
+create or replace function herald_notification_type_filter(list text) returns text[]
+language plpgsql stable set search_path = public, pg_temp
+as $$
+declare
+  types text[];
+  unknown text;
+begin
+  if list is null then return null; end if;
+  if length(list) > 1024 then
+    perform herald_raise('validation_error', 'type must be at most 1024 characters: at most 20 notification types, comma-separated');
+  end if;
+  select array_agg(distinct btrim(t)) into types
+    from unnest(string_to_array(list, ',')) as t where btrim(t) <> '';
+  if types is null then
+    perform herald_raise('validation_error', 'type must name one or more notification types, comma-separated');
+  end if;
+  if cardinality(types) > 20 then
+    perform herald_raise('validation_error', 'type must name at most 20 notification types');
+  end if;
+  select t into unknown from unnest(types) t
+   where not exists (select 1 from notification_types n where n.type = t) order by t limit 1;
+  if unknown is not null then
+    perform herald_raise('validation_error', format('type names %s, which is not a notification type', left(quote_literal(unknown), 66)));
+  end if;
+  return types;
+end
+$$;
+
+-- The push API's list (sql/037), `type` bounded (herald_notification_type_filter).
+create or replace function get_notifications(
+  "limit" int default 20, "offset" int default 0, type text default null, unread_only boolean default false
+) returns jsonb
+language plpgsql stable security definer set search_path = public, pg_temp
+as $$
+declare
+  caller uuid := auth.uid();
+  page_limit int := get_notifications."limit";
+  page_offset int := get_notifications."offset";
+  only_unread boolean := coalesce(get_notifications.unread_only, false);
+  types text[];
+  result jsonb;
+begin
+  if caller is null then
+    perform herald_raise('unauthorized', 'no caller: sign in first');
+  end if;
+  if page_limit is null or page_limit < 1 or page_limit > 100 then
+    perform herald_raise('validation_error', 'limit must be between 1 and 100');
+  end if;
+  if page_offset is null or page_offset < 0 then
+    perform herald_raise('validation_error', 'offset must be 0 or more');
+  end if;
+  types := herald_notification_type_filter(get_notifications.type);
+
+  with listed as materialized (select * from herald_listed_entries(caller)),
+       chosen as (select * from listed l
+                   where (types is null or l.type = any(types)) and (not only_unread or not l.is_read))
+  select jsonb_build_object(
+           'notifications', coalesce((
+             select jsonb_agg(jsonb_build_object(
+                      'id', p.id, 'user_id', p.user_id, 'notification_type', p.type, 'priority', p.priority,
+                      'title_en', coalesce(p.title_en, p.title), 'title_ar', coalesce(p.title_ar, p.title),
+                      'body_en', coalesce(p.body_en, p.body), 'body_ar', coalesce(p.body_ar, p.body),
+                      'deep_link', p.deep_link, 'image_url', p.image_url, 'is_read', p.is_read,
+                      'read_at', herald_ms(p.read_at), 'created_at', herald_ms(p.delivered_at))
+                      order by p.delivered_at desc, p.id desc)
+               from (select * from chosen c order by c.delivered_at desc, c.id desc
+                      limit page_limit offset page_offset) p), '[]'::jsonb),
+           'total_count', (select count(*) from chosen),
+           'unread_count', (select count(*) from listed l where not l.is_read),
+           'limit', page_limit, 'offset', page_offset)
+    into result;
+  return result;
+end
+$$;
+
+-- ---------------------------------------------------------------------------------------------------
 -- Privileges: the helpers above for the owner only (the RPCs keep the grants they had).
 do $$
 declare fn regprocedure; app_role name;
 begin
   for fn in select p.oid::regprocedure from pg_proc p
              where p.pronamespace = 'public'::regnamespace
-               and p.proname in ('herald_snooze_depth') loop
+               and p.proname in ('herald_snooze_depth', 'herald_notification_type_filter') loop
     execute format('revoke all on function %s from public', fn);
     for app_role in select rolname from pg_roles where rolname in ('anon', 'authenticated') loop
       execute format('revoke all on function %s from %I', fn, app_role);
