@@ -214,13 +214,85 @@ end
 $$;
 
 -- ---------------------------------------------------------------------------------------------------
+-- Reminders that are over. A loop that made and cancelled reminders left 2,000 an account, read by
+-- the reminders phase at every pass. Now the cap of 200 also counts every reminder made in the last 24
+-- hours; the pass deletes reminders cancelled, and one-off reminders finished, more than
+-- HERALD_RETENTION_DAYS ago; the phase reads the active ones through a partial index whose predicate
+-- its query repeats word for word.
+create index if not exists reminders_active on reminders (user_id)
+  where enabled and cancelled_at is null
+    and (schedule <> 'once' or enqueued_at is null or (ends_at is not null and end_enqueued_at is null));
+create index if not exists reminders_over on reminders (coalesce(cancelled_at, end_enqueued_at, enqueued_at))
+  where cancelled_at is not null or (schedule = 'once' and enqueued_at is not null);
+
+-- Deletes up to `most` reminders cancelled, or one-off and finished, more than `retention_days` ago
+-- (a row locked elsewhere is left for the next pass); returns how many.
+create or replace function herald_prune_reminders(retention_days int, most int default 5000) returns int
+language sql
+set search_path = public, pg_temp
+as $$
+  with gone as (
+    delete from reminders where id in (
+      select r.id from reminders r
+       where (r.cancelled_at is not null or (r.schedule = 'once' and r.enqueued_at is not null))
+         and coalesce(r.cancelled_at, r.end_enqueued_at, r.enqueued_at) < now() - make_interval(days => retention_days)
+         and (r.cancelled_at is not null or not herald_reminder_pending(r))
+       limit most
+       for update skip locked)
+    returning 1)
+  select count(*)::int from gone
+$$;
+
+-- schedule_reminder as in sql/038, the cap also counting the reminders made in the last 24 hours.
+create or replace function schedule_reminder(
+  reminder_type text default null, trigger text default null, local_time text default null,
+  weekday int default null, at text default null,
+  title_en text default null, body_en text default null, title_ar text default null, body_ar text default null,
+  related_entity_type text default null, related_entity_id text default null, ends_at text default null
+) returns jsonb
+language plpgsql security definer set search_path = public, pg_temp
+as $$
+declare
+  caller uuid := herald_reminder_caller(true);
+  kind text := herald_reminder_type(schedule_reminder.reminder_type, true);
+  timing reminders;
+  r reminders;
+  advance int;
+begin
+  timing := herald_reminder_timing(kind, schedule_reminder.trigger, schedule_reminder.local_time,
+                                   schedule_reminder.weekday, schedule_reminder.at, schedule_reminder.ends_at);
+  perform herald_reminder_texts(schedule_reminder.title_en, schedule_reminder.body_en,
+                                schedule_reminder.title_ar, schedule_reminder.body_ar);
+  perform herald_reminder_entity(schedule_reminder.related_entity_type, schedule_reminder.related_entity_id);
+
+  -- One caller's schedules take turns, so the limit holds against concurrent calls.
+  perform pg_advisory_xact_lock(1751478885, hashtext(caller::text));
+  if (select count(*) from reminders x
+       where x.user_id = caller and (x.created_at > now() - interval '24 hours' or herald_reminder_pending(x))) >= 200 then
+    perform herald_raise('validation_error',
+      'at most 200 reminders may be scheduled at once, counting every one made in the last 24 hours: cancel some, or wait');
+  end if;
+
+  insert into reminders as x (user_id, schedule, reminder_type, title, body, title_ar, body_ar, local_time, weekday,
+                              at, ends_at, related_entity_type, related_entity_id)
+  values (caller, timing.schedule, kind, schedule_reminder.title_en, schedule_reminder.body_en,
+          schedule_reminder.title_ar, schedule_reminder.body_ar, timing.local_time, timing.weekday, timing.at,
+          timing.ends_at, schedule_reminder.related_entity_type, schedule_reminder.related_entity_id)
+  returning * into r;
+  select p.dose_reminder_advance_minutes into advance from user_profiles p where p.user_id = caller;
+  return herald_reminder_json(r, advance);
+end
+$$;
+
+-- ---------------------------------------------------------------------------------------------------
 -- Privileges: the helpers above for the owner only (the RPCs keep the grants they had).
 do $$
 declare fn regprocedure; app_role name;
 begin
   for fn in select p.oid::regprocedure from pg_proc p
              where p.pronamespace = 'public'::regnamespace
-               and p.proname in ('herald_snooze_depth', 'herald_notification_type_filter') loop
+               and p.proname in ('herald_snooze_depth', 'herald_notification_type_filter',
+                                 'herald_prune_reminders') loop
     execute format('revoke all on function %s from public', fn);
     for app_role in select rolname from pg_roles where rolname in ('anon', 'authenticated') loop
       execute format('revoke all on function %s from %I', fn, app_role);
