@@ -166,7 +166,104 @@ begin
 end
 $$;
 
--- The push API's list (sql/037), `type` bounded (herald_notification_type_filter).
+-- ---------------------------------------------------------------------------------------------------
+-- Stored links. The push keeps a deep link only in the app's scheme (HERALD_DEEP_LINK_SCHEME, else the
+-- inbox's link) and an image only over https; the list handed back whatever was stored
+-- (`javascript://…`, `https://169.254.169.254/…`). Now the list applies the push's rule, and an image
+-- must name a public host (herald_image_url_refusal), which send_notification checks too.
+
+-- HERALD_DEEP_LINK_SCHEME as the passes have it, written by their housekeeping (none yet: `herald`).
+create table if not exists herald_app_links (
+  only_row          boolean primary key default true check (only_row),
+  deep_link_scheme  text not null check (octet_length(deep_link_scheme) between 1 and 64),
+  updated_at        timestamptz not null default now()
+);
+select herald_restrict_table('herald_app_links');
+
+-- A stored deep link as the push carries it: kept in the app's scheme, printable ASCII, at most 512
+-- bytes; any other link becomes the inbox's (`<scheme>://inbox`). Null stays null.
+create or replace function herald_app_link(link text, scheme text) returns text
+language sql immutable
+as $$
+  select case when link is null then null
+              when starts_with(link, scheme || '://') and octet_length(link) <= 512 and link ~ '^[!-~]+$' then link
+              else scheme || '://inbox' end
+$$;
+
+-- Why an image URL is refused (null when it is fine): https in printable ASCII, a public host.
+create or replace function herald_image_url_refusal(url text) returns text
+language plpgsql immutable
+as $$
+declare
+  authority text;
+  host text;
+  addr inet;
+  public_only constant text := 'a public host: not loopback, link-local, private or reserved';
+begin
+  if url is null then return null; end if;
+  if octet_length(url) > 2048 or url !~ '^[!-~]+$' or lower(left(url, 8)) <> 'https://' then
+    return 'an https URL in printable ASCII';
+  end if;
+  authority := substring(lower(substring(url from 9 for 300)) from '^[^/?#]*');
+  if authority ~ '[@\\%]' then
+    return 'a host without user info, backslashes or percent-encoding';
+  end if;
+  if left(authority, 1) = '[' then
+    host := substring(authority from '^\[([0-9a-f:.]+)\](:[0-9]{1,5})?$');
+    begin addr := host::inet; exception when invalid_text_representation then addr := null; end;
+    if addr is null or family(addr) <> 6 then
+      return 'a valid IPv6 address';
+    end if;
+    -- Global unicast only, less the ranges that embed an IPv4 address or are documentation's.
+    if not addr <<= '2000::/3' or addr <<= any ('{2001::/32,2001:db8::/32,2002::/16}'::inet[]) then
+      return public_only;
+    end if;
+    return null;
+  end if;
+  host := rtrim(regexp_replace(authority, ':[0-9]{0,5}$', ''), '.');
+  if host !~ '^[a-z0-9.-]+$' then
+    return 'a host name of letters, digits, dots and hyphens';
+  end if;
+  -- A host whose last label is a number is an IPv4 address to a URL parser, in decimal, octal (0…)
+  -- or hex (0x…), in one to four parts: only the dotted decimal form is taken, and then only public.
+  if host ~ '(^|\.)(0x[0-9a-f]*|[0-9]+)$' then
+    if host !~ '^(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}$' then
+      return 'an IPv4 address in dotted decimal (no integer, octal or hex form)';
+    end if;
+    addr := host::inet;
+    if addr <<= any ('{0.0.0.0/8,10.0.0.0/8,100.64.0.0/10,127.0.0.0/8,169.254.0.0/16,172.16.0.0/12,192.0.0.0/24,192.0.2.0/24,192.168.0.0/16,198.18.0.0/15,198.51.100.0/24,203.0.113.0/24,224.0.0.0/3}'::inet[]) then
+      return public_only;
+    end if;
+    return null;
+  end if;
+  if host = 'localhost' or host !~ '\.' or host ~ '\.(localhost|local|localdomain|internal|home\.arpa)$' then
+    return public_only;
+  end if;
+  return null;
+end
+$$;
+
+-- send_notification's optional fields: sql/036's checks (renamed), then the image's host.
+do $$
+begin
+  if to_regprocedure('herald_send_check_fields(jsonb)') is null then
+    alter function herald_send_check_extras(jsonb) rename to herald_send_check_fields;
+  end if;
+end
+$$;
+create or replace function herald_send_check_extras(request jsonb) returns void
+language plpgsql stable
+as $$
+begin
+  perform herald_send_check_fields(request);
+  if herald_image_url_refusal(request ->> 'image_url') is not null then
+    perform herald_raise('invalid_request', 'image_url must name ' || herald_image_url_refusal(request ->> 'image_url'));
+  end if;
+end
+$$;
+
+-- The push API's list (sql/037), `type` bounded, the links as the push carries them: a deep link in
+-- the app's scheme (else the inbox's), an image over https from a public host (else null).
 create or replace function get_notifications(
   "limit" int default 20, "offset" int default 0, type text default null, unread_only boolean default false
 ) returns jsonb
@@ -178,6 +275,7 @@ declare
   page_offset int := get_notifications."offset";
   only_unread boolean := coalesce(get_notifications.unread_only, false);
   types text[];
+  scheme text := coalesce((select a.deep_link_scheme from herald_app_links a), 'herald');
   result jsonb;
 begin
   if caller is null then
@@ -200,8 +298,8 @@ begin
                       'id', p.id, 'user_id', p.user_id, 'notification_type', p.type, 'priority', p.priority,
                       'title_en', coalesce(p.title_en, p.title), 'title_ar', coalesce(p.title_ar, p.title),
                       'body_en', coalesce(p.body_en, p.body), 'body_ar', coalesce(p.body_ar, p.body),
-                      'deep_link', p.deep_link, 'image_url', p.image_url, 'is_read', p.is_read,
-                      'read_at', herald_ms(p.read_at), 'created_at', herald_ms(p.delivered_at))
+                      'deep_link', herald_app_link(p.deep_link, scheme), 'image_url', case when herald_image_url_refusal(p.image_url) is null then p.image_url end,
+                      'is_read', p.is_read, 'read_at', herald_ms(p.read_at), 'created_at', herald_ms(p.delivered_at))
                       order by p.delivered_at desc, p.id desc)
                from (select * from chosen c order by c.delivered_at desc, c.id desc
                       limit page_limit offset page_offset) p), '[]'::jsonb),
@@ -291,8 +389,9 @@ declare fn regprocedure; app_role name;
 begin
   for fn in select p.oid::regprocedure from pg_proc p
              where p.pronamespace = 'public'::regnamespace
-               and p.proname in ('herald_snooze_depth', 'herald_notification_type_filter',
-                                 'herald_prune_reminders') loop
+               and p.proname in ('herald_snooze_depth', 'herald_notification_type_filter', 'herald_app_link',
+                                 'herald_image_url_refusal', 'herald_prune_reminders',
+                                 'herald_send_check_fields', 'herald_send_check_extras') loop
     execute format('revoke all on function %s from public', fn);
     for app_role in select rolname from pg_roles where rolname in ('anon', 'authenticated') loop
       execute format('revoke all on function %s from %I', fn, app_role);
