@@ -60,13 +60,28 @@ struct Fixtures {
     func enqueue(to recipient: UUID, channel: String = "in_app", kind: String = "system", severity: String? = nil,
                  member: UUID? = nil, alert: UUID? = nil, payload: String = #"{"title":"Hello","body":"World"}"#,
                  at: Date, priority: String = "normal", maxAttempts: Int = 5) throws -> UUID {
-        try db.query("""
+        // A family's alert goes to an admin of the member's family, as the patterns phase enqueues it:
+        // the recipient is made one (of a family named by the member's id).
+        if kind == "pattern_alert", let member, member != recipient {
+            try family(member, admins: [recipient])
+        }
+        return try db.query("""
             insert into notification_queue (recipient_user_id, member_user_id, alert_state_id, channel, kind, severity,
                 payload, scheduled_at, run_after, priority, max_attempts)
             values (\(recipient), \(member ?? recipient), \(alert), \(channel), \(kind), \(severity), \(payload)::jsonb,
                     \(at), \(at), \(priority), \(maxAttempts))
             returning id
             """).first!["id"].uuid!
+    }
+
+    /// A family of `member` (its id the member's) with `admins`, and `members` besides.
+    func family(_ member: UUID, admins: [UUID] = [], members: [UUID] = []) throws {
+        try db.execute("""
+            insert into family_members (family_id, user_id, role)
+            select \(member)::uuid, u, 'member' from unnest(\([member] + members)::uuid[]) u
+            union all select \(member)::uuid, u, 'admin' from unnest(\(admins)::uuid[]) u
+            on conflict (family_id, user_id) do update set role = excluded.role
+            """)
     }
 
     /// Many rows in one statement.

@@ -203,12 +203,13 @@ import Testing
         let a = UUID()
         try db.execute("insert into user_profiles (user_id) values (\(a))")
         try db.execute("""
-            insert into reminders (user_id, schedule, reminder_type, local_time)
-            select \(a), 'daily', 'dose', '09:00' from generate_series(1, 199)
+            insert into reminders (user_id, schedule, reminder_type, local_time, created_at)
+            select \(a), 'daily', 'dose', '09:00', now() - interval '2 days' from generate_series(1, 199)
             """)
-        let last = try Self.call(db, as: a, "select schedule_reminder('dose', 'daily', '10:00')")
+        _ = try Self.call(db, as: a, "select schedule_reminder('dose', 'daily', '10:00')")
         Self.refused(db, as: a, "select schedule_reminder('dose', 'daily', '11:00')", "validation_error", naming: "at most 200")
-        _ = try Self.call(db, as: a, "select cancel_reminder(\(last["id"]?.stringValue)::uuid)")
+        let older = try db.query("select id from reminders where created_at < now() - interval '1 day' limit 1").first?["id"].uuid
+        _ = try Self.call(db, as: a, "select cancel_reminder(\(older))")
         #expect(try Self.call(db, as: a, "select schedule_reminder('dose', 'daily', '11:00')")["status"]?.stringValue == "scheduled")
     }
 }

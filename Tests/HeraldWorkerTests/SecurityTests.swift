@@ -95,7 +95,7 @@ import Testing
     /// The tables the app may read (its own rows only).
     static let readable: Set<String> = ["user_profiles", "device_tokens", "inbox", "daily_logs", "dose_events"]
 
-    /// Two people, A and B, with a row of their own in every per-user table.
+    /// Two people, A and B, with a row of their own in every per-user table; one family, A its admin.
     struct People {
         let a = UUID(), b = UUID(), family = UUID()
         var inbox: [UUID: UUID] = [:]
@@ -107,7 +107,9 @@ import Testing
         var p = People()
         for user in [p.a, p.b] {
             try db.execute("insert into user_profiles (user_id, email, phone_e164) values (\(user), 'x@example.com', '+15550100')")
-            try db.execute("insert into family_members (family_id, user_id, role) values (\(p.family), \(user), 'member')")
+            try db.execute("""
+                insert into family_members (family_id, user_id, role) values (\(p.family), \(user), \(user == p.a ? "admin" : "member"))
+                """)
             try db.execute("insert into wearable_daily_metrics (user_id, metric_date, steps) values (\(user), '2026-01-01', 1000)")
             try db.execute("insert into pattern_evaluations (user_id, evaluated_through) values (\(user), now())")
             try db.execute("insert into daily_forecasts (user_id, forecast_date) values (\(user), '2026-01-01')")
@@ -349,7 +351,7 @@ import Testing
         let stranger = UUID()
         try db.execute("insert into user_profiles (user_id) values (\(stranger))")
 
-        // A and B share a family: either may snooze or dismiss the other's alert; a stranger may not.
+        // A and B share a family, A its admin: A may snooze or dismiss B's alert; a stranger may not.
         try Self.act(db, as: "authenticated", stranger)
         Self.refused(db, "select snooze_pattern_alert(\(p.alert[p.b]!), 3)", "stranger snoozes")
         Self.refused(db, "select dismiss_pattern_alert(\(p.alert[p.b]!))", "stranger dismisses")

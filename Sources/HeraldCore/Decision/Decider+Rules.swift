@@ -59,9 +59,11 @@ extension Decider {
         return false
     }
 
-    /// Rule 2: the linked episode was dismissed, is snoozed through the recipient's today, was
-    /// resolved, or stands at a higher level than the row's.
+    /// Rule 2: a family's alert whose recipient is no longer an admin of the member's family; the
+    /// linked episode was dismissed, is snoozed through the recipient's today, was resolved, or stands
+    /// at a higher level than the row's.
     static func episodeRule(_ row: CheckedRow, _ local: LocalView) -> Verdict? {
+        if !row.context.recipientIsFamilyAdmin { return .skip(.notFamilyAdmin) }
         guard let alert = row.alert else { return nil }
         if alert.dismissedAt != nil { return .skip(.alertDismissed) }
         if let until = alert.snoozeUntil, local.wall.date <= until { return .skip(.alertSnoozed) }

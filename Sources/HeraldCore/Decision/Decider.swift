@@ -12,7 +12,8 @@ import Foundation
 /// 0. validation: unknown channel or notification type, payload not an object, no profile, unknown timezone,
 ///    linked episode missing → fail (`CheckedRow`)
 /// 1. expired: older than `maxAge`, or a daily forecast for another local date
-/// 2. alert episode: dismissed, snoozed, resolved, superseded by a higher level
+/// 2. a family's alert whose recipient is no longer an admin of the member's family; alert episode:
+///    dismissed, snoozed, resolved, superseded by a higher level
 /// 3. the type's toggle is off (a reminder type, forecasts, prompts) → type_disabled
 /// 4. the channel's toggle is off → channel_disabled
 /// 5. no destination

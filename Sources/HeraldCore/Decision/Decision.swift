@@ -20,13 +20,17 @@ public struct DecisionContext: Sendable {
     public var destinations: [Destination]
     /// The recipient's unread in-app count, for the badge.
     public var unreadInApp: Int
+    /// False for a family's alert (a pattern alert about another member) whose recipient is, at send
+    /// time, no longer an admin of a family of that member; true otherwise.
+    public var recipientIsFamilyAdmin: Bool
 
     public init(preferences: Preferences?, alert: AlertState? = nil, destinations: [Destination] = [],
-                unreadInApp: Int = 0) {
+                unreadInApp: Int = 0, recipientIsFamilyAdmin: Bool = true) {
         self.preferences = preferences
         self.alert = alert
         self.destinations = destinations
         self.unreadInApp = unreadInApp
+        self.recipientIsFamilyAdmin = recipientIsFamilyAdmin
     }
 }
 

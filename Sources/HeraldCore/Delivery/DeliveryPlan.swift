@@ -26,8 +26,18 @@ public struct DeliveryContext: Sendable {
     public var history: [SentRecord] = []
     /// Destinations already delivered by an earlier attempt of a row (stored addresses).
     public var delivered: [UUID: Set<String>] = [:]
+    /// For the batch's family alerts (pattern alerts about another member): each member's current
+    /// family admins, read when the batch is sent.
+    public var familyAdmins: [UUID: Set<UUID>] = [:]
 
     public init() {}
+
+    /// Whether `item` may go to its recipient as far as the family is concerned: a pattern alert about
+    /// another member only while its recipient is an admin of a family of that member.
+    public func recipientIsFamilyAdmin(_ item: QueueItem) -> Bool {
+        guard item.kind == .patternAlert, item.isAboutAnotherMember, let member = item.memberUserId else { return true }
+        return familyAdmins[member]?.contains(item.recipientUserId) == true
+    }
 }
 
 /// How one channel is served in this run, as far as the plan cares.
@@ -129,7 +139,7 @@ public struct DeliveryPlanner: Sendable {
         let destinations = prefs.map { Self.destinationsOf(item, prefs: $0, route: route, tokens: ctx.deviceTokens) } ?? []
         let decisionContext = DecisionContext(
             preferences: prefs, alert: item.alertStateId.flatMap { ctx.alerts[$0] },
-            destinations: destinations, unreadInApp: unread)
+            destinations: destinations, unreadInApp: unread, recipientIsFamilyAdmin: ctx.recipientIsFamilyAdmin(item))
         let result = decider.decide(item, decisionContext)
         let action = Self.action(item, result, prefs: prefs, route: route, destinations: destinations,
                                  delivered: ctx.delivered[item.id] ?? [], escalation: escalation,

@@ -65,6 +65,9 @@ public enum QueueStatus: String, CaseIterable, Sendable, Codable {
 /// Why a row was skipped; stored in `skip_reason`. The cases follow the order in which `Decider` checks them.
 public enum SkipReason: String, CaseIterable, Sendable, Codable {
     case expired
+    /// A family's alert whose recipient is no longer an admin of a family of the member it is about
+    /// (removed from the family, or made a plain member) since it was enqueued.
+    case notFamilyAdmin = "not_family_admin"
     case alertDismissed = "alert_dismissed"
     case alertSnoozed = "alert_snoozed"
     case alertResolved = "alert_resolved"

@@ -44,7 +44,9 @@ extension ReminderPhase {
 
     /// The enabled, uncancelled reminders that may be due at `now`: every daily and weekly one (its day decides),
     /// a one-off whose time (less a dose's advance) has come and was not enqueued, and a washout whose
-    /// end has come and was not enqueued. With each, its owner's profile columns the rows need.
+    /// end has come and was not enqueued. With each, its owner's profile columns the rows need. Read
+    /// through the partial index of active reminders (`reminders_active`, sql/048): cancelled and
+    /// finished ones, however many, are not visited.
     static func dueRemindersQuery(now: Date) -> SQL {
         """
         select r.id, r.user_id, r.schedule, r.reminder_type, r.title, r.body, r.title_ar, r.body_ar,
@@ -55,7 +57,10 @@ extension ReminderPhase {
                p.dose_reminder_advance_minutes as advance, p.adaptive_frequency_enabled as adaptive,
                p.current_frequency
           from reminders r join user_profiles p on p.user_id = r.user_id
-         where r.enabled and r.cancelled_at is null and (
+         where r.enabled and r.cancelled_at is null
+           -- reminders_active's predicate, word for word, so its partial index serves the read
+           and (r.schedule <> 'once' or r.enqueued_at is null or (r.ends_at is not null and r.end_enqueued_at is null))
+           and (
                r.schedule in ('daily', 'weekly')
             or (r.schedule = 'once' and r.enqueued_at is null
                 and r.at - case when r.reminder_type = 'dose' then make_interval(mins => p.dose_reminder_advance_minutes)

@@ -189,6 +189,7 @@ public enum GeneratedCount: String, CaseIterable, Sendable {
     case providerEvents = "provider_events"
     case receiptsChecked = "receipts_checked"
     case reminders
+    case remindersPruned = "reminders_pruned"
     case remindersUnknownZoneUsers = "reminders_unknown_zone_users"
     case statusesChecked = "statuses_checked"
     case statusesExpired = "statuses_expired"

@@ -16,6 +16,9 @@ public struct BatchContext: Sendable {
     public var history: [SentRecord] = []
     /// Destinations already delivered by an earlier attempt of a row: a retry skips them.
     public var delivered: [UUID: Set<String>] = [:]
+    /// For the batch's family alerts: each member's family admins as they are now (a removed admin's
+    /// rows are skipped `not_family_admin`).
+    public var familyAdmins: [UUID: Set<UUID>] = [:]
 
     public init() {}
 }
@@ -42,7 +45,23 @@ extension QueueStore {
         }
         ctx.history = try history(of: recipients, now: now)
         if !retried.isEmpty { ctx.delivered = try deliveredDestinations(of: retried) }
+        let members = Array(Set(items.filter { $0.kind == .patternAlert && $0.isAboutAnotherMember }.compactMap(\.memberUserId)))
+        if !members.isEmpty { ctx.familyAdmins = try familyAdmins(of: members) }
         return ctx
+    }
+
+    /// Each member's family admins (other than the member), from `family_members` as it is now.
+    private func familyAdmins(of members: [UUID]) throws -> [UUID: Set<UUID>] {
+        var admins: [UUID: Set<UUID>] = [:]
+        for row in try db.query("""
+            select distinct fm.user_id as member, a.user_id as admin
+              from family_members fm
+              join family_members a on a.family_id = fm.family_id and a.role = 'admin' and a.user_id <> fm.user_id
+             where fm.user_id = any(\(members)::uuid[])
+            """) {
+            if let member = row["member"].uuid, let admin = row["admin"].uuid { admins[member, default: []].insert(admin) }
+        }
+        return admins
     }
 
     /// The recipients' preferences, from `user_profiles`.

@@ -12,6 +12,7 @@ extension DeliveryContext {
         unreadInApp = ctx.unreadInApp
         history = ctx.history
         delivered = ctx.delivered
+        familyAdmins = ctx.familyAdmins
     }
 }
 
