@@ -237,6 +237,21 @@ def simple(tokens):
                                      for k, t in enumerate(sig))
 
 
+def typed(expression, type_name):
+    """`(expression)::type`, or the expression itself when it is one parenthesised group cast to that type."""
+    suffix = "::" + type_name
+    if expression.startswith("(") and expression.endswith(suffix):
+        group, depth = lex(expression[:-len(suffix)]), 0
+        for k, token in enumerate(group):
+            depth += token == ("op", "(")
+            depth -= token == ("op", ")")
+            if depth == 0:
+                if k == len(group) - 1:
+                    return expression
+                break
+    return f"({expression})::{type_name}"
+
+
 def inline_helpers(body, helpers):
     """Writes calls of the inlinable helpers with simple arguments as the helper's expression."""
     tokens = lex(body)
@@ -259,7 +274,7 @@ def inline_helpers(body, helpers):
         text = "".join(values[name_of(t)] if t[0] in ("ident", "qident") and name_of(t) in values else t[1]
                        for t in expression)
         call = "".join(t for _, t in tokens[sig[n - 2]:close + 1])
-        out.append((sig[n - 2], close, f"/* {call} */ (({text.strip()})::{fn['rettype']})"))
+        out.append((sig[n - 2], close, f"/* {call} */ ({typed(text.strip(), fn['rettype'])})"))
         skip_to = close
     for start, end, text in reversed(out):
         tokens[start:end + 1] = [("expanded", text)]
