@@ -20,6 +20,7 @@ a column, variable or constant, behind a comment naming the call, so that path c
 """
 import argparse, difflib, hashlib, json, os, re, subprocess, sys
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from function_rewrite import Catalog, Unrewritable, inline_form, inline_helpers, qualify  # noqa: E402
 
