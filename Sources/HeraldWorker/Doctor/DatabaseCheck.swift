@@ -1,6 +1,8 @@
 /// What `herald doctor` learned of the database (read by `DatabaseFacts.read`), judged without I/O:
 /// `database.connect`, `database.schema` (the newest migration recorded against
-/// `SchemaVersion.required`), `database.grants` (`PassGrants` and row-level security) and
+/// `SchemaVersion.required`), `database.grants` (`PassGrants` and row-level security),
+/// `database.search_path` (a warning when a role but the owner may create where herald's functions look
+/// names up: `SearchPathCheck`) and
 /// `database.listen` (a warning when `LISTEN` cannot work, as through a transaction pooler: passes do
 /// not need it).
 ///
@@ -13,6 +15,7 @@ enum DatabaseCheck {
             schema(facts.appliedMigration, required: SchemaVersion.required,
                    hidden: facts.rowSecurity.contains("schema_migrations")),
             grants(facts),
+            SearchPathCheck.check(facts.schemaCreators, schemas: facts.functionSchemas),
             listen(facts.listen),
         ]
     }

@@ -18,6 +18,9 @@ struct DatabaseFacts {
     var missingExecute: [String]
     /// Tables whose rows row-level security filters for this role (it is neither their owner nor BYPASSRLS).
     var rowSecurity: [String]
+    /// The schemas where herald's functions look names up, and who besides the owner may create in them.
+    var functionSchemas: [String] = []
+    var schemaCreators: [SearchPathCheck.Creator] = []
     var listen: Listen
 
     /// Whether a notification reaches a listening connection.
@@ -55,11 +58,13 @@ struct DatabaseFacts {
                and not has_function_privilege(p.oid, 'execute')
              order by 1
             """).compactMap { $0["name"].string }
+        let searchPath = try SearchPathCheck.read(db)
         return DatabaseFacts(
             role: who?["role"].string ?? "?", database: who?["db"].string ?? "?",
             serverVersion: who?["version"].string ?? "?", appliedMigration: try SchemaVersion.applied(db),
             missingPrivileges: missing,
             missingExecute: noExecute, rowSecurity: hidden,
+            functionSchemas: searchPath.schemas, schemaCreators: searchPath.creators,
             listen: listen(db, url: url, wait: listenWait))
     }
 

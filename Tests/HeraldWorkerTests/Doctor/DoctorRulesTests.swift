@@ -73,6 +73,21 @@ import Testing
         #expect(DatabaseCheck.schema(0, required: 33, hidden: true).detail.contains("row-level security hides"))
     }
 
+    /// Anyone but the owner who may create where herald's functions look names up is a warning naming
+    /// each role and schema (four, then how many more) and the revoke that ends it; nobody is fine.
+    @Test func aRoleThatMayCreateOnTheFunctionsPathIsJudgedAWarning() {
+        let none = SearchPathCheck.check([], schemas: ["pg_catalog", "public"])
+        #expect(none.status == .ok && none.detail.contains("schemas pg_catalog, public"))
+        let one = SearchPathCheck.check([.init(role: "authenticated", schema: "public")], schemas: ["pg_catalog", "public"])
+        #expect(one.status == .warn)
+        #expect(one.detail.hasPrefix("authenticated may create in schema public, where herald's functions look names up"))
+        #expect(one.detail.contains("revoke create on schema public from authenticated"))
+        let many = SearchPathCheck.check(["PUBLIC", "anon", "authenticated", "service_role", "app"].map {
+            .init(role: $0, schema: "public")
+        }, schemas: ["public"])
+        #expect(many.detail.contains("service_role may create in schema public and 1 more,"), "\(many.detail)")
+    }
+
     /// Shapes the providers document fail; shapes only seen in practice warn.
     @Test func keysOfTheWrongShapeAreFound() {
         let sid = "AC" + String(repeating: "0123456789abcdef", count: 2), token = String(repeating: "ab", count: 16)

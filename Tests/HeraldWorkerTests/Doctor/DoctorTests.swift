@@ -27,7 +27,8 @@ import Testing
         #expect(detail("settings.SENDGRID_API_KEY") == "set (from environment)")
         #expect(detail("settings.APNS_ENV").hasPrefix("sandbox (from config file "))
         #expect(detail("database.schema") == "migration \(SchemaVersion.required) of \(SchemaVersion.required)")
-        for name in ["settings.pass", "tls.ca_file", "database.connect", "database.grants", "database.listen", "clock.skew",
+        for name in ["settings.pass", "tls.ca_file", "database.connect", "database.grants", "database.search_path",
+                     "database.listen", "clock.skew",
                      "provider.apns", "provider.fcm", "provider.twilio", "provider.twilio.online", "provider.sendgrid",
                      "provider.sendgrid.online", "provider.whatsapp", "provider.whatsapp.online"] {
             #expect(report.checks.contains { $0.name == name }, "\(name) is missing from:\n\(report.text)")
@@ -126,6 +127,26 @@ import Testing
         #expect(listen?.status == .warn, "\(report.text)")
         #expect(listen?.detail.contains("LISTEN is not possible") == true)
         #expect(report.exitCode == .ok, "a warning does not fail the doctor:\n\(report.text)")
+    }
+
+    /// A role other than the owner that may create in public, where herald's functions live and which
+    /// their bodies name, is a warning naming the role and the schema; without that grant, none.
+    @Test func aRoleThatMayCreateWhereHeraldsFunctionsLookIsAWarning() throws {
+        let (tdb, db) = try SecurityTests.supabase()
+        defer { tdb.drop() }
+        var options = DoctorOptions()
+        options.listenWait = 1
+        let check = { () -> DoctorCheck? in
+            Doctor.run(environment: ["DATABASE_URL": tdb.url], options: options).checks.first { $0.name == "database.search_path" }
+        }
+        let before = check()
+        #expect(before?.status == .ok, "\(before?.detail ?? "no database.search_path check")")
+        #expect(before?.detail.contains("pg_catalog") == true && before?.detail.contains("public") == true)
+        try db.execute("grant create on schema public to authenticated")
+        let after = check()
+        #expect(after?.status == .warn, "\(after?.detail ?? "no database.search_path check")")
+        #expect(after?.detail.contains("authenticated may create in schema public") == true, "\(after?.detail ?? "")")
+        #expect(after?.detail.contains("anon") == false && after?.detail.contains("service_role") == false)
     }
 
     static func expectNoSecret(_ lab: DoctorLab, in report: DoctorReport) {
