@@ -67,17 +67,28 @@ import Testing
         #expect(findings.map(\.detail) == [])
     }
 
+    /// Nothing Supabase's advisor would show a team as a warning or an error on herald's schema (its
+    /// INFO findings, such as a table herald alone reads having no policy, are by design).
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: Self.splinter.path),
+                   "needs ../shared/vendor/splinter.sql (Supabase's advisor lints)"))
+    func supabasesAdvisorShowsNoWarningOrErrorOnHeraldsSchema() throws {
+        let (tdb, db) = try SecurityTests.supabase()
+        defer { tdb.drop() }
+        let serious = try Self.advisor(db).filter { $0.level != "INFO" }
+        #expect(serious.map { "\($0.level) \($0.name): \($0.detail)" } == [])
+    }
+
     static let splinter = root.deletingLastPathComponent().appendingPathComponent("shared/vendor/splinter.sql")
 
     /// splinter's findings on `db`, run as Supabase Studio runs it (its own `set local search_path`).
-    static func advisor(_ db: PGConnection) throws -> [(name: String, detail: String)] {
+    static func advisor(_ db: PGConnection) throws -> [(name: String, level: String, detail: String)] {
         let text = try String(contentsOf: splinter, encoding: .utf8)
         let prelude = "set local search_path = '';"
         #expect(text.hasPrefix(prelude))
         return try db.transaction { db in
             try db.execute("set local search_path = ''")
             return try db.query("\(unescaped: String(text.dropFirst(prelude.count)))").map {
-                (name: $0["name"].string ?? "?", detail: $0["detail"].string ?? "?")
+                (name: $0["name"].string ?? "?", level: $0["level"].string ?? "?", detail: $0["detail"].string ?? "?")
             }
         }
     }
