@@ -1,0 +1,65 @@
+import Foundation
+import HeraldCore
+import HeraldPostgres
+import HeraldTestSupport
+import Logging
+@testable import HeraldWorker
+import Testing
+
+/// However many dose events a person has, the reminders phase reads their adherence as counts per day:
+/// what it holds is bounded by people × days, it decides as it would from each dose, and everyone's
+/// reminders still go.
+@Suite struct DoseEventVolumeTests: ReminderPassSuite {
+    /// 200,000 doses over the last 18 days, each taken four minutes after its time, for one adaptive
+    /// person: the phase reads at most a row per person and day (plus their latest three doses), scores
+    /// their timing 100 over every judged dose, holds their pre-dose reminder back, and the other
+    /// person's reminder goes.
+    @Test func twoHundredThousandDoseEventsAreReadAsCountsPerDayAndEveryonesRemindersGo() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let now = instant("2026-02-20T07:30:00Z")
+        let flooded = try f.profile(push: true), other = try f.profile(push: true)
+        try f.token(flooded)
+        try f.token(other)
+        try db.execute("update user_profiles set adaptive_frequency_enabled = true where user_id = any(\([flooded, other])::uuid[])")
+        try db.execute("""
+            insert into dose_events (user_id, related_entity_id, scheduled_at, taken_at)
+            select \(flooded), 'step-1', t, t + interval '4 minutes'
+              from (select \(now)::timestamptz - interval '18 days' + g * interval '7776 milliseconds' as t
+                      from generate_series(1, 200000) g) d
+            """)
+        #expect(try f.count("select count(*)::int from dose_events where user_id = \(flooded)") == 200_000)
+        let judged = try f.count("""
+            select count(*)::int from dose_events
+             where user_id = \(flooded) and scheduled_at >= \(now.addingTimeInterval(-15 * 86_400)) and scheduled_at <= \(now)
+            """)
+        var reminders: [UUID: UUID] = [:]
+        for person in [flooded, other] {
+            reminders[person] = try db.query("""
+                insert into reminders (user_id, schedule, reminder_type, at, related_entity_type, related_entity_id)
+                values (\(person), 'once', 'dose', \(instant("2026-02-20T08:00:00Z")), 'test_step', 'step-1') returning id
+                """).first!["id"].uuid!
+        }
+
+        var logger = Logger(label: "herald-test")
+        logger.logLevel = .warning
+        let plan = try ReminderPhase(db: db, passId: "dose-volume", now: now, logger: logger).plan()
+        // Per person: at most 18 days of logs, 16 days of doses and 3 latest doses.
+        #expect(plan.result.adherenceRowsRead <= 2 * (18 + 16 + 3), "read \(plan.result.adherenceRowsRead) rows")
+        let score = try #require(plan.adherence[flooded]?.score)
+        #expect(score.totalReminders == AdherenceAnalyzer.periodDays + judged)
+        #expect(score.doseTimingAccuracy == 100)
+        #expect(score.consistentDoseTiming)
+        #expect(score.patterns.map(\.type) == [.irregular, .consistent])
+
+        _ = Worker(url: tdb.url, settings: logAll).run(now: now) { $0.phases = [.reminders, .deliver] }
+        let held = try db.query("select status, skip_reason from notification_queue where reminder_id = \(reminders[flooded]!)").first
+        #expect(held?["status"].string == "skipped")
+        #expect(held?["skip_reason"].string == "adaptive_frequency")
+        #expect(try db.query("select status from notification_queue where reminder_id = \(reminders[other]!)").first?["status"].string == "sent")
+        let stored = try JSONValue.parse(try db.query("select adherence_score::text as s from user_profiles where user_id = \(flooded)").first?["s"].string ?? "")
+        #expect(stored["total_reminders"]?.intValue == AdherenceAnalyzer.periodDays + judged)
+    }
+}
