@@ -1,4 +1,4 @@
--- Bounded text.
+-- Bounded text, and dose events at a person's pace.
 --
 -- Every text column an app or a backend writes has a length CHECK, so no row can make a pass hold more
 -- than a few kilobytes of it: a pass reads a profile's locale, a token's locale, a queue row's payload,
@@ -25,6 +25,9 @@
 -- The functions the app calls refuse a value over its limit first, with `validation_error` naming the
 -- field (the triggers below, which run before the CHECKs and before the time zone's own check); the
 -- CHECK is what holds every other writer.
+--
+-- The app's own dose events (`dose_events`, which the adherence score reads) are held to 300 in any 24
+-- hours per person, each dose's time within two days of now.
 
 -- ---------------------------------------------------------------------------------------------------
 -- What an app's write is refused with first: `validation_error` (SQLSTATE PT422) naming the field, the
@@ -157,6 +160,49 @@ begin
 end
 $$;
 
+-- ---------------------------------------------------------------------------------------------------
+-- Dose events the app inserts itself (row-level security lets it insert its own): at most 300 in any 24
+-- hours per person, each dose's time (`scheduled_at`) and, when given, `taken_at` within two days of now.
+-- herald (the owner), the service role (BYPASSRLS) and record_notification_action (which runs as the
+-- owner) are not held to it: the limits are the app's roles'.
+create index if not exists dose_events_user_created on dose_events (user_id, created_at);
+
+create or replace function herald_dose_event_admitted() returns trigger
+language plpgsql
+as $$
+declare
+  recent int;
+begin
+  if exists (select 1 from pg_roles r where r.rolname = current_user and (r.rolsuper or r.rolbypassrls))
+     or pg_has_role(current_user, (select c.relowner from pg_class c where c.oid = tg_relid), 'member') then
+    return new;
+  end if;
+  new.created_at := now();  -- what the count below reads: not the app's to set
+  if new.scheduled_at is null or new.scheduled_at not between now() - interval '2 days' and now() + interval '2 days' then
+    raise exception using errcode = 'PT422', message = 'validation_error',
+      detail = 'scheduled_at must be within 2 days of now';
+  end if;
+  if new.taken_at is not null and new.taken_at not between now() - interval '2 days' and now() + interval '2 days' then
+    raise exception using errcode = 'PT422', message = 'validation_error',
+      detail = 'taken_at must be within 2 days of now';
+  end if;
+  -- One person's inserts take turns, so two at once cannot both take the 300th place.
+  perform pg_advisory_xact_lock(1751478886, hashtext(new.user_id::text));
+  select count(*) into recent from (
+    select 1 from dose_events e
+     where e.user_id = new.user_id and e.created_at > now() - interval '24 hours'
+     limit 300) r;
+  if recent >= 300 then
+    raise exception using errcode = 'PT429', message = 'rate_limit_exceeded',
+      detail = 'at most 300 dose events may be recorded in 24 hours';
+  end if;
+  return new;
+end
+$$;
+drop trigger if exists dose_events_admitted on dose_events;
+create trigger dose_events_admitted before insert on dose_events
+  for each row execute function herald_dose_event_admitted();
+
 -- Trigger functions: their owner's only (a trigger runs them whoever writes the row).
 do $$
 declare
@@ -166,7 +212,7 @@ begin
   for fn in
     select p.oid::regprocedure from pg_proc p
      where p.pronamespace = 'public'::regnamespace
-       and p.proname in ('herald_profile_text_lengths', 'herald_device_token_text_lengths')
+       and p.proname in ('herald_profile_text_lengths', 'herald_device_token_text_lengths', 'herald_dose_event_admitted')
   loop
     execute format('revoke all on function %s from public', fn);
     for app_role in select rolname from pg_roles where rolname in ('anon', 'authenticated') loop

@@ -62,4 +62,40 @@ import Testing
         let stored = try JSONValue.parse(try db.query("select adherence_score::text as s from user_profiles where user_id = \(flooded)").first?["s"].string ?? "")
         #expect(stored["total_reminders"]?.intValue == AdherenceAnalyzer.periodDays + judged)
     }
+
+    /// The app inserts its own dose events (row-level security lets it) at most 300 in any 24 hours per
+    /// person, each dose's time within two days of now: a bulk insert, the 301st of a day, a dose far in
+    /// the past or the future and a back-dated `created_at` are refused with a clear error. herald's own
+    /// writes (the table's owner) are not held to it.
+    @Test func theAppIsRefusedItsThreeHundredAndFirstDoseOfADayAndADoseFarFromNow() throws {
+        let (tdb, db) = try SecurityTests.supabase()
+        defer { tdb.drop() }
+        let user = UUID()
+        try db.execute("insert into user_profiles (user_id) values (\(user))")
+        try SecurityTests.act(db, as: "authenticated", user)
+        func refused(_ sql: SQL, _ code: String, _ detail: String) {
+            let r = TextBoundsTests.refusal(db, sql, detail)
+            #expect(r.message == code && r.detail == detail, "\(r.state ?? "accepted"): \(r.detail)")
+        }
+        refused("insert into dose_events (user_id, scheduled_at) values (\(user), now() - interval '3 days')",
+                "validation_error", "scheduled_at must be within 2 days of now")
+        refused("insert into dose_events (user_id, scheduled_at) values (\(user), now() + interval '3 days')",
+                "validation_error", "scheduled_at must be within 2 days of now")
+        refused("insert into dose_events (user_id, scheduled_at, taken_at) values (\(user), now(), now() - interval '30 days')",
+                "validation_error", "taken_at must be within 2 days of now")
+        refused("""
+            insert into dose_events (user_id, related_entity_id, scheduled_at)
+            select \(user), 'step', now() - g * interval '1 second' from generate_series(1, 200000) g
+            """, "rate_limit_exceeded", "at most 300 dose events may be recorded in 24 hours")
+        #expect(try db.execute("""
+            insert into dose_events (user_id, related_entity_id, scheduled_at, taken_at, created_at)
+            select \(user), 'step', now() - g * interval '1 minute', now(), '2000-01-01' from generate_series(1, 300) g
+            """) == 300)
+        refused("insert into dose_events (user_id, scheduled_at, created_at) values (\(user), now(), '2000-01-01')",
+                "rate_limit_exceeded", "at most 300 dose events may be recorded in 24 hours")
+        try SecurityTests.owner(db)
+        #expect(try db.query("select count(*)::int as n from dose_events where user_id = \(user) and created_at > now() - interval '1 hour'")
+            .first?["n"].int == 300)
+        #expect(try db.execute("insert into dose_events (user_id, scheduled_at) values (\(user), now() - interval '30 days')") == 1)
+    }
 }
