@@ -29,6 +29,11 @@
 -- The app's own dose events (`dose_events`, which the adherence score reads) are held to 300 in any 24
 -- hours per person, each dose's time within two days of now.
 
+-- The strongest lock this migration takes on the queue (its CHECKs), taken first: a pass's record holds
+-- the queue before the other tables it writes, so taken after those it could deadlock with one. Passes
+-- wait for the migration instead (1 s for a queue and an inbox of 200,000 rows each).
+lock table notification_queue in access exclusive mode;
+
 -- ---------------------------------------------------------------------------------------------------
 -- What an app's write is refused with first: `validation_error` (SQLSTATE PT422) naming the field, the
 -- value never repeated back. The profile's trigger runs before user_profiles_timezone_check (triggers
