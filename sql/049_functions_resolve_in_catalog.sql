@@ -421,6 +421,25 @@ AS $function$
            else token ~ '^[!-~]+$' end
 $function$;
 
+CREATE OR REPLACE FUNCTION public.herald_device_token_text_lengths()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if char_length(new.locale) > 35 then
+    raise exception using errcode = 'PT422', message = 'validation_error', detail = 'locale must be at most 35 characters';
+  elsif char_length(new.device_name) > 200 then
+    raise exception using errcode = 'PT422', message = 'validation_error', detail = 'device_name must be at most 200 characters';
+  elsif char_length(new.app_version) > 100 then
+    raise exception using errcode = 'PT422', message = 'validation_error', detail = 'app_version must be at most 100 characters';
+  elsif char_length(new.os_version) > 100 then
+    raise exception using errcode = 'PT422', message = 'validation_error', detail = 'os_version must be at most 100 characters';
+  end if;
+  return new;
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION public.herald_device_token_written()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -429,6 +448,41 @@ AS $function$
 begin
   if new.device_token !~ '^sha256:[0-9a-f]{64}$' then
     new.device_token := public.herald_canonical_device_token(new.provider, new.device_token);
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION public.herald_dose_event_admitted()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  recent int;
+begin
+  if exists (select 1 from pg_roles r where r.rolname = current_user and (r.rolsuper or r.rolbypassrls))
+     or pg_has_role(current_user, (select c.relowner from pg_class c where c.oid = tg_relid), 'member') then
+    return new;
+  end if;
+  new.created_at := now();  -- what the count below reads: not the app's to set
+  if new.scheduled_at is null or new.scheduled_at not between now() - interval '2 days' and now() + interval '2 days' then
+    raise exception using errcode = 'PT422', message = 'validation_error',
+      detail = 'scheduled_at must be within 2 days of now';
+  end if;
+  if new.taken_at is not null and new.taken_at not between now() - interval '2 days' and now() + interval '2 days' then
+    raise exception using errcode = 'PT422', message = 'validation_error',
+      detail = 'taken_at must be within 2 days of now';
+  end if;
+  -- One person's inserts take turns, so two at once cannot both take the 300th place.
+  perform pg_advisory_xact_lock(1751478886, hashtext(new.user_id::text));
+  select count(*) into recent from (
+    select 1 from public.dose_events e
+     where e.user_id = new.user_id and e.created_at > now() - interval '24 hours'
+     limit 300) r;
+  if recent >= 300 then
+    raise exception using errcode = 'PT429', message = 'rate_limit_exceeded',
+      detail = 'at most 300 dose events may be recorded in 24 hours';
   end if;
   return new;
 end
@@ -769,6 +823,27 @@ AS $function$
                        then payload ->> (key || '_' || lower(split_part(replace(coalesce(lang, 'en'), '_', '-'), '-', 1))) end, ''),
            nullif(case when jsonb_typeof(payload -> (key || '_en')) = 'string' then payload ->> (key || '_en') end, ''),
            nullif(case when jsonb_typeof(payload -> key) = 'string' then payload ->> key end, '')), 4000) end
+$function$;
+
+CREATE OR REPLACE FUNCTION public.herald_profile_text_lengths()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  if char_length(new.display_name) > 200 then
+    raise exception using errcode = 'PT422', message = 'validation_error', detail = 'display_name must be at most 200 characters';
+  elsif char_length(new.locale) > 35 then
+    raise exception using errcode = 'PT422', message = 'validation_error', detail = 'locale must be at most 35 characters';
+  elsif char_length(new.location_name) > 200 then
+    raise exception using errcode = 'PT422', message = 'validation_error', detail = 'location_name must be at most 200 characters';
+  elsif char_length(new.timezone) > 64 then
+    raise exception using errcode = 'PT422', message = 'validation_error', detail = 'timezone must be at most 64 characters';
+  elsif char_length(new.email) > 254 then
+    raise exception using errcode = 'PT422', message = 'validation_error', detail = 'email must be at most 254 characters';
+  end if;
+  return new;
+end
 $function$;
 
 CREATE OR REPLACE FUNCTION public.herald_prompt_keys(person uuid, day date, revision integer)

@@ -93,4 +93,37 @@ import Testing
         s.consistentDoseTiming = true
         #expect(!AdherenceAnalyzer.shouldSend(.dose, frequency: .full, score: s))
     }
+
+    /// Doses counted per day score as each dose would: the mean of every judged dose's credit, the
+    /// latest three for the pre-dose reminder, the dose pattern's halves. Four doses a day for six days:
+    /// on time (100), 30 minutes late (85.7), three hours late (0) and not taken (0).
+    @Test func dosesCountedPerDayScoreAsEachDoseWould() {
+        let lateness: [Double?] = [5, 30, 180, nil]
+        var doses: [DoseRecord] = []
+        for day in (1...6).reversed() {
+            for (i, late) in lateness.enumerated() {
+                let at = now.addingTimeInterval(-Double(day) * 86_400 + Double(i) * 3600)
+                doses.append(DoseRecord(scheduledAt: at, takenAt: late.map { at.addingTimeInterval($0 * 60) }))
+            }
+        }
+        let tally = DoseTally(doses: doses, now: now)
+        #expect(tally.days.count == 6 && tally.judged == 24 && tally.missed == 6)
+        #expect(tally.days.allSatisfy { $0.onTime == 1 && $0.partial == 1 && $0.partialMinutes == 30 })
+        let counted = DoseTally(days: tally.days.map {
+            DoseDay(utcDay: $0.utcDay, judged: 4, missed: 1, onTime: 1, partial: 1, partialMinutes: 30)
+        }, latest: tally.latest)
+        #expect(counted == tally)
+
+        let s = AdherenceAnalyzer.score(today: today, logDates: [], tally: counted)
+        let credits = (1...6).flatMap { _ in [100, 100 * (120 - 30) / 105.0, 0, 0] }
+        #expect(s.doseTimingAccuracy == Int((credits.reduce(0, +) / 24).rounded()))
+        #expect(s.totalReminders == 14 + 24 && s.missedReminders == 14 + 6)
+        #expect(!s.consistentDoseTiming)
+        let perDose = AdherencePatterns.doses(credits: credits)
+        #expect(s.patterns.last?.type == perDose?.type && s.patterns.last?.confidence == perDose?.confidence)
+        // The latest three decide the pre-dose reminder, whatever the day holds before them.
+        let onTime = (0..<3).map { i in DoseRecord(scheduledAt: now.addingTimeInterval(-Double(3 - i) * 3600 - 7200),
+                                                   takenAt: now.addingTimeInterval(-Double(3 - i) * 3600 - 7200 + 60)) }
+        #expect(AdherenceAnalyzer.score(today: today, logDates: [], doses: doses + onTime, now: now).consistentDoseTiming)
+    }
 }

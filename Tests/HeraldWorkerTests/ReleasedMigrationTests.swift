@@ -20,8 +20,8 @@ import Testing
         32: "4ebb39af799056ef", 33: "aded3774ebe34e6e", 34: "916d3fc7c26b8612", 35: "0f91612fac370b4f",
         36: "bf93ec4890b7c8ac", 37: "cc6e0281b47ea8af", 38: "1f55e9576f71d6f7", 39: "1c11196c067ee7fd",
         40: "42762034534d166a", 41: "b0a796a2392a2e32", 42: "eaa433b95e6ebbdc", 43: "1a89d3e25f6a63a6",
-        44: "02a734f71dca9a20", 45: "cc801cbce94fb1f0", 46: "872ae6eb6d46872d",
-        48: "74cb93ef4ff6fc3c", 49: "58bf4cfdbca29800",
+        44: "02a734f71dca9a20", 45: "cc801cbce94fb1f0", 46: "872ae6eb6d46872d", 47: "54ad2f196d3158f8",
+        48: "74cb93ef4ff6fc3c", 49: "f56c70fe0a1e183a",
     ]
 
     @Test func everyMigrationHasTheChecksumItWasReleasedWith() throws {

@@ -77,13 +77,17 @@ public enum ForecastInsight {
                              locale: ForecastWords.language(locale))
     }
 
-    /// A text field: a string, not empty once trimmed, at most `max` characters, without control or
-    /// bidirectional-override characters. Returned trimmed.
+    /// A text field: a string, not empty once trimmed, at most `max` characters (and `4 × max` Unicode
+    /// scalars: `daily_forecasts` holds at most 4,000), without control or bidirectional-override
+    /// characters. Returned trimmed.
     static func text(_ fields: [String: JSONValue], _ key: String, max: Int) throws -> String {
         guard case .string(let raw)? = fields[key] else { throw Invalid(description: "\(key) is missing or not a string") }
         let s = raw.trimmingCharacters(in: .whitespaces)
         guard !s.isEmpty else { throw Invalid(description: "\(key) is empty") }
-        guard s.count <= max else { throw Invalid(description: "\(key) is over \(max) characters") }
+        // A character may be many Unicode scalars (combining marks): the database counts scalars.
+        guard s.count <= max, s.unicodeScalars.count <= max * 4 else {
+            throw Invalid(description: "\(key) is over \(max) characters")
+        }
         guard !s.unicodeScalars.contains(where: isForbidden) else {
             throw Invalid(description: "\(key) holds control or bidirectional-override characters")
         }

@@ -57,7 +57,8 @@ public struct AdherenceScore: Sendable, Equatable {
     }
 }
 
-/// Adaptive reminder frequency from adherence: a pure function of the person's logs and doses.
+/// Adaptive reminder frequency from adherence: a pure function of the person's logs and doses (counted
+/// per day, `DoseTally`).
 ///
 ///     let score = AdherenceAnalyzer.score(today: day("2026-02-08"), logDates: logged, doses: doses, now: now)
 ///     let frequency = AdherenceAnalyzer.recommend(score, current: .full)       // .reduced after 7 logged days
@@ -82,7 +83,14 @@ public enum AdherenceAnalyzer {
     public static let zeroCreditMinutes = 120.0
     public static let consistentDoses = 3
 
+    /// The score from dose records: counted as the reminders phase counts them (`DoseTally`).
     public static func score(today: LocalDate, logDates: Set<LocalDate>, doses: [DoseRecord], now: Date) -> AdherenceScore {
+        score(today: today, logDates: logDates, tally: DoseTally(doses: doses, now: now))
+    }
+
+    /// The score from the period's log dates and its judged doses counted per day: what is read is
+    /// bounded by the days of the period, not by the doses recorded.
+    public static func score(today: LocalDate, logDates: Set<LocalDate>, tally: DoseTally) -> AdherenceScore {
         let periodEnd = today.adding(days: -1)
         let periodStart = today.adding(days: -periodDays)
         let completed = (1...periodDays).map { today.adding(days: -$0) }
@@ -94,38 +102,24 @@ public enum AdherenceAnalyzer {
         var d = loggedToday ? today : today.adding(days: -1)
         while logDates.contains(d) { streak += 1; d = d.adding(days: -1) }
 
-        // Doses due in the period (from its first day, in elapsed time) and old enough to judge.
-        let from = now.addingTimeInterval(-Double(periodDays + 1) * 86_400)
-        let judged = doses.filter { $0.scheduledAt >= from && $0.scheduledAt <= now }
-            .filter { $0.takenAt != nil || now.timeIntervalSince($0.scheduledAt) >= zeroCreditMinutes * 60 }
-            .sorted { $0.scheduledAt < $1.scheduledAt }
-        let credits = judged.map(credit)
-        let accuracy = credits.isEmpty ? nil : Int((credits.reduce(0, +) / Double(credits.count)).rounded())
-        let missedDoses = judged.filter { $0.takenAt == nil }.count
-        let lastDoses = judged.suffix(consistentDoses)
-        let consistent = lastDoses.count == consistentDoses && lastDoses.allSatisfy { dose in
+        let judged = tally.judged
+        let credits = tally.days.reduce(0.0) { $0 + $1.credit }
+        let accuracy = judged == 0 ? nil : Int((credits / Double(judged)).rounded())
+        let consistent = tally.latest.count == consistentDoses && tally.latest.allSatisfy { dose in
             guard let taken = dose.takenAt else { return false }
             return abs(taken.timeIntervalSince(dose.scheduledAt)) <= onTimeMinutes * 60
         }
 
         let logRate = 100.0 * Double(loggedDays) / Double(periodDays)
         let overall = accuracy.map { 0.7 * logRate + 0.3 * Double($0) } ?? logRate
-        let patterns = [AdherencePatterns.logs(today: today, logDates: logDates)] + [AdherencePatterns.doses(credits: credits)].compactMap { $0 }
+        let dosePattern = AdherencePatterns.doses(days: tally.days.map { (count: $0.judged, credit: $0.credit) })
+        let patterns = [AdherencePatterns.logs(today: today, logDates: logDates)] + [dosePattern].compactMap { $0 }
         return AdherenceScore(
             dailyLogStreak: streak, doseTimingAccuracy: accuracy,
-            missedReminders: (periodDays - loggedDays) + missedDoses, totalReminders: periodDays + judged.count,
+            missedReminders: (periodDays - loggedDays) + tally.missed, totalReminders: periodDays + judged,
             overallScore: Int(overall.rounded()), periodStart: periodStart, periodEnd: periodEnd,
             missedLogsLast7Days: missedLast7, consistentDoseTiming: consistent,
             loggedToday: loggedToday, loggedYesterday: logDates.contains(today.adding(days: -1)), patterns: patterns)
-    }
-
-    /// 0–100 for one judged dose.
-    static func credit(_ dose: DoseRecord) -> Double {
-        guard let taken = dose.takenAt else { return 0 }
-        let off = abs(taken.timeIntervalSince(dose.scheduledAt)) / 60
-        if off <= onTimeMinutes { return 100 }
-        if off >= zeroCreditMinutes { return 0 }
-        return 100 * (zeroCreditMinutes - off) / (zeroCreditMinutes - onTimeMinutes)
     }
 
     /// The reminder frequency the score earns, given the current one for the "otherwise stay" rule.

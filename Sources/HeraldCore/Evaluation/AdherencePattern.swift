@@ -58,7 +58,7 @@ public struct AdherencePattern: Sendable, Equatable {
 }
 
 /// Detects the patterns from what the adherence score reads: the period's log dates, and the credits
-/// (0–100) of its judged doses in time order.
+/// (0–100) of its judged doses in time order (per dose, or added up per day).
 ///
 ///     AdherencePatterns.logs(today: day("2026-02-15"), logDates: days(1...7))
 ///     // improving, confidence 1: no log in the earlier week, every day of the recent one
@@ -102,18 +102,42 @@ public enum AdherencePatterns {
 
     /// The dose timing pattern of judged doses' credits (0–100, oldest first); nil below `minimumDoses`.
     public static func doses(credits: [Double]) -> AdherencePattern? {
-        guard credits.count >= minimumDoses else { return nil }
-        let half = credits.count / 2
-        func share(_ c: ArraySlice<Double>) -> Double { c.reduce(0, +) / Double(c.count) / 100 }
-        let (e, r) = (share(credits.prefix(half)), share(credits.suffix(half)))
-        let (type, confidence) = classify(earlier: e, recent: r, overall: share(credits[...]))
-        let weight = min(1, Double(credits.count) / Double(fullConfidenceDoses))
+        doses(days: credits.map { (count: 1, credit: $0) })
+    }
+
+    /// The dose timing pattern of judged doses counted per day (oldest first): each day's number of
+    /// doses and their credits added up. A half that ends within a day takes that day's doses at their
+    /// mean credit.
+    public static func doses(days: [(count: Int, credit: Double)]) -> AdherencePattern? {
+        let n = days.reduce(0) { $0 + max($1.count, 0) }
+        guard n >= minimumDoses else { return nil }
+        let half = n / 2
+        func share(_ range: Range<Int>) -> Double { credit(of: range, in: days) / Double(range.count) / 100 }
+        let (e, r, all) = (share(0..<half), share(n - half..<n), share(0..<n))
+        let (type, confidence) = classify(earlier: e, recent: r, overall: all)
+        let weight = min(1, Double(n) / Double(fullConfidenceDoses))
         func percent(_ x: Double) -> String { "\(Int((x * 100).rounded())) %" }
         let description = switch type {
-        case .consistent, .irregular: "\(credits.count) doses, timing \(percent(share(credits[...])))"
+        case .consistent, .irregular: "\(n) doses, timing \(percent(all))"
         case .improving, .declining: "dose timing \(percent(e)) in the earlier doses, \(percent(r)) in the recent ones"
         }
         return AdherencePattern(type: type, subject: .doseTiming, confidence: confidence * weight, description: description)
+    }
+
+    /// The credits of the doses at places `range` (0 the oldest), added up in time order.
+    static func credit(of range: Range<Int>, in days: [(count: Int, credit: Double)]) -> Double {
+        var sum = 0.0, start = 0
+        for day in days where day.count > 0 {
+            let end = start + day.count
+            let overlap = min(end, range.upperBound) - max(start, range.lowerBound)
+            if overlap == day.count {
+                sum += day.credit
+            } else if overlap > 0 {
+                sum += day.credit * Double(overlap) / Double(day.count)
+            }
+            start = end
+        }
+        return sum
     }
 
     /// The table above: the pattern of two halves' shares and the whole period's, with its confidence.

@@ -134,7 +134,7 @@ struct ForecastPhase {
         var candidates: [Candidate] = []
         for row in try db.query("""
             select p.user_id, p.timezone, p.forecast_notification_time::text as t, p.latitude, p.longitude,
-                   p.location_name, p.locale
+                   left(p.location_name, 200) as location_name, left(p.locale, 35) as locale
               from user_profiles p
              where p.notify_push
                and (p.latitude is not null or exists (

@@ -32,7 +32,7 @@ extension ReminderPhase {
         guard !plan.due.isEmpty else { return plan }
 
         // Adaptive frequency: score each person once, then hold back what their frequency leaves out.
-        plan.adherence = try score(adaptive)
+        plan.adherence = try score(adaptive, rowsRead: &plan.result.adherenceRowsRead)
         for i in plan.due.indices {
             guard let a = plan.adherence[plan.due[i].user],
                   !AdherenceAnalyzer.shouldSend(plan.due[i].type, frequency: a.frequency, score: a.score) else { continue }
@@ -122,38 +122,6 @@ extension ReminderPhase {
             }
         }
         return real
-    }
-
-    /// The adherence of each person, from their logs of the last 16 local days and their doses of the
-    /// last 16 days (two queries for all of them), and the frequency it recommends.
-    private func score(_ people: [UUID: (zone: TimeZone, current: NotificationFrequency)]) throws
-        -> [UUID: (frequency: NotificationFrequency, score: AdherenceScore)] {
-        guard !people.isEmpty else { return [:] }
-        let users = Array(people.keys)
-        let since = now.addingTimeInterval(-Double(AdherenceAnalyzer.periodDays + 2) * 86_400)
-        var logs: [UUID: Set<LocalDate>] = [:]
-        for row in try db.query("""
-            select user_id, log_date::text as d from daily_logs
-             where user_id = any(\(users)::uuid[]) and log_date >= (\(since)::timestamptz at time zone 'UTC')::date - 1
-            """) {
-            if let u = row["user_id"].uuid, let d = row["d"].string.flatMap(LocalDate.init) { logs[u, default: []].insert(d) }
-        }
-        var doses: [UUID: [DoseRecord]] = [:]
-        for row in try db.query("""
-            select user_id, scheduled_at, taken_at from dose_events
-             where user_id = any(\(users)::uuid[]) and scheduled_at >= \(since) and scheduled_at <= \(now)
-            """) {
-            if let u = row["user_id"].uuid, let at = row["scheduled_at"].date {
-                doses[u, default: []].append(DoseRecord(scheduledAt: at, takenAt: row["taken_at"].date))
-            }
-        }
-        var out: [UUID: (frequency: NotificationFrequency, score: AdherenceScore)] = [:]
-        for (user, p) in people {
-            let s = AdherenceAnalyzer.score(today: Zone.localDate(now, in: p.zone), logDates: logs[user] ?? [],
-                                            doses: doses[user] ?? [], now: now)
-            out[user] = (AdherenceAnalyzer.recommend(s, current: p.current), s)
-        }
-        return out
     }
 }
 

@@ -39,6 +39,8 @@ struct ReminderPhase {
         var enqueued = 0
         /// People with a daily reminder whose time zone herald cannot read (passed over).
         var unknownZones = UnknownZones()
+        /// Rows adaptive frequency read (logs, dose days, latest doses): bounded by people × days.
+        var adherenceRowsRead = 0
     }
 
     /// What the read found due, before anything is written: the rows, and per reminder the marks to

@@ -64,12 +64,18 @@ extension QueueStore {
         return admins
     }
 
-    /// The recipients' preferences, from `user_profiles`.
+    /// The recipients' preferences, from `user_profiles`. Text is read within its CHECK's limit
+    /// (sql/047_bounded_app_text.sql) whatever a row holds, so a value written before the limit cannot
+    /// fill the pass's memory: a locale's or a zone's first characters (their language, or a zone no
+    /// shorter name is), an address only whole.
     private func profiles(of recipients: [UUID]) throws -> [UUID: Preferences] {
         var profiles: [UUID: Preferences] = [:]
         profiles.reserveCapacity(recipients.count)
         for row in try db.query("""
-            select user_id, timezone, locale, email, phone_e164, notify_in_app, notify_push, notify_email,
+            select user_id, left(timezone, 64) as timezone, left(locale, 35) as locale,
+                   case when char_length(email) <= 254 then email end as email,
+                   case when char_length(phone_e164) <= 16 then phone_e164 end as phone_e164,
+                   notify_in_app, notify_push, notify_email,
                    notify_sms, notify_whatsapp, champion_notify_email, champion_notify_sms,
                    quiet_hours_start::text as qs, quiet_hours_end::text as qe,
                    quiet_hours_notification_level as ql, quiet_hours_action as qa,
@@ -134,10 +140,13 @@ extension QueueStore {
 
     /// The recipients' active push tokens (`deviceTokens`), and why the others cannot be used
     /// (`unusableTokens`). A row goes to at most `herald_device_limits.max_active_per_person` of a
-    /// person's devices, the most recently used, however many active rows were written.
+    /// person's devices, the most recently used, however many active rows were written. A token longer
+    /// than `longestTokenRead` is not read (no push could carry it), and a token's locale is read to 35
+    /// characters, as its CHECK holds it.
     private func loadDeviceTokens(of recipients: [UUID], into ctx: inout BatchContext) throws {
         for row in try db.query("""
-            select id, user_id, device_token, provider, locale
+            select id, user_id, case when char_length(device_token) <= \(Self.longestTokenRead) then device_token end as device_token,
+                   provider, left(locale, 35) as locale
               from (select t.*, row_number() over (partition by t.user_id
                                                    order by t.last_used_at desc nulls last, t.created_at desc, t.id) as n
                       from device_tokens t
@@ -145,7 +154,12 @@ extension QueueStore {
              where n <= coalesce((select max_active_per_person from herald_device_limits), 10)
              order by user_id, created_at, id
             """) {
-            guard let user = row["user_id"].uuid, let token = row["device_token"].string else { continue }
+            guard let user = row["user_id"].uuid else { continue }
+            guard let token = row["device_token"].string else {
+                ctx.unusableTokens[user, default: []].append(
+                    "token longer than \(Self.longestTokenRead) characters (device_tokens.id \(row["id"].uuid?.lowercased ?? "?"))")
+                continue
+            }
             // An app's row: an unknown or non-push provider is not taken for APNs; the token is
             // left out, and named if the row ends with no destination.
             switch Provider.ofDeviceToken(row["provider"].string) {
@@ -158,6 +172,9 @@ extension QueueStore {
             }
         }
     }
+
+    /// The longest device token a pass reads: twice what a push of 4,096 bytes could carry.
+    static let longestTokenRead = 8192
 
     /// The recipients' unread notifications, counted per recipient as their list counts them (for a
     /// push's badge): delivered on any channel and not yet read.

@@ -136,13 +136,16 @@ struct RecordParts {
 
     /// inbox: the user's entry for each notification is written when it is enqueued; a kind rendered
     /// from templates has no text there until the record that sends it fills it, once, in the
-    /// recipient's language and in both languages. An entry that has its text is left as it is.
+    /// recipient's language and in both languages. An entry that has its text is left as it is. Its
+    /// texts are cut at 4,000 characters and a link over 2,048 left out, as the entry's CHECKs hold them
+    /// (sql/047_bounded_app_text.sql): one entry cannot refuse the record of its batch.
     var entries: SQL {
         """
         update inbox i
-           set title = x.title, body = x.body, title_en = x.title_en, title_ar = x.title_ar,
-               body_en = x.body_en, body_ar = x.body_ar, deep_link = coalesce(i.deep_link, x.deep_link),
-               image_url = coalesce(i.image_url, x.image_url),
+           set title = left(x.title, 4000), body = left(x.body, 4000), title_en = left(x.title_en, 4000),
+               title_ar = left(x.title_ar, 4000), body_en = left(x.body_en, 4000), body_ar = left(x.body_ar, 4000),
+               deep_link = coalesce(i.deep_link, case when char_length(x.deep_link) <= 2048 then x.deep_link end),
+               image_url = coalesce(i.image_url, case when char_length(x.image_url) <= 2048 then x.image_url end),
                data = case when i.data = '{}'::jsonb then coalesce(x.data, i.data) else i.data end
           from jsonb_to_recordset(\(json(batch.inbox) { $0.json })::jsonb) as x(
             queue_id uuid, user_id uuid, key text, title text, body text, deep_link text, data jsonb,

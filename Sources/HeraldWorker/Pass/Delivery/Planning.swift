@@ -72,10 +72,15 @@ extension DeliveryPass {
     /// provider sends. Rows whose fate is known before any network I/O are recorded first, a chunk at a
     /// time.
     func plan(_ batch: [Claimed]) throws -> BatchWork {
-        var planner = try planner(for: batch)
+        let (firstPlanner, unloadable) = try plannerAndUnloadable(for: batch)
+        var planner = firstPlanner
         var immediate = RecordBatch()
         var work = BatchWork()
         for claimed in batch {
+            if let why = unloadable[claimed.item.recipientUserId] {
+                immediate.rows.append(QueueStore.unloadable(claimed, why: why, now: clock.now()))
+                continue
+            }
             let row = planner.plan(PlanInput(item: claimed.item, maxAttempts: claimed.maxAttempts))
             switch row.action {
             case .record(let record, let escalation):
@@ -102,9 +107,25 @@ extension DeliveryPass {
     /// The batch's planner: its context loaded in one set of queries, the routes, the time.
     func planner(for batch: [Claimed]) throws -> DeliveryPlanner {
         let now = clock.now()
-        let ctx = try store.loadContext(for: batch.map(\.item), now: now)
-        return DeliveryPlanner(
-            context: DeliveryContext(ctx), routes: routes.facts,
+        return planner(context: try store.loadContext(for: batch.map(\.item), now: now), now: now)
+    }
+
+    /// The batch's planner, and the recipients whose context could not be loaded (`loadContexts`):
+    /// their rows are failed, their batch-mates' planned.
+    func plannerAndUnloadable(for batch: [Claimed]) throws -> (DeliveryPlanner, [UUID: String]) {
+        let now = clock.now()
+        let loaded = try store.loadContexts(for: batch.map(\.item), now: now)
+        for recipient in loaded.unloadable.keys.sorted(by: { $0.uuidString < $1.uuidString }) {
+            logger.warning("a recipient's preferences and devices could not be read; their rows of the batch fail, the others go on",
+                           metadata: ["recipient_user_id": .string(recipient.lowercased),
+                                      "rows": "\(batch.filter { $0.item.recipientUserId == recipient }.count)"])
+        }
+        return (planner(context: loaded.context, now: now), loaded.unloadable)
+    }
+
+    private func planner(context: BatchContext, now: Date) -> DeliveryPlanner {
+        DeliveryPlanner(
+            context: DeliveryContext(context), routes: routes.facts,
             options: DecisionOptions(maxAge: options.maxAge, types: types, now: now),
             escalation: options.escalation)
     }
