@@ -214,7 +214,7 @@ import Testing
 
         try Self.owner(db)
         let b = try db.query("select notify_push, email, timezone from user_profiles where user_id = \(p.b)").first
-        #expect(b?["notify_push"].bool == false)
+        #expect(b?["notify_push"].isNull == true, "never set: the attacker set nothing for B")
         #expect(b?["email"].string == "x@example.com")
         #expect(try db.query("select count(*) from notification_queue").first?[0].int == 2)
         #expect(try db.query("select timezone from user_profiles where user_id = \(p.a)").first?["timezone"].string == "Asia/Tokyo")

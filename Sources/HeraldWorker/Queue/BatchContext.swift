@@ -64,19 +64,21 @@ extension QueueStore {
         return admins
     }
 
-    /// The recipients' preferences, from `user_profiles`.
+    /// The recipients' preferences, from `user_profiles`; push as `PushConsent` reads it (a
+    /// `notify_push` never set is on while the person has an active device token).
     private func profiles(of recipients: [UUID]) throws -> [UUID: Preferences] {
         var profiles: [UUID: Preferences] = [:]
         profiles.reserveCapacity(recipients.count)
         for row in try db.query("""
-            select user_id, timezone, locale, email, phone_e164, notify_in_app, notify_push, notify_email,
+            select user_id, timezone, locale, email, phone_e164, notify_in_app, notify_push,
+                   \(PushConsent.isOn("p")) as push_on, notify_email,
                    notify_sms, notify_whatsapp, champion_notify_email, champion_notify_sms,
                    quiet_hours_start::text as qs, quiet_hours_end::text as qe,
                    quiet_hours_notification_level as ql, quiet_hours_action as qa,
                    quiet_hours_allow_critical, daily_reminder_enabled, dose_reminder_enabled,
                    washout_notifications_enabled, test_start_reminder_enabled,
                    forecast_notifications_enabled, prompt_notifications_enabled
-              from user_profiles where user_id = any(\(recipients)::uuid[])
+              from user_profiles p where user_id = any(\(recipients)::uuid[])
             """) {
             if let prefs = Self.preferences(row) { profiles[prefs.userId] = prefs }
         }
@@ -95,13 +97,14 @@ extension QueueStore {
         var prefs = Preferences(
             userId: id, timezone: row["timezone"].string ?? "UTC", locale: row["locale"].string ?? "en",
             email: row["email"].string, phoneE164: row["phone_e164"].string,
-            notifyInApp: row["notify_in_app"].bool ?? true, notifyPush: row["notify_push"].bool ?? false,
+            notifyInApp: row["notify_in_app"].bool ?? true, notifyPush: row["push_on"].bool ?? false,
             notifyEmail: row["notify_email"].bool ?? false, notifySMS: row["notify_sms"].bool ?? false,
             notifyWhatsApp: row["notify_whatsapp"].bool ?? false,
             championNotifyEmail: row["champion_notify_email"].bool ?? true,
             championNotifySMS: row["champion_notify_sms"].bool ?? false,
             quietHoursStart: start, quietHoursEnd: end,
             quietLevel: level ?? .none, quietAction: action ?? .skip)
+        prefs.pushNeverSet = row["notify_push"].isNull
         prefs.quietAllowCritical = row["quiet_hours_allow_critical"].bool ?? true
         prefs.dailyReminderEnabled = row["daily_reminder_enabled"].bool ?? true
         prefs.doseReminderEnabled = row["dose_reminder_enabled"].bool ?? true
