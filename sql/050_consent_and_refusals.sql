@@ -1,4 +1,4 @@
--- Consent to push (docs/app-contract.md#consent-to-push).
+-- Consent to push and the app roles' grants (docs/app-contract.md).
 
 -- ---------------------------------------------------------------------------------------------------
 -- A registered device is consent to push. `notify_push` defaulted to false and nothing turned it on,
@@ -79,3 +79,81 @@ begin
                             'notification_type', request ->> 'notification_type', 'priority', request ->> 'priority');
 end
 $$;
+
+-- ---------------------------------------------------------------------------------------------------
+-- The app roles' grants, whenever the roles appear. Each migration grants the app roles that exist
+-- when it runs; roles made after `herald migrate` (a local database prepared after the fact) held
+-- nothing, and a second `herald migrate` had nothing to apply. The operator calls this function
+-- (scripts/supabase-like.sql does) to give them what the migrations give: `authenticated` the RPCs
+-- and its own rows' columns (row-level security narrows them), `service_role` the server-side send
+-- and notification_types, `anon` nothing. Returns the app roles it found. Re-runnable.
+--
+--     select herald_grant_app_roles();   -- {anon,authenticated,service_role}
+create or replace function herald_grant_app_roles() returns text[]
+language plpgsql volatile set search_path = public, pg_temp
+as $$
+declare
+  fn regprocedure;
+  found text[];
+  rpcs text[] := array['snooze_pattern_alert', 'dismiss_pattern_alert', 'get_family_pattern_alerts',
+                       'register_device_token', 'unregister_device_token', 'mark_notifications_read',
+                       'get_notifications', 'record_notification_action', 'get_notification_history',
+                       'schedule_reminder', 'reschedule_reminder', 'cancel_reminder', 'cancel_reminders_by_type',
+                       'get_scheduled_reminders', 'get_daily_forecast'];
+  sends text[] := array['send_notification', 'send_notification_status'];
+begin
+  select coalesce(array_agg(rolname::text order by rolname), '{}') into found
+    from pg_roles where rolname in ('anon', 'authenticated', 'service_role');
+  for fn in select p.oid::regprocedure from pg_proc p
+             where p.pronamespace = 'public'::regnamespace and p.proname = any(rpcs || sends) loop
+    execute format('revoke all on function %s from public', fn);
+    if 'anon' = any(found) then execute format('revoke all on function %s from anon', fn); end if;
+    if 'authenticated' = any(found) then
+      execute format(case when split_part(fn::text, '(', 1) = any(sends) then 'revoke all on function %s from authenticated'
+                          else 'grant execute on function %s to authenticated' end, fn);
+    end if;
+    if 'service_role' = any(found) and split_part(fn::text, '(', 1) = any(sends) then
+      execute format('grant execute on function %s to service_role', fn);
+    end if;
+  end loop;
+  if 'authenticated' = any(found) then
+    grant select on user_profiles, device_tokens, inbox to authenticated;
+    grant select, insert on daily_logs, dose_events to authenticated;
+    grant update (display_name, timezone, locale,
+                  notify_in_app, notify_push, notify_email, notify_sms, notify_whatsapp,
+                  champion_notify_email, champion_notify_sms,
+                  quiet_hours_start, quiet_hours_end, quiet_hours_notification_level, quiet_hours_action,
+                  forecast_notification_time, latitude, longitude, location_name,
+                  daily_reminder_enabled, dose_reminder_enabled, washout_notifications_enabled,
+                  test_start_reminder_enabled, forecast_notifications_enabled, prompt_notifications_enabled,
+                  daily_reminder_time, dose_reminder_advance_minutes, quiet_hours_allow_critical,
+                  adaptive_frequency_enabled)
+      on user_profiles to authenticated;
+    -- The policies call auth.uid() as the caller; where sql/001 made the schema, grant it.
+    if exists (select 1 from pg_namespace where nspname = 'auth' and nspowner = (select oid from pg_roles where rolname = current_user)) then
+      grant usage on schema auth to authenticated;
+    end if;
+  end if;
+  if 'service_role' = any(found) then
+    grant select, insert, update, delete on notification_types to service_role;
+  end if;
+  return found;
+end
+$$;
+
+-- ---------------------------------------------------------------------------------------------------
+-- Privileges: the function above for the owner only. Then the app roles that exist now get what the
+-- migrations give them.
+do $$
+declare fn regprocedure; app_role name;
+begin
+  for fn in select p.oid::regprocedure from pg_proc p
+             where p.pronamespace = 'public'::regnamespace
+               and p.proname in ('herald_grant_app_roles') loop
+    execute format('revoke all on function %s from public', fn);
+    for app_role in select rolname from pg_roles where rolname in ('anon', 'authenticated') loop
+      execute format('revoke all on function %s from %I', fn, app_role);
+    end loop;
+  end loop;
+end $$;
+select herald_grant_app_roles();
