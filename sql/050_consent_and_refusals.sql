@@ -1,4 +1,4 @@
--- Consent to push and the app roles' grants (docs/app-contract.md).
+-- Consent to push, the app roles' grants, and refusals that say what is wrong (docs/app-contract.md).
 
 -- ---------------------------------------------------------------------------------------------------
 -- A registered device is consent to push. `notify_push` defaulted to false and nothing turned it on,
@@ -81,6 +81,94 @@ end
 $$;
 
 -- ---------------------------------------------------------------------------------------------------
+-- No silent refusal. send_notification's required fields as in sql/036, a field of the wrong type
+-- named as such ("title_en must be a string, not a number") rather than as missing.
+create or replace function herald_send_check(request jsonb) returns void
+language plpgsql stable set search_path = public, pg_temp
+as $$
+declare
+  field text;
+  unknown text;
+begin
+  if request is null or jsonb_typeof(request) <> 'object' then
+    perform herald_raise('invalid_request', 'the request must be a JSON object');
+  end if;
+  select string_agg(k, ', ' order by k) into unknown from jsonb_object_keys(request) k
+   where k not in ('user_id', 'notification_type', 'priority', 'title_en', 'title_ar', 'body_en', 'body_ar',
+                   'deep_link', 'image_url', 'data', 'badge_increment', 'sound', 'scheduled_at');
+  if unknown is not null then
+    perform herald_raise('invalid_request', 'unknown field(s): ' || left(unknown, 200));
+  end if;
+  foreach field in array array['user_id', 'notification_type', 'priority', 'title_en', 'title_ar', 'body_en', 'body_ar'] loop
+    if coalesce(jsonb_typeof(request -> field), 'null') not in ('string', 'null') then
+      perform herald_raise('invalid_request', format('%s must be a string, not %s', field,
+                                                     case jsonb_typeof(request -> field) when 'array' then 'an array'
+                                                          when 'object' then 'an object' else 'a ' || jsonb_typeof(request -> field) end));
+    end if;
+    if jsonb_typeof(request -> field) is distinct from 'string' or btrim(request ->> field) = '' then
+      perform herald_raise('invalid_request', field || ' is required (a non-empty string)');
+    end if;
+  end loop;
+  if request ->> 'user_id' !~ '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' then
+    perform herald_raise('invalid_request', 'user_id must be a UUID');
+  end if;
+  if request ->> 'notification_type' !~ '^[a-z][a-z0-9_]{0,62}$' then
+    perform herald_raise('invalid_request', 'notification_type must be a lowercase slug (a letter, then letters, digits and _)');
+  end if;
+  if not exists (select 1 from notification_types t where t.type = request ->> 'notification_type') then
+    perform herald_raise('invalid_request', format('notification_type "%s" is not a notification type', request ->> 'notification_type'));
+  end if;
+  if request ->> 'priority' not in ('high', 'normal', 'low') then
+    perform herald_raise('invalid_request', 'priority must be high, normal or low');
+  end if;
+  foreach field in array array['title_en', 'title_ar'] loop
+    if char_length(request ->> field) > 256 then
+      perform herald_raise('invalid_request', field || ' must be at most 256 characters');
+    end if;
+  end loop;
+  foreach field in array array['body_en', 'body_ar'] loop
+    if char_length(request ->> field) > 2048 then
+      perform herald_raise('invalid_request', field || ' must be at most 2048 characters');
+    end if;
+  end loop;
+  perform herald_send_check_extras(request);
+end
+$$;
+
+-- mark_notifications_read as in sql/037, at most 1,000 ids: more is a validation_error, and nothing
+-- is marked (it used to mark the first 1,000 and say nothing of the rest).
+create or replace function mark_notifications_read(notification_ids uuid[]) returns jsonb
+language plpgsql security definer set search_path = public, pg_temp
+as $$
+declare
+  caller uuid := auth.uid();
+  at timestamptz := now();
+  ids uuid[];
+begin
+  if caller is null then
+    perform herald_raise('unauthorized', 'no caller: sign in first');
+  end if;
+  if notification_ids is null then
+    perform herald_raise('validation_error', 'notification_ids is required');
+  end if;
+  if cardinality(notification_ids) > 1000 then
+    perform herald_raise('validation_error', format('notification_ids names %s notifications; at most 1000 a call',
+                                                    cardinality(notification_ids)));
+  end if;
+  with named as (
+    select herald_entry_of(caller, n) as id from unnest(notification_ids) n
+  ), updated as (
+    update inbox i set is_read = true, read_at = at
+     where i.id in (select id from named) and i.user_id = caller and not i.is_read
+    returning i.id
+  )
+  select coalesce(array_agg(id), '{}') into ids from updated;
+  return jsonb_build_object('updated_count', cardinality(ids), 'notification_ids', to_jsonb(ids),
+                            'read_at', herald_ms(at));
+end
+$$;
+
+-- ---------------------------------------------------------------------------------------------------
 -- The app roles' grants, whenever the roles appear. Each migration grants the app roles that exist
 -- when it runs; roles made after `herald migrate` (a local database prepared after the fact) held
 -- nothing, and a second `herald migrate` had nothing to apply. The operator calls this function
@@ -142,14 +230,14 @@ end
 $$;
 
 -- ---------------------------------------------------------------------------------------------------
--- Privileges: the function above for the owner only. Then the app roles that exist now get what the
--- migrations give them.
+-- Privileges: the helpers above for the owner only; the two RPCs keep the grants they had. Then the
+-- app roles that exist now get what the migrations give them.
 do $$
 declare fn regprocedure; app_role name;
 begin
   for fn in select p.oid::regprocedure from pg_proc p
              where p.pronamespace = 'public'::regnamespace
-               and p.proname in ('herald_grant_app_roles') loop
+               and p.proname in ('herald_send_check', 'herald_grant_app_roles') loop
     execute format('revoke all on function %s from public', fn);
     for app_role in select rolname from pg_roles where rolname in ('anon', 'authenticated') loop
       execute format('revoke all on function %s from %I', fn, app_role);
