@@ -38,6 +38,8 @@ BY_HAND = {
 REVIEWED_DYNAMIC = {
     "herald_restrict_table": "996b075d204dfa10be54a9f6e4ad8178",
     "herald_audit_drop_before": "9f216d40678a1630641c36d204ac7df4",
+    # Formats only regprocedure values; decides by pg_proc.proname, not by their text.
+    "herald_grant_app_roles": "b9219e27192a2e863b645be2ddb38d1e",
 }
 # Helpers written into their callers, and why.
 INLINE = {
@@ -192,7 +194,7 @@ HEADER = """\
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("server_url")
-    parser.add_argument("--output", default="sql/049_functions_resolve_in_catalog.sql")
+    parser.add_argument("--output", default="sql/051_functions_resolve_in_catalog.sql")
     parser.add_argument("--check", action="store_true", help="exit 1 if the output file differs")
     options = parser.parse_args()
     output = options.output if os.path.isabs(options.output) else os.path.join(ROOT, options.output)

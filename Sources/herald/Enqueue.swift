@@ -60,6 +60,11 @@ struct Enqueue: ParsableCommand {
         n.dedupeKey = dedupeKey
         let db = try connect(settings)
         defer { db.close() }
+        // A row that could never be sent is refused here (exit 1), not failed at send time.
+        if let why = try databaseStep({ try n.refusal(db) }) {
+            BestEffortOutput.standardError("herald: \(why); nothing added\n")
+            throw ExitNow(code: .configuration)
+        }
         if let id = try databaseStep({ try n.insert(db) }) {
             print(id.uuidString.lowercased())
         } else {

@@ -103,7 +103,11 @@ struct Reschedule: ParsableCommand {
     @OptionGroup var rows: RowSelection
     @OptionGroup var common: CommonOptions
     func validate() throws {
-        guard ISO8601.parse(at) != nil else { throw ValidationError("--at must be an ISO 8601 instant with a zone") }
+        guard let instant = ISO8601.parse(at) else { throw ValidationError("--at must be an ISO 8601 instant with a zone") }
+        // A row moved into the past would be sent late or expire unsent: `herald retry` sends it now.
+        guard instant >= Date() else {
+            throw ValidationError("--at \(at) is in the past; give a later instant (or `herald retry` to send now)")
+        }
     }
     func run() throws { try operate(.reschedule(ISO8601.parse(at)!), rows, common) }
 }

@@ -64,6 +64,30 @@ import Testing
         #expect(try Fixtures(db: db).count("select count(*)::int from notification_queue where status = 'sent'") == 1)
     }
 
+    /// A follower decides each round with the types `notification_types` holds then: a type an app
+    /// adds with one insert while the follower runs is delivered at its next round, not failed as
+    /// unknown.
+    @Test func aTypeAddedWhileAFollowerRunsIsDeliveredAtItsNextRound() throws {
+        let p = try SendPushTests.Providers()
+        defer { p.shutdown() }
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let user = try Self.person(db)
+        let env = p.settings.merging(["DATABASE_URL": tdb.url, "HERALD_LOG_LEVEL": "debug"]) { $1 }
+        let follower = try FollowerProcess(env: env, deadline: 120)
+        #expect(follower.waitForWaits(1), "\(follower.logText)")
+
+        try db.execute("insert into notification_types (type) values ('appointment')")
+        let id = try SendPushTests.send(db, SendNotificationTests.request(user, ["notification_type": "appointment"]))
+        let message = try #require(try Self.expoMessage(p.expo, id: id), "\(follower.logText)")
+        #expect(message["data"]?["notification_type"]?.stringValue == "appointment")
+        kill(follower.process.processIdentifier, SIGTERM)
+        let summary = follower.finish(seconds: 15)
+        #expect(summary["sent"]?.intValue == 1)
+        #expect(try Fixtures(db: db).row(try #require(UUID(uuidString: id)))["status"].string == "sent")
+    }
+
     /// Through PgBouncer in transaction mode no notification can reach the follower: it says it polls
     /// (every 500 ms, the default), and the send still reaches Expo while it runs.
     @Test(.enabled(if: PgBouncer.binary != nil, "needs pgbouncer (scripts/deps.sh installs it)"))

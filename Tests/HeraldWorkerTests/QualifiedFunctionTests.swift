@@ -4,7 +4,7 @@ import HeraldPostgres
 import HeraldTestSupport
 import Testing
 
-/// Herald's functions look names up only where no app role can create (sql/049, written by
+/// Herald's functions look names up only where no app role can create (sql/051, written by
 /// scripts/qualify-functions.py): each has `search_path = pg_catalog, pg_temp`, the migration is what
 /// the script writes from the migrations before it, and Supabase's advisor finds no mutable path.
 @Suite struct QualifiedFunctionTests {
@@ -45,14 +45,14 @@ import Testing
         #expect(try Self.offenders(db) == [])
     }
 
-    /// sql/049 is exactly what `scripts/qualify-functions.py` writes from the migrations before it, so a
+    /// sql/051 is exactly what `scripts/qualify-functions.py` writes from the migrations before it, so a
     /// function a new earlier migration defines or changes is not left out or undone: after adding one,
     /// run the script again (the migration's header says how).
     @Test(.enabled(if: Self.canRun("python3") && Self.canRun("psql"), "needs python3 and psql"))
     func theFunctionsMigrationIsWhatItsScriptWritesFromTheMigrationsBeforeIt() throws {
         let run = DeployTests.run("python3", [Self.root.appendingPathComponent("scripts/qualify-functions.py").path,
                                              try TestDatabase.serverURL(), "--check",
-                                             "--output", "sql/049_functions_resolve_in_catalog.sql"])
+                                             "--output", "sql/051_functions_resolve_in_catalog.sql"])
         #expect(run?.status == 0, "\(run?.out ?? "python3 did not start")")
     }
 

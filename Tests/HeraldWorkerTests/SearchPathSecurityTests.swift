@@ -9,7 +9,7 @@ import Testing
 /// argument match across the whole search_path, so `public.to_timestamp(numeric)` beats the built-in's
 /// `double precision`, and an exact-typed overload beats a polymorphic or `any` built-in; a SECURITY
 /// DEFINER body that finds it runs it as herald's owner. Every herald function resolves in pg_catalog
-/// only and names herald's own objects `public.<name>` (sql/049).
+/// only and names herald's own objects `public.<name>` (sql/051).
 @Suite struct SearchPathSecurityTests {
     /// The attacker's functions, created as `authenticated`: each records its name in a table the
     /// attacker owns and rewrites every profile's email and phone, then answers as the built-in would.
@@ -108,11 +108,11 @@ import Testing
         }
     }
 
-    /// The same calls against the functions as the migrations before sql/049 left them (`public` on
+    /// The same calls against the functions as the migrations before sql/051 left them (`public` on
     /// their path) run every one of the attacker's functions as the owner: the attack above is real, and
     /// each overload matches a call these functions make.
     @Test func theAttackersFunctionsRanAsTheOwnerBeforeFunctionsResolvedInPgCatalog() throws {
-        let before = try Migrator(directory: TestDatabase.migrationsDirectory).migrations.filter { $0.version < 49 }
+        let before = try Migrator(directory: TestDatabase.migrationsDirectory).migrations.filter { $0.version < 51 }
         let (tdb, db) = try SecurityTests.supabase(migrations: Migrator(migrations: before))
         defer { tdb.drop() }
         let p = try SecurityTests.people(db)

@@ -8,33 +8,26 @@ import Testing
 /// (sql/008_security.sql): row-level security, grants, helper functions and the RPCs. Device token
 /// reassignment is DeviceTokenSecurityTests'; the catalog checks, SchemaCatalogTests'.
 @Suite struct SecurityTests {
-    /// The roles PostgREST switches to on Supabase. Roles belong to the whole server and tests run in
-    /// parallel, so each is created once, by whoever gets there first.
-    static func createSupabaseRoles() throws {
-        let server = try PGConnection(try TestDatabase.serverURL(), applicationName: "herald-tests")
-        defer { server.close() }
-        for (role, options) in [("anon", "nologin"), ("authenticated", "nologin"), ("service_role", "nologin bypassrls")] {
-            try server.executeScript("""
-                do $$ begin create role \(role) \(options);
-                exception when duplicate_object or unique_violation then null; end $$
-                """)
-        }
+    /// scripts/supabase-like.sql, the recipe docs/app-contract.md gives for a local Supabase-like
+    /// database: the app roles (made once for the whole server, by whichever test gets there first),
+    /// `public` granted to them, and default privileges for what is created next.
+    static let supabaseLikeScript: URL = TestDatabase.migrationsDirectory.deletingLastPathComponent()
+        .appendingPathComponent("scripts/supabase-like.sql")
+
+    /// Runs scripts/supabase-like.sql on `db`, as an operator runs it with psql.
+    static func prepareLikeSupabase(_ db: PGConnection) throws {
+        try db.executeScript(try String(contentsOf: supabaseLikeScript, encoding: .utf8))
     }
 
-    /// A fresh database prepared as Supabase prepares `public` (everything new granted to the app roles
-    /// by default privileges), then migrated with `migrations` (default: the repository's sql/). The
-    /// shared template cannot be used: it may have been built before the roles existed.
+    /// A fresh database prepared as Supabase prepares `public` (scripts/supabase-like.sql: everything
+    /// new granted to the app roles by default privileges), then migrated with `migrations` (default:
+    /// the repository's sql/). The shared template cannot be used: it may have been built before the
+    /// roles existed.
     static func supabase(migrations: Migrator? = nil) throws -> (TestDB, PGConnection) {
-        try createSupabaseRoles()
         let empty = FileManager.default.temporaryDirectory.appendingPathComponent("herald-no-migrations-\(UUID())")
         let tdb = try TestDatabase.create(migrationsDirectory: empty)
         let db = try tdb.connect()
-        try db.executeScript("""
-            grant usage on schema public to anon, authenticated, service_role;
-            alter default privileges in schema public grant all on tables to anon, authenticated, service_role;
-            alter default privileges in schema public grant all on sequences to anon, authenticated, service_role;
-            alter default privileges in schema public grant all on functions to anon, authenticated, service_role;
-            """)
+        try prepareLikeSupabase(db)
         try (migrations ?? Migrator(directory: TestDatabase.migrationsDirectory)).migrate(db)
         return (tdb, db)
     }
@@ -214,7 +207,7 @@ import Testing
 
         try Self.owner(db)
         let b = try db.query("select notify_push, email, timezone from user_profiles where user_id = \(p.b)").first
-        #expect(b?["notify_push"].bool == false)
+        #expect(b?["notify_push"].isNull == true, "never set: the attacker set nothing for B")
         #expect(b?["email"].string == "x@example.com")
         #expect(try db.query("select count(*) from notification_queue").first?[0].int == 2)
         #expect(try db.query("select timezone from user_profiles where user_id = \(p.a)").first?["timezone"].string == "Asia/Tokyo")

@@ -151,7 +151,8 @@ struct SendEndpointTests {
     }
 
     /// The refusals, each with its HTTP status and the contract's error body: no service role key 403,
-    /// a bad request 400, no device 404, a dead token 422, over the rate limit 429 with `retry_after`.
+    /// a bad request 400, no device 404, a dead token 422, push switched off 422, over the rate limit
+    /// 429 with `retry_after`.
     @Test func theRefusalsAnswerTheContractsStatuses() throws {
         let (tdb, db) = try SecurityTests.supabase()
         defer { tdb.drop() }
@@ -176,6 +177,10 @@ struct SendEndpointTests {
             values (\(noDevice), 'ExponentPushToken[dead]', 'expo', false, now(), 'expo DeviceNotRegistered: gone')
             """)
         #expect(Self.error(try Self.post(db, SendNotificationTests.request(noDevice))) == (422, "invalid_token"))
+        // A person who switched push off: 422 push_disabled at once, not a send skipped later.
+        try db.execute("update user_profiles set notify_push = false where user_id = \(user)")
+        #expect(Self.error(try Self.post(db, request)) == (422, "push_disabled"))
+        try db.execute("update user_profiles set notify_push = null where user_id = \(user)")
 
         // A full minute: 100 sends 30 seconds ago.
         try db.execute("""

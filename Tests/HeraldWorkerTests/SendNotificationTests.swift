@@ -80,7 +80,7 @@ import Testing
         let invalid: [(String, [String: JSONValue?])] = [
             ("title_ar is required", ["title_ar": nil]),
             ("body_en is required", ["body_en": "  "]),
-            ("title_en is required", ["title_en": 5]),
+            ("title_en must be a string, not a number", ["title_en": 5]),
             ("user_id must be a UUID", ["user_id": "user-uuid-456"]),
             ("unknown field(s): badge", ["badge": 1]),
             ("lowercase slug", ["notification_type": "Assignment"]),

@@ -21,8 +21,8 @@ import Testing
             values (\(user), \("ar-" + huge), \(huge), \(huge), \(huge + "@example.com"))
             """)
         try db.execute("""
-            insert into device_tokens (user_id, device_token, platform, locale, device_name, app_version, os_version)
-            values (\(user), 'ExponentPushToken[old-row]', 'ios', \(huge), \(huge), \(huge), \(huge))
+            insert into device_tokens (user_id, device_token, platform, provider, locale, device_name, app_version, os_version)
+            values (\(user), 'ExponentPushToken[old-row]', 'ios', 'expo', \(huge), \(huge), \(huge), \(huge))
             """)
         try db.execute("""
             insert into reminders (user_id, schedule, local_time, title, body, related_entity_type, related_entity_id)

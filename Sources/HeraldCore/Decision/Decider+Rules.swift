@@ -44,6 +44,7 @@ extension Decider {
         }
         // 4. The channel's toggle.
         if !Self.channelEnabled(row.channel, row.prefs, aboutAnotherMember: row.item.isAboutAnotherMember) {
+            Self.noteToggle(row, in: &trail)
             return .skip(.channelDisabled)
         }
         // 5. Somewhere to deliver it.
@@ -86,6 +87,16 @@ extension Decider {
             case .testStart: return p.testStartReminderEnabled
             }
         case .patternAlert, .system, nil: return true
+        }
+    }
+
+    /// Rule 4's trail: the column that decided (`decided_by`, e.g. `user_profiles.notify_push`) and,
+    /// for push, the value it holds (null: never set, and the person has no active device).
+    static func noteToggle(_ row: CheckedRow, in trail: inout Trail) {
+        guard let column = row.channel.decidingColumn(aboutAnotherMember: row.item.isAboutAnotherMember) else { return }
+        trail["decided_by"] = .string("user_profiles.\(column)")
+        if row.channel == .push {
+            trail["notify_push"] = row.prefs.pushNeverSet ? .null : .bool(row.prefs.notifyPush)
         }
     }
 

@@ -58,6 +58,16 @@ extension Channel {
         }
     }
 
+    /// The `user_profiles` column that decides whether the channel reaches a recipient: the toggle, or
+    /// about another member (a champion's alert) the champion toggle where the channel has one.
+    public func decidingColumn(aboutAnotherMember: Bool) -> String? {
+        switch self {
+        case .email where aboutAnotherMember: "champion_notify_email"
+        case .sms where aboutAnotherMember: "champion_notify_sms"
+        default: toggleColumn
+        }
+    }
+
     /// The `user_profiles` toggle an opt-out turns off (Twilio 21610 STOP, an email that bounces for
     /// good); nil: the channel has none, and a dead destination there is only recorded.
     public var optOutSwitch: String? {

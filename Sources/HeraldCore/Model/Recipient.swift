@@ -10,7 +10,12 @@ public struct Preferences: Sendable, Equatable {
     public var email: String?
     public var phoneE164: String?
     public var notifyInApp: Bool
+    /// Whether the person is pushed: `user_profiles.notify_push`, or, where they never set it (null),
+    /// whether they have an active device token (a registered device is consent to push).
     public var notifyPush: Bool
+    /// `user_profiles.notify_push` is null: the person never set it, and `notifyPush` follows their
+    /// devices.
+    public var pushNeverSet: Bool = false
     public var notifyEmail: Bool
     public var notifySMS: Bool
     public var notifyWhatsApp: Bool

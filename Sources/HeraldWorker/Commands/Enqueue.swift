@@ -21,6 +21,22 @@ public struct ManualNotification: Sendable {
         self.kind = kind
     }
 
+    /// Why the row cannot be sent, before it is written: a recipient herald has no profile for, or a
+    /// type that is not a row of `notification_types`. Nil when both are known.
+    public func refusal(_ db: PGConnection) throws -> String? {
+        let row = try db.query("""
+            select exists (select 1 from user_profiles where user_id = \(recipient)) as person,
+                   exists (select 1 from notification_types where type = \(kind)) as known
+            """).first
+        if row?["person"].bool != true {
+            return "no user_profiles row has user_id \(recipient.lowercased): herald cannot reach that recipient"
+        }
+        if row?["known"].bool != true {
+            return "unknown notification type \"\(kind)\": add it to notification_types first (docs/app-contract.md#notification-types)"
+        }
+        return nil
+    }
+
     /// Inserts the row and its `enqueued` event; returns the new id, or nil when the dedupe key exists.
     public func insert(_ db: PGConnection) throws -> UUID? {
         var payload: [String: JSONValue] = ["source": "herald enqueue"]

@@ -5,7 +5,7 @@ import HeraldPostgres
 /// setting (the caller's path for one without), and the schema the functions live in, which their
 /// bodies name (`public.herald_raise(…)`). A role that may create there can add a better-matching
 /// overload of a built-in or of one of herald's functions, and a SECURITY DEFINER function would run it
-/// as the owner. Since sql/049 the functions resolve in pg_catalog only, so `public` is what remains.
+/// as the owner. Since sql/051 the functions resolve in pg_catalog only, so `public` is what remains.
 ///
 ///     SearchPathCheck.check([.init(role: "authenticated", schema: "public")], schemas: ["pg_catalog", "public"])
 ///     // warn  database.search_path  authenticated may create in schema public, …

@@ -127,7 +127,8 @@ struct ForecastPhase {
         return result
     }
 
-    /// Who could be due: push on, and a location or a forecast row to send; each with their local
+    /// Who could be due: push on (`PushConsent`: a `notify_push` never set is on while the person
+    /// has an active device token), and a location or a forecast row to send; each with their local
     /// dates whose notification time is within the lead or has passed. People whose zone herald cannot
     /// read are noted.
     func candidates(unknownZones: inout UnknownZones) throws -> [Candidate] {
@@ -136,7 +137,7 @@ struct ForecastPhase {
             select p.user_id, p.timezone, p.forecast_notification_time::text as t, p.latitude, p.longitude,
                    left(p.location_name, 200) as location_name, left(p.locale, 35) as locale
               from user_profiles p
-             where p.notify_push
+             where \(PushConsent.isOn("p"))
                and (p.latitude is not null or exists (
                       select 1 from daily_forecasts f where f.user_id = p.user_id
                          and f.forecast_date >= \(now)::date - 1 and f.forecast_date <= \(now)::date + 1))

@@ -65,11 +65,12 @@ extension PatternPhase {
     }
 
     /// Each member's family admins (other than the member), with the channels each has enabled for
-    /// alerts about a family member.
+    /// alerts about a family member (push as `PushConsent` reads it).
     private func admins(of members: [UUID], db: PGConnection) throws -> [UUID: [(admin: UUID, channels: [Channel])]] {
         var admins: [UUID: [(admin: UUID, channels: [Channel])]] = [:]
         for row in try db.query("""
-            select distinct fm.user_id as member, a.user_id as admin, p.notify_push, p.notify_in_app,
+            select distinct fm.user_id as member, a.user_id as admin,
+                   \(PushConsent.isOn("p")) as notify_push, p.notify_in_app,
                    p.champion_notify_email, p.champion_notify_sms, p.notify_whatsapp
               from family_members fm
               join family_members a on a.family_id = fm.family_id and a.role = 'admin' and a.user_id <> fm.user_id

@@ -64,10 +64,11 @@ extension QueueStore {
         return admins
     }
 
-    /// The recipients' preferences, from `user_profiles`. Text is read within its CHECK's limit
-    /// (sql/047_bounded_app_text.sql) whatever a row holds, so a value written before the limit cannot
-    /// fill the pass's memory: a locale's or a zone's first characters (their language, or a zone no
-    /// shorter name is), an address only whole.
+    /// The recipients' preferences, from `user_profiles`; push as `PushConsent` reads it (a
+    /// `notify_push` never set is on while the person has an active device token). Text is read within
+    /// its CHECK's limit (sql/047_bounded_app_text.sql) whatever a row holds, so a value written before
+    /// the limit cannot fill the pass's memory: a locale's or a zone's first characters (their language,
+    /// or a zone no shorter name is), an address only whole.
     private func profiles(of recipients: [UUID]) throws -> [UUID: Preferences] {
         var profiles: [UUID: Preferences] = [:]
         profiles.reserveCapacity(recipients.count)
@@ -75,14 +76,14 @@ extension QueueStore {
             select user_id, left(timezone, 64) as timezone, left(locale, 35) as locale,
                    case when char_length(email) <= 254 then email end as email,
                    case when char_length(phone_e164) <= 16 then phone_e164 end as phone_e164,
-                   notify_in_app, notify_push, notify_email,
+                   notify_in_app, notify_push, \(PushConsent.isOn("p")) as push_on, notify_email,
                    notify_sms, notify_whatsapp, champion_notify_email, champion_notify_sms,
                    quiet_hours_start::text as qs, quiet_hours_end::text as qe,
                    quiet_hours_notification_level as ql, quiet_hours_action as qa,
                    quiet_hours_allow_critical, daily_reminder_enabled, dose_reminder_enabled,
                    washout_notifications_enabled, test_start_reminder_enabled,
                    forecast_notifications_enabled, prompt_notifications_enabled
-              from user_profiles where user_id = any(\(recipients)::uuid[])
+              from user_profiles p where user_id = any(\(recipients)::uuid[])
             """) {
             if let prefs = Self.preferences(row) { profiles[prefs.userId] = prefs }
         }
@@ -101,13 +102,14 @@ extension QueueStore {
         var prefs = Preferences(
             userId: id, timezone: row["timezone"].string ?? "UTC", locale: row["locale"].string ?? "en",
             email: row["email"].string, phoneE164: row["phone_e164"].string,
-            notifyInApp: row["notify_in_app"].bool ?? true, notifyPush: row["notify_push"].bool ?? false,
+            notifyInApp: row["notify_in_app"].bool ?? true, notifyPush: row["push_on"].bool ?? false,
             notifyEmail: row["notify_email"].bool ?? false, notifySMS: row["notify_sms"].bool ?? false,
             notifyWhatsApp: row["notify_whatsapp"].bool ?? false,
             championNotifyEmail: row["champion_notify_email"].bool ?? true,
             championNotifySMS: row["champion_notify_sms"].bool ?? false,
             quietHoursStart: start, quietHoursEnd: end,
             quietLevel: level ?? .none, quietAction: action ?? .skip)
+        prefs.pushNeverSet = row["notify_push"].isNull
         prefs.quietAllowCritical = row["quiet_hours_allow_critical"].bool ?? true
         prefs.dailyReminderEnabled = row["daily_reminder_enabled"].bool ?? true
         prefs.doseReminderEnabled = row["dose_reminder_enabled"].bool ?? true

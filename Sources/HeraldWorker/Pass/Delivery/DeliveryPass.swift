@@ -26,7 +26,8 @@ final class DeliveryPass {
     let logger: Logger
     let outbox: Outbox
     var renderer: Renderer
-    /// The notification types (`notification_types`), read when the phase starts.
+    /// The notification types (`notification_types`), read when the phase starts and at each round of
+    /// a follower (`loadTypes`).
     var types = NotificationTypes.builtIn
     var summary: Summary
     var rng = SystemRandomNumberGenerator()
@@ -66,8 +67,7 @@ final class DeliveryPass {
     var routableChannels: [Channel] { routes.routable }
 
     func run() throws {
-        types = try store.loadTypes()
-        renderer.options.types = types
+        try loadTypes()
         try countHeldBack()
         if options.dryRun {
             let budget = options.batchSize * (options.drain ? 100 : (options.maxBatches ?? 1))
@@ -78,6 +78,13 @@ final class DeliveryPass {
         }
         try drainDue()
         if options.progress { BestEffortOutput.standardError("\n") }
+    }
+
+    /// Reads `notification_types` for the decisions and the rendering that follow: a type an app adds
+    /// is known from the next round on.
+    func loadTypes() throws {
+        types = try store.loadTypes()
+        renderer.options.types = types
     }
 
     /// Claims and delivers batch after batch until `claimNext` says stop (the batch budget, the

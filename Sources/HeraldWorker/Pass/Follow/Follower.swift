@@ -52,6 +52,7 @@ final class Follower {
         }
         while !StopSignal.requested && pass.clock.elapsed < pass.options.deadline {
             if let listener { report.notified += try reading { try listener.take() } }
+            try delivery.loadTypes()  // each round decides with the types as they are now
             try delivery.drainDue()
             if delivery.summary.interrupted { break }
             let seconds = try nextWait()

@@ -25,6 +25,7 @@ export const ERROR_STATUS = Object.freeze({
   not_found: 404,
   method_not_allowed: 405,
   validation_error: 422,
+  push_disabled: 422,
   rate_limit_exceeded: 429,
   internal_error: 500,
 });
