@@ -94,7 +94,7 @@ extension Settings {
         SettingSpec("HERALD_FOLLOW_POLL_MS", default: "500", "a polling follower's interval"),
         SettingSpec("HERALD_LOG_LEVEL", default: "info", "the log level"),
         SettingSpec("HERALD_CURL_VERBOSE", "1: libcurl describes every exchange on stderr"),
-        SettingSpec("HERALD_SQL_DIR", default: "./sql", "where herald migrate finds the migrations"),
+        SettingSpec("HERALD_SQL_DIR", "the folder herald migrate reads herald's migrations from (default: share/herald/sql beside the binary)"),
     ]
 
     /// The registry's entry for `key`, if it declares one.
