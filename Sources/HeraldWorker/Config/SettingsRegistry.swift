@@ -99,4 +99,10 @@ extension Settings {
 
     /// The registry's entry for `key`, if it declares one.
     public static func spec(_ key: String) -> SettingSpec? { registry.first { $0.matches(key) } }
+
+    /// The variables set that herald does not read, a typo most often: every `HERALD_*` one, and any of
+    /// the config file, that the registry does not declare. `herald doctor` and `herald run` warn of each.
+    public var unknown: [String] {
+        keys.filter { Settings.spec($0) == nil && ($0.hasPrefix("HERALD_") || source(of: $0) == .configFile) }
+    }
 }
