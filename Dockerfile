@@ -23,6 +23,8 @@ RUN swift build -c release --static-swift-stdlib --product herald \
  && install -m 0755 "$(swift build -c release --static-swift-stdlib --show-bin-path)/herald" /herald
 
 FROM debian:bookworm-slim AS runtime
+# A RUN whose pipe fails fails the build (bash is in Debian's base, slim included).
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ARG HERALD_UID=10001
 COPY deploy/image/runtime-packages.txt /tmp/runtime-packages.txt
 RUN apt-get update \

@@ -24,13 +24,14 @@ build: deps
 # Starts PostgreSQL, runs every test with the server's URL, stops the server whatever the outcome,
 # and ends with one line: "tests: N passed, N failed". The release binary is built too: the container
 # image's test (ImageRootfsTests) runs it in the image's root filesystem, whose Debian tree is downloaded
-# beside the builds (the test waits for it on a lock), so that no test runs beside debootstrap.
+# beside the builds (the test waits for it on a lock), so that no test runs beside debootstrap. The
+# platforms' checkers (hadolint, kubernetes-validate, actionlint) are required: a missing one fails.
 test: deps
 	@mkdir -p .build && (scripts/image-rootfs.sh cache >.build/image-rootfs.log 2>&1 &)
 	$(SWIFT) build --build-tests
 	$(RELEASE)
 	@url=$$($(PG) start) && trap '$(PG) stop' EXIT INT TERM && \
-	  HERALD_TEST_DATABASE_URL="$$url" $(SWIFT) test --skip-build 2>&1 | tee .build/test.log; \
+	  HERALD_TEST_DATABASE_URL="$$url" HERALD_TEST_CHECKERS=required $(SWIFT) test --skip-build 2>&1 | tee .build/test.log; \
 	  rc=$${PIPESTATUS[0]}; scripts/test-summary.sh .build/test.log; exit $$rc
 
 # Only the herald binary: the demo needs none of the test-only targets (SwiftNIO, BoringSSL).

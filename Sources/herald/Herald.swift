@@ -16,6 +16,7 @@ struct Herald: ParsableCommand {
             The database is configured by DATABASE_URL (or libpq's PG* variables); channels by their \
             variables (see docs/configuration.md); `herald doctor` checks them all, sending nothing. Exit codes: 0 done, 1 configuration error, 2 database error, 3 interrupted, 4 degraded.
             """,
+        version: Release.description,
         subcommands: [Run.self, Migrate.self, Status.self, Explain.self, Enqueue.self,
                       Retry.self, Cancel.self, Reschedule.self, Unlock.self, Pause.self, Resume.self,
                       Doctor.self])

@@ -11,13 +11,18 @@ struct Migrate: ParsableCommand {
         discussion: """
             Applied migrations are recorded in schema_migrations. Two `herald migrate` started at once are \
             safe: the second waits for the first, then finds nothing left to do. The migrations are read \
-            from --sql-dir, else HERALD_SQL_DIR, else ./sql, else the sql/ folder of herald's checkout.
+            from --sql-dir, else HERALD_SQL_DIR, and a folder either names is used or refused (exit 1), \
+            never replaced; without either, from the first folder that holds herald's migrations of: \
+            <prefix>/share/herald/sql beside <prefix>/bin/herald, the sql/ of the checkout a development \
+            build runs from, ./sql. A folder whose first migration is not herald's 001_auth.sql as released \
+            (another app's, or empty) is refused before anything is applied. With --quiet nothing is \
+            printed unless it fails; --dry-run always prints what it would apply.
             """)
 
     @Flag(help: "List the migrations that would be applied; change nothing.")
     var dryRun = false
 
-    @Option(help: "The folder of numbered .sql files.")
+    @Option(help: "herald's migrations folder (else HERALD_SQL_DIR, else share/herald/sql beside the binary).")
     var sqlDir: String?
 
     @Option(help: """
@@ -38,7 +43,7 @@ struct Migrate: ParsableCommand {
         let (settings, _) = try common.start()
         let migrator: Migrator
         do {
-            migrator = try Migrator(directory: URL(fileURLWithPath: try locateSQL(settings)))
+            migrator = try MigrationsFolder.locate(flag: sqlDir, setting: settings["HERALD_SQL_DIR"])
         } catch {
             BestEffortOutput.standardError("herald: \(error)\n")
             throw ExitNow(code: .configuration)
@@ -47,37 +52,32 @@ struct Migrate: ParsableCommand {
         defer { db.close() }
         let applied = try databaseStep { try migrator.migrate(db, dryRun: dryRun) }
         let names = applied.map { "\($0.version)_\($0.name)" }
-        if applied.isEmpty {
-            print("herald migrate: nothing to apply; \(migrator.migrations.count) migrations already applied")
-        } else {
-            print("herald migrate: \(dryRun ? "would apply" : "applied") \(names.joined(separator: ", "))")
+        if dryRun {
+            print(applied.isEmpty ? "herald migrate: nothing to apply" : "herald migrate: would apply \(names.joined(separator: ", "))")
+        } else if !common.quiet {
+            if applied.isEmpty {
+                let count = try databaseStep { try Self.recorded(db) }
+                print("herald migrate: nothing to apply; \(count) migrations already applied")
+            } else {
+                print("herald migrate: applied \(names.joined(separator: ", "))")
+            }
         }
         if let n = queuePartitions, !dryRun {
             let previous = try databaseStep {
                 try db.transaction { try $0.query("select herald_partition_queue(\(n)) as n").first?["n"].int ?? 1 }
             }
+            guard !common.quiet else { return }
             print(previous == n
                   ? "herald migrate: the queue already has \(n) partition\(n == 1 ? "" : "s")"
                   : "herald migrate: the queue went from \(previous) to \(n) partition\(n == 1 ? "" : "s")")
         }
     }
 
-    func locateSQL(_ settings: Settings) throws -> String {
-        var candidates: [String] = []
-        if let d = sqlDir { candidates.append(d) }
-        if let d = settings["HERALD_SQL_DIR"] { candidates.append(d) }
-        candidates.append(FileManager.default.currentDirectoryPath + "/sql")
-        // .build/<config>/herald → the checkout's sql/
-        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        candidates.append(exe.deletingLastPathComponent().appendingPathComponent("../../../sql").standardized.path)
-        candidates.append(exe.deletingLastPathComponent().appendingPathComponent("../share/herald/sql").standardized.path)
-        var isDir: ObjCBool = false
-        for c in candidates where FileManager.default.fileExists(atPath: c, isDirectory: &isDir) && isDir.boolValue {
-            return c
-        }
-        if let d = sqlDir ?? settings["HERALD_SQL_DIR"] {
-            throw ConfigError("the migrations folder \(d) does not exist")
-        }
-        throw ConfigError("cannot find the sql/ migrations folder: pass --sql-dir or set HERALD_SQL_DIR")
+    /// How many migrations the database's `schema_migrations` records.
+    static func recorded(_ db: PGConnection) throws -> Int {
+        try db.query("""
+            select case when to_regclass('schema_migrations') is null then 0
+                        else (select count(*)::int from schema_migrations) end as n
+            """).first?["n"].int ?? 0
     }
 }

@@ -7,11 +7,14 @@ struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run one pass: claim due notifications, decide, send, record, print a summary.",
         discussion: """
-            Prints one JSON summary on stdout, e.g. {"ok":true,"processed":5,"sent":2,"skipped":3,…}, and \
-            structured logs on stderr. Many passes may run at once: rows are claimed with SKIP LOCKED.
+            Prints one JSON summary on stdout, e.g. {"ok":true,"exit_code":0,"processed":5,"sent":2,…}, \
+            and structured logs on stderr; "ok" is true only when the pass exits 0. A dry run prints the \
+            same one document, with each due row's "decisions" and what it did "not_run". Many passes \
+            may run at once: rows are claimed with SKIP LOCKED. A variable named HERALD_* that herald \
+            does not read is warned of.
             Exit codes: 0 done (failed deliveries are retried by later passes), 1 configuration error, \
-            2 database error, 3 interrupted by SIGTERM/SIGINT (in-flight rows recorded first), 4 degraded \
-            (delivery ran but a phase failed; see phase_errors).
+            2 database error, 3 interrupted by \(StopSignal.names.joined(separator: "/")) (in-flight rows \
+            recorded first), 4 degraded (delivery ran but a phase failed; see phase_errors).
             With --follow the pass then keeps delivering until --deadline, within a notification's \
             round trip of a row coming due (HERALD_FOLLOW_LISTEN, HERALD_FOLLOW_POLL_MS).
             """)
@@ -39,7 +42,7 @@ struct Run: ParsableCommand {
                                valueName: "phases"))
     var only: String?
 
-    @Flag(help: "Decide everything and print what would be sent; change nothing.")
+    @Flag(help: "Decide everything and print one summary of what would be sent and what was not run; change nothing.")
     var dryRun = false
 
     @Option(help: "Skip pending rows older than this many hours as expired.")

@@ -36,6 +36,28 @@ public enum Tools {
     /// psql, which the smoke script (scripts/smoke.sh) adds its recipients with.
     public static let psql = succeeds("psql", ["--version"])
 
+    /// The platforms' own checkers' folder: the virtualenv scripts/deps.sh makes in the checkout.
+    public static let checkers = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/checkers/bin")
+
+    /// A checker's program: in `checkers`, else on PATH; nil when neither has it.
+    public static func checker(_ name: String) -> String? {
+        let path = checkers.appendingPathComponent(name).path
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
+        return succeeds(name, ["--version"]) ? name : nil
+    }
+
+    /// `make test` sets `HERALD_TEST_CHECKERS=required`: a checker that is missing then fails its test
+    /// instead of skipping it, since `make test` installs them.
+    public static let checkersRequired = ProcessInfo.processInfo.environment["HERALD_TEST_CHECKERS"] == "required"
+
+    /// hadolint, on the Dockerfile.
+    public static let hadolint = checker("hadolint")
+    /// kubernetes-validate, on the Kubernetes manifests.
+    public static let kubernetesValidate = checker("kubernetes-validate")
+    /// actionlint, on the workflows.
+    public static let actionlint = checker("actionlint")
+
     /// systemd-analyze, which checks a timer's OnCalendar.
     public static let systemdAnalyze = FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")
 }

@@ -94,9 +94,15 @@ extension Settings {
         SettingSpec("HERALD_FOLLOW_POLL_MS", default: "500", "a polling follower's interval"),
         SettingSpec("HERALD_LOG_LEVEL", default: "info", "the log level"),
         SettingSpec("HERALD_CURL_VERBOSE", "1: libcurl describes every exchange on stderr"),
-        SettingSpec("HERALD_SQL_DIR", default: "./sql", "where herald migrate finds the migrations"),
+        SettingSpec("HERALD_SQL_DIR", "the folder herald migrate reads herald's migrations from (default: share/herald/sql beside the binary)"),
     ]
 
     /// The registry's entry for `key`, if it declares one.
     public static func spec(_ key: String) -> SettingSpec? { registry.first { $0.matches(key) } }
+
+    /// The variables set that herald does not read, a typo most often: every `HERALD_*` one, and any of
+    /// the config file, that the registry does not declare. `herald doctor` and `herald run` warn of each.
+    public var unknown: [String] {
+        keys.filter { Settings.spec($0) == nil && ($0.hasPrefix("HERALD_") || source(of: $0) == .configFile) }
+    }
 }

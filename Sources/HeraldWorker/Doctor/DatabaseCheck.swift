@@ -13,7 +13,7 @@ enum DatabaseCheck {
             DoctorCheck("database.connect", .ok,
                         "PostgreSQL \(facts.serverVersion), database \(facts.database), as role \(facts.role)"),
             schema(facts.appliedMigration, required: SchemaVersion.required,
-                   hidden: facts.rowSecurity.contains("schema_migrations")),
+                   hidden: facts.rowSecurity.contains("schema_migrations"), missingTables: facts.missingTables),
             grants(facts),
             SearchPathCheck.check(facts.schemaCreators, schemas: facts.functionSchemas),
             listen(facts.listen),
@@ -21,7 +21,15 @@ enum DatabaseCheck {
     }
 
     /// `hidden`: row-level security filters `schema_migrations` for the role, which then sees none.
-    static func schema(_ applied: Int?, required: Int, hidden: Bool = false) -> DoctorCheck {
+    /// `missingTables`: the tables a pass touches that the database does not have.
+    static func schema(_ applied: Int?, required: Int, hidden: Bool = false, missingTables: [String] = []) -> DoctorCheck {
+        if missingTables.count == PassGrants.tables.count {
+            return DoctorCheck("database.schema", .fail, "herald's schema is not there: none of the \(PassGrants.tables.count) tables a pass touches exists; run `herald migrate` against this database")
+        }
+        if applied == nil, !missingTables.isEmpty {
+            let others = missingTables.filter { $0 != "schema_migrations" }
+            return DoctorCheck("database.schema", .fail, "no schema_migrations, and tables a pass touches are missing (\(names(others))): run `herald migrate` against this database")
+        }
         if hidden, applied == 0 {
             return DoctorCheck("database.schema", .fail, "the role sees no migration: row-level security hides schema_migrations' rows from it, and a pass would refuse the database (see database.grants)")
         }
@@ -45,6 +53,15 @@ enum DatabaseCheck {
         if !facts.missingExecute.isEmpty {
             problems.append("cannot execute " + facts.missingExecute.joined(separator: ", "))
         }
+        if !facts.missingTables.isEmpty {
+            problems.append("finds no table " + names(facts.missingTables, noun: "tables"))
+        }
+        if !facts.missingFunctions.isEmpty {
+            problems.append("finds no function " + names(facts.missingFunctions, noun: "functions"))
+        }
+        if !facts.missingTables.isEmpty || !facts.missingFunctions.isEmpty {
+            problems.append("they are missing: run `herald migrate`")
+        }
         if !facts.rowSecurity.isEmpty {
             problems.append("sees the rows of " + names(facts.rowSecurity)
                             + " through row-level security only: connect as the tables' owner or a role with BYPASSRLS")
@@ -56,8 +73,8 @@ enum DatabaseCheck {
     }
 
     /// Up to three names, then how many more.
-    static func names(_ all: [String]) -> String {
-        all.count <= 3 ? all.joined(separator: ", ") : all.prefix(3).joined(separator: ", ") + " and \(all.count - 3) more tables"
+    static func names(_ all: [String], noun: String = "tables") -> String {
+        all.count <= 3 ? all.joined(separator: ", ") : all.prefix(3).joined(separator: ", ") + " and \(all.count - 3) more \(noun)"
     }
 
     static func listen(_ result: DatabaseFacts.Listen) -> DoctorCheck {

@@ -16,6 +16,10 @@ struct DatabaseFacts {
     var missingPrivileges: [String]
     /// `PassGrants.functions` the role may not execute.
     var missingExecute: [String]
+    /// `PassGrants.tables` and `PassGrants.functions` the database does not have: it was never migrated,
+    /// or is behind.
+    var missingTables: [String] = []
+    var missingFunctions: [String] = []
     /// Tables whose rows row-level security filters for this role (it is neither their owner nor BYPASSRLS).
     var rowSecurity: [String]
     /// The schemas where herald's functions look names up, and who besides the owner may create in them.
@@ -59,13 +63,29 @@ struct DatabaseFacts {
              order by 1
             """).compactMap { $0["name"].string }
         let searchPath = try SearchPathCheck.read(db)
-        return DatabaseFacts(
+        var facts = DatabaseFacts(
             role: who?["role"].string ?? "?", database: who?["db"].string ?? "?",
             serverVersion: who?["version"].string ?? "?", appliedMigration: try SchemaVersion.applied(db),
             missingPrivileges: missing,
             missingExecute: noExecute, rowSecurity: hidden,
             functionSchemas: searchPath.schemas, schemaCreators: searchPath.creators,
             listen: listen(db, url: url, wait: listenWait))
+        try readAbsent(db, into: &facts)
+        return facts
+    }
+
+    /// The tables and functions a pass needs that the database does not have.
+    static func readAbsent(_ db: PGConnection, into facts: inout DatabaseFacts) throws {
+        facts.missingTables = try db.query("""
+            select t.tbl from unnest(\(PassGrants.tables.map(\.table))::text[]) with ordinality as t(tbl, n)
+             where to_regclass(t.tbl) is null
+             order by t.n
+            """).compactMap { $0["tbl"].string }
+        facts.missingFunctions = try db.query("""
+            select f.name from unnest(\(PassGrants.functions)::text[]) with ordinality as f(name, n)
+             where not exists (select 1 from pg_proc p where p.proname = f.name and pg_function_is_visible(p.oid))
+             order by f.n
+            """).compactMap { $0["name"].string }
     }
 
     /// Listens on `db`, notifies from a second connection, and waits up to `wait` seconds for the

@@ -56,7 +56,8 @@ public enum Doctor {
         do {
             db = try PGConnection(url, applicationName: "herald-doctor")
         } catch {
-            return [DoctorCheck("database.connect", .fail, "cannot reach the database: \(error)")]
+            return [DoctorCheck("database.connect", .fail,
+                                "cannot reach the database: \(error); \(ConnectionHint.for("\(error)", urlSet: !url.isEmpty))")]
         }
         defer { db.close() }
         do {

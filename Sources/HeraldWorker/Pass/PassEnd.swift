@@ -70,6 +70,8 @@ struct PassEnd {
 
     /// Ends the pass with `code`.
     mutating func finish(_ code: ExitCode, _ summary: inout Summary) -> (Summary, ExitCode) {
+        summary.ok = code == .ok
+        summary.exitCode = code.rawValue
         summary.durationMs = Int(clock.elapsed * 1000)
         summary.peakMemoryBytes = ProcessMemory.peakBytes()
         if options.dryRun { _ = try? db?.execute("rollback") }

@@ -72,10 +72,14 @@ public struct Runner {
             config = try PassConfig.load(settings, options: options)
             end.transport = try HTTPTransport(options: config.transport)
             outbox = try Outbox(path: config.logAdapterFile, logger: logger)
+            if options.dryRun { summary.notRun = DryRunScope.notRun(config) }
         } catch {
             return end.fail(.configuration, "\(error)", log: "configuration error", &summary)
         }
         end.started()
+        for key in settings.unknown {
+            logger.warning("not a setting herald reads, so it changes nothing: a typo?", metadata: ["setting": .string(key)])
+        }
 
         // 2. The database: reachable, its schema not behind this release, the shard it is asked for.
         let db: PGConnection
@@ -83,7 +87,7 @@ public struct Runner {
             db = try Runner.connect(config.databaseURL, applicationName: "herald \(summary.passId)")
         } catch {
             return end.fail(.database, "cannot reach the database: \(error)", log: "cannot reach the database", &summary,
-                            hint: "set DATABASE_URL (a postgresql:// URI or a libpq conninfo), or libpq's PG* variables")
+                            hint: ConnectionHint.for("\(error)", urlSet: !config.databaseURL.isEmpty))
         }
         defer { db.close() }
         end.db = db

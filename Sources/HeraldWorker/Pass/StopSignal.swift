@@ -12,6 +12,9 @@ import Synchronization
 /// beside what it waits for, or sleeps with `sleep(_:)`: a request writes a byte to that pipe and
 /// never reads it back, so every wait after it returns at once.
 public enum StopSignal {
+    /// The signals that ask a pass to stop, by name.
+    public static let names = ["SIGTERM", "SIGINT", "SIGHUP"]
+
     private static let flag = Atomic<Bool>(false)
     nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
     /// The self-pipe (read end, write end), both non-blocking and closed on exec; made once, on first use.

@@ -1,13 +1,17 @@
 import Foundation
 import HeraldCore
 
-/// What a pass did: printed on stdout as one JSON object (`ok`, `processed`, `sent`, `skipped`, `failed`,
-/// and the counts and timings of everything else it did).
+/// What a pass did: printed on stdout as one JSON object (`ok`, `exit_code`, `processed`, `sent`,
+/// `skipped`, `failed`, and the counts and timings of everything else it did). `ok` is true only when
+/// the pass exits 0; a dry run's object also holds each due row's `decisions` and what it did `not_run`.
 ///
-///     {"ok":true,"processed":5,"sent":2,"skipped":3,"failed":0,"deferred":0,"generated":{},"duration_ms":41,…}
+///     {"ok":true,"exit_code":0,"processed":5,"sent":2,"skipped":3,"failed":0,"deferred":0,"generated":{},…}
 public struct Summary: Sendable {
     public var passId: String
+    /// The pass exits 0 (set with `exitCode` as it ends).
     public var ok = true
+    /// The exit code the process ends with.
+    public var exitCode: Int32 = 0
     public var processed = 0
     public var sent = 0
     public var skipped = 0
@@ -52,6 +56,10 @@ public struct Summary: Sendable {
     /// What a follower did after the phases (`--follow`); nil without it.
     public var follow: FollowReport?
     public var dryRun = false
+    /// A dry run's decision for each due row, in the order it would have been sent.
+    public var decisions: [JSONValue] = []
+    /// What a dry run did not run (`DryRunScope`): sends, housekeeping, the forecasts' weather fetches …
+    public var notRun: [String] = []
     public var durationMs = 0
     /// The process's peak resident memory (VmHWM), when the system reports it.
     public var peakMemoryBytes: Int?
@@ -89,7 +97,7 @@ public struct Summary: Sendable {
 
     public var json: JSONValue {
         var o: [String: JSONValue] = [
-            "ok": .bool(ok), "pass_id": .string(passId),
+            "ok": .bool(ok), "exit_code": .number(Double(exitCode)), "pass_id": .string(passId),
             "processed": .number(Double(processed)), "sent": .number(Double(sent)),
             "skipped": .number(Double(skipped)), "failed": .number(Double(failed)),
             "deferred": .number(Double(deferred)), "retrying": .number(Double(retrying)),
@@ -113,6 +121,10 @@ public struct Summary: Sendable {
             "duration_ms": .number(Double(durationMs)),
         ]
         if let e = error { o["error"] = .string(e) }
+        if dryRun {
+            o["decisions"] = .array(decisions)
+            o["not_run"] = .array(notRun.map { .string($0) })
+        }
         if let queue { o["queue"] = queue.json }
         if let f = follow {
             o["follow"] = .object(["mode": .string(f.mode.rawValue), "wakes": .number(Double(f.wakes)),

@@ -113,6 +113,29 @@ import Testing
         }
     }
 
+    /// A database herald never migrated (no `schema_migrations`, none of its tables) fails the doctor:
+    /// `database.schema` names `herald migrate`, and `database.grants` reports the tables a pass touches
+    /// as missing rather than as granted.
+    @Test func aDatabaseHeraldNeverMigratedFailsNamingMigrate() throws {
+        let lab = try DoctorLab()
+        defer { lab.cleanup() }
+        let bare = try TestDatabase.create(migrationsDirectory: URL(fileURLWithPath: "/nonexistent/herald-no-migrations"))
+        lab.adopt(bare)
+        let db = try bare.connect()
+        try db.execute("drop table schema_migrations")
+        db.close()
+        var environment = try lab.environment()
+        environment["DATABASE_URL_FILE"] = try lab.file(DoctorLab.withPassword(bare.url), name: "bare-url")
+        let report = Doctor.run(environment: environment, options: DoctorOptions())
+        #expect(report.exitCode == .configuration, "\(report.text)")
+        let schema = try #require(report.checks.first { $0.name == "database.schema" }, "\(report.text)")
+        #expect(schema.status == .fail && schema.detail.contains("herald migrate"), "\(schema)")
+        let grants = try #require(report.checks.first { $0.name == "database.grants" }, "\(report.text)")
+        #expect(grants.status == .fail, "\(grants)")
+        #expect(grants.detail.contains("finds no table notification_queue") && !grants.detail.contains("may read and write"), "\(grants)")
+        #expect(report.firstFailure?.name == "database.schema", "\(report.verdict)")
+    }
+
     /// Behind a transaction pooler a notification never reaches the listener: a warning, not a failure.
     @Test(.enabled(if: PgBouncer.binary != nil, "needs pgbouncer (scripts/deps.sh installs it)"))
     func listenThroughATransactionPoolerIsAWarning() throws {

@@ -3,7 +3,7 @@ import HeraldCore
 import HeraldHTTP
 
 extension DeliveryPass {
-    /// `--dry-run`: what each due row would become, one JSON line each on stdout; nothing is sent.
+    /// `--dry-run`: what each due row would become, in the summary's `decisions`; nothing is sent.
     func dryRun(_ batch: [Claimed]) throws {
         var planner = try planner(for: batch)
         for claimed in batch {
@@ -14,7 +14,7 @@ extension DeliveryPass {
 
     func printDryRun(_ item: QueueItem, _ result: DecisionResult, destinations: Int) {
         var line: [String: JSONValue] = [
-            "dry_run": true, "id": .string(item.id.uuidString.lowercased()),
+            "id": .string(item.id.uuidString.lowercased()),
             "channel": .string(item.channelRaw), "kind": .string(item.kindRaw),
             "destinations": .number(Double(destinations)), "trail": result.trail,
         ]
@@ -27,7 +27,7 @@ extension DeliveryPass {
         case .fail(let m): line["decision"] = "fail"; line["error"] = .string(m); summary.failed += 1
         }
         summary.processed += 1
-        print(JSONValue.object(line).jsonText)
+        summary.decisions.append(.object(line))
     }
 
     /// A drain's progress on stderr (a terminal), at most five times a second.
