@@ -46,8 +46,10 @@ struct DatabaseFailoverTests {
         var f = Fixtures(db: app)
         var recipients: [UUID] = []
         for _ in 0..<30 { recipients.append(try f.profile()) }
+        let metrics = NSTemporaryDirectory() + "herald-failover-\(UUID().uuidString).prom"
+        defer { unlink(metrics) }
         let follower = try FollowerProcess(env: FollowerProcess.env(pair.url, receiver: receiver.server, FollowTests.pollOnceADay),
-                                           deadline: 120)
+                                           deadline: 120, extra: ["--metrics-file", metrics])
         defer { if follower.process.isRunning { kill(follower.process.processIdentifier, SIGKILL) } }
         #expect(follower.waitForWaits(1), "\(follower.logText)")
 
@@ -97,6 +99,8 @@ struct DatabaseFailoverTests {
         #expect(follower.process.terminationStatus == 3, "\(follower.logText)")
         #expect((summary["reconnects"]?.intValue ?? 0) >= 2, "the pass's and the LISTEN connection: \(summary)")
         #expect(summary["follow"]?["mode"]?.stringValue == "listen")
+        let text = (try? String(contentsOfFile: metrics, encoding: .utf8)) ?? ""
+        #expect(text.contains("herald_pass_reconnects \(summary["reconnects"]?.intValue ?? -1)\n"), "\(text)")
     }
 
     /// Waits until the follower, having opened its LISTEN connection again, waits for work on it; false
