@@ -22,7 +22,14 @@ final class PostgresPair {
     init() throws {
         let given = (ProcessInfo.processInfo.environment["HERALD_TEST_PAIR_PORTS"] ?? "")
             .split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-        ports = given.count == 2 ? (given[0], given[1]) : (try PgBouncer.freePort(), try PgBouncer.freePort())
+        if given.count == 2 {
+            ports = (given[0], given[1])
+        } else {  // both held at once, so that they differ
+            let (a, b) = (try LoopbackSocket(), try LoopbackSocket())
+            ports = (a.port, b.port)
+            a.close()
+            b.close()
+        }
         url = try Self.run("start", ports).trimmingCharacters(in: .whitespacesAndNewlines)
         do {
             let db = try PGConnection(url, applicationName: "herald-tests")
