@@ -28,6 +28,10 @@ public final class PGConnection {
     private var timeouts: [String: Int] = [:]
     /// Set by a `PGRowStream` while its query is in progress: no other statement may run meanwhile.
     var isStreaming = false
+    /// What `reopen()` connects with again: the conninfo as given, and the application name.
+    private let conninfo: String
+    private let applicationName: String
+    private let userSet: Set<String>
 
     /// Connects. `conninfo` is a URI (`postgresql://user:pw@host:5432/db?sslmode=require`) or
     /// key=value conninfo (`host=… dbname=…`); `""` means libpq's `PG*` environment variables and
@@ -35,8 +39,15 @@ public final class PGConnection {
     public init(_ conninfo: String, applicationName: String = "herald") throws {
         let given = try Self.readConninfo(conninfo)
         secrets = given.secrets
-        let connection = try Self.connect(conninfo, applicationName: applicationName, userSet: given.keywords,
-                                          secrets: secrets)
+        self.conninfo = conninfo
+        self.applicationName = applicationName
+        userSet = given.keywords
+        try open()
+    }
+
+    /// Connects and runs the session's settings; closes again when they fail.
+    private func open() throws {
+        let connection = try Self.connect(conninfo, applicationName: applicationName, userSet: userSet, secrets: secrets)
         handle = connection
         do {
             try executeScript(Self.sessionSettings(serverVersion: PQserverVersion(connection)))
@@ -44,6 +55,19 @@ public final class PGConnection {
             close()
             throw error
         }
+    }
+
+    /// Closes the connection (whatever its state) and connects again with the same conninfo: with several
+    /// hosts (`host=a,b`, `postgresql://a,b/db`), each is tried again in order, and
+    /// `target_session_attrs=read-write` finds the one that is primary now. The timeouts `setTimeouts` asked
+    /// for go on applying; session state (a `LISTEN`, an open transaction) is gone. Throws as `init` does.
+    ///
+    ///     catch let error as PGError where error.isConnectionFailure { try db.reopen() }
+    public func reopen() throws {
+        close()
+        savepointDepth = 0
+        isStreaming = false
+        try open()
     }
 
     deinit {

@@ -92,6 +92,7 @@ extension Settings {
         SettingSpec("HERALD_RETENTION_DAYS", default: "30", "terminal rows older than this are pruned"),
         SettingSpec("HERALD_FOLLOW_LISTEN", default: "auto", "how a follower learns of due rows: auto, on (LISTEN) or off (poll)"),
         SettingSpec("HERALD_FOLLOW_POLL_MS", default: "500", "a polling follower's interval"),
+        SettingSpec("HERALD_RECONNECT_SECONDS", default: "30", "how long a pass whose database connection ended tries to connect again"),
         SettingSpec("HERALD_LOG_LEVEL", default: "info", "the log level"),
         SettingSpec("HERALD_CURL_VERBOSE", "1: libcurl describes every exchange on stderr"),
         SettingSpec("HERALD_SQL_DIR", "the folder herald migrate reads herald's migrations from (default: share/herald/sql beside the binary)"),

@@ -83,6 +83,8 @@ public enum Metrics {
         w.metric("herald_pass_phase_errors", "Phases of the last pass that failed while the pass went on (1 each).", "gauge",
                  s.phaseErrors.keys.sorted().map { (label([("phase", $0)]), 1) })
         w.metric("herald_pass_batches", "Batches the last pass claimed.", "gauge", [("", Double(s.batches))])
+        w.metric("herald_pass_reconnects", "Database connections the last pass opened again after they ended (a failover, a restart).",
+                 "gauge", [("", Double(s.reconnects))])
         // Delivery truth (docs/delivery-truth.md): alert on rejected (signatures that fail: forgery or a wrong key) and
         // unverified (a provider's key is not configured).
         let eventPrefix = "provider_events_"

@@ -113,7 +113,8 @@ public struct PassConfig {
         }
     }
 
-    /// HERALD_FOLLOW_LISTEN (auto, on or off) and HERALD_FOLLOW_POLL_MS (10 ms to a day).
+    /// HERALD_FOLLOW_LISTEN (auto, on or off), HERALD_FOLLOW_POLL_MS (10 ms to a day) and
+    /// HERALD_RECONNECT_SECONDS (0, off, to 600: within the default lease).
     static func applyFollow(_ settings: Settings, to options: inout PassOptions) throws {
         if let text = settings["HERALD_FOLLOW_LISTEN"] {
             guard let listen = FollowListen(rawValue: text.lowercased()) else {
@@ -122,6 +123,7 @@ public struct PassConfig {
             options.followListen = listen
         }
         if let ms = try settings.int("HERALD_FOLLOW_POLL_MS", in: 10...86_400_000) { options.followPoll = Double(ms) / 1000 }
+        if let seconds = try settings.int("HERALD_RECONNECT_SECONDS", in: 0...600) { options.reconnectSeconds = Double(seconds) }
     }
 
     /// The seconds HERALD_LEASE_SECONDS may give: at most a day, so that the rows of a pass that died

@@ -20,6 +20,9 @@ public struct PassOptions: Sendable {
     /// A polling follower's interval in seconds (HERALD_FOLLOW_POLL_MS); a listening one's longest
     /// wait while due rows are held by another pass.
     public var followPoll: Double = 0.5
+    /// How long a pass whose database connection ended tries to connect again before it gives up
+    /// (HERALD_RECONNECT_SECONDS; 0: it gives up at once, exit 2).
+    public var reconnectSeconds: Double = 30
     /// Overrides the clock for every decision (tests, backfills, replays).
     public var now: Date?
     public var phases: [Phase] = Phase.allCases

@@ -24,6 +24,8 @@ struct PassContext {
     let logger: Logger
     let transport: HTTPTransport
     let outbox: Outbox
+    /// Opens the pass's connections again when they end (HERALD_RECONNECT_SECONDS).
+    let reconnector: Reconnector
 
     var options: PassOptions { config.options }
     var passId: String { store.passId }
@@ -71,6 +73,7 @@ struct DeliverPhase: PassPhase {
                                     options: pass.options, clock: pass.clock, logger: pass.logger,
                                     outbox: pass.outbox, summary: summary)
         defer { summary = delivery.summary }
+        delivery.reconnector = pass.reconnector
         if !pass.options.dryRun {
             let (url, name) = (pass.config.databaseURL, "herald \(pass.passId) records")
             delivery.openRecordConnection = { try Runner.connect(url, applicationName: name) }

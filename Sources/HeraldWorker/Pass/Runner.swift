@@ -102,8 +102,10 @@ public struct Runner {
 
         // 3. Housekeeping, then the phases.
         let store = QueueStore(db: db, passId: summary.passId, shard: options.shard)
+        // A dry run's writes live in one transaction that a new connection would not have: it gives up.
+        let reconnector = Reconnector(seconds: options.dryRun ? 0 : config.options.reconnectSeconds, logger: logger)
         let pass = PassContext(db: db, store: store, config: config, settings: settings, clock: end.clock,
-                               logger: logger, transport: end.transport!, outbox: outbox)
+                               logger: logger, transport: end.transport!, outbox: outbox, reconnector: reconnector)
         var code = ExitCode.ok
         do {
             if !options.dryRun {
@@ -125,6 +127,7 @@ public struct Runner {
                          metadata: ["error": .string("\(error)")])
             code = .database
         }
+        summary.reconnects = reconnector.reconnects
         return end.finish(code, &summary)
     }
 
@@ -149,6 +152,9 @@ public struct Runner {
                 continue
             }
             guard phase.runs(in: pass, summary: summary) else { continue }
+            if !pass.db.isOpen {  // an earlier phase's connection ended under it
+                try pass.reconnector.restore(pass.db, "pass", after: PGError(isConnectionFailure: true, message: "the connection ended"))
+            }
             if phase.isolated {
                 Self.isolated(phase.phase.rawValue, db: pass.db, logger: pass.logger, summary: &summary) { summary in
                     try phase.run(pass, summary: &summary)

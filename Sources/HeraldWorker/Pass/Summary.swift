@@ -24,6 +24,8 @@ public struct Summary: Sendable {
     public var retrying = 0
     /// Requests sent again at once after their connection ended with the answer lost.
     public var resent = 0
+    /// Database connections opened again after they ended (a failover, a restart), each counted once.
+    public var reconnects = 0
     public var batches = 0
     public var recovered = 0
     public var pruned = 0
@@ -102,6 +104,7 @@ public struct Summary: Sendable {
             "skipped": .number(Double(skipped)), "failed": .number(Double(failed)),
             "deferred": .number(Double(deferred)), "retrying": .number(Double(retrying)),
             "released": .number(Double(released)), "resent": .number(Double(resent)),
+            "reconnects": .number(Double(reconnects)),
             "batches": .number(Double(batches)), "deliveries": .number(Double(deliveries)),
             "recovered": .number(Double(recovered)), "pruned": .number(Double(pruned)),
             "unroutable": .number(Double(unroutable.values.reduce(0, +))),

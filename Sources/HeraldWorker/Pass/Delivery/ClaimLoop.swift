@@ -62,7 +62,8 @@ extension DeliveryPass {
         let anotherBatch = options.maxBatches.map { summary.batches + 1 < $0 } ?? true
         guard pipeline == nil, anotherBatch, claimedFull, let open = openRecordConnection else { return }
         do {
-            pipeline = RecordWriter(store: QueueStore(db: try open(), passId: store.passId, shard: store.shard))
+            pipeline = RecordWriter(store: QueueStore(db: try open(), passId: store.passId, shard: store.shard),
+                                    reconnector: reconnector)
         } catch {
             openRecordConnection = nil
             logger.warning("no second connection for pipelined records; recording in line", metadata: [

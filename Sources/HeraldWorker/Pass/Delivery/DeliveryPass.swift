@@ -39,6 +39,9 @@ final class DeliveryPass {
     /// Opens the second connection a pipelined pass records on (`Runner` sets it); nil: no pipeline,
     /// every batch is claimed, decided and recorded one after the other.
     var openRecordConnection: (() throws -> PGConnection)?
+    /// Opens a connection of the pass again when it ends (`Runner` sets it); nil: a connection that
+    /// ends ends the phase.
+    var reconnector: Reconnector?
     /// The writer a pipelined pass keeps across batches, once a full batch shows there is more to do.
     var pipeline: RecordWriter?
     /// The channel of each row decided and not yet counted (its record may still be being written).
@@ -68,7 +71,7 @@ final class DeliveryPass {
 
     func run() throws {
         try loadTypes()
-        try countHeldBack()
+        try onPassConnection { try countHeldBack() }
         if options.dryRun {
             let budget = options.batchSize * (options.drain ? 100 : (options.maxBatches ?? 1))
             let items = try store.peekDue(limit: budget, now: clock.now(), channels: routableChannels)
@@ -83,14 +86,39 @@ final class DeliveryPass {
     /// Reads `notification_types` for the decisions and the rendering that follow: a type an app adds
     /// is known from the next round on.
     func loadTypes() throws {
-        types = try store.loadTypes()
+        types = try onPassConnection { try store.loadTypes() }
         renderer.options.types = types
     }
 
     /// Claims and delivers batch after batch until `claimNext` says stop (the batch budget, the
     /// deadline, a stop signal, nothing due), and waits for the last records. A follower calls it at
     /// each wake-up.
+    ///
+    /// When the pass's connection ends meanwhile, it is opened again (`Reconnector`), the rows the pass
+    /// claimed and never sent go back to the queue at once (`QueueStore.releaseHeld`: by then no send
+    /// is in flight, and every record was written or given up on), and the drain goes on.
     func drainDue() throws {
+        var restores = 0
+        while true {
+            do {
+                try drainOnce()
+                return
+            } catch let error as PGError where error.isConnectionFailure && restores < Reconnector.triesPerWork {
+                guard let reconnector else { throw error }
+                restores += 1
+                recipientInFlight = [:]
+                try reconnector.restore(store.db, "pass", after: error)
+                let released = try reconnector.retrying(store.db, "pass") { try store.releaseHeld() }
+                if released > 0 {
+                    logger.notice("rows claimed and not sent when the connection ended return to the queue, no attempt charged",
+                                  metadata: ["rows": "\(released)"])
+                }
+            }
+        }
+    }
+
+    /// One drain, on the connections as they are.
+    private func drainOnce() throws {
         // A pipelined pass records batch N on its own connection while it claims and decides batch
         // N+1 (the claim then leaves out recipients whose records are still on their way).
         defer { try? closePipeline() }  // a claim that threw: still wait for (and count) the records
@@ -101,6 +129,12 @@ final class DeliveryPass {
             showProgress()
         }
         try closePipeline()
+    }
+
+    /// Runs a read on the pass's connection, again on a new connection when that one ends under it.
+    func onPassConnection<T>(_ body: () throws -> T) throws -> T {
+        guard let reconnector else { return try body() }
+        return try reconnector.retrying(store.db, "pass", body)
     }
 
     /// Due rows the pass will not claim: their channel has no route, or an operator paused them.
@@ -132,7 +166,7 @@ final class DeliveryPass {
         guard !work.jobs.isEmpty else { return }
         // Records are written on a thread of their own while the transport goes on (RecordWriter):
         // the pass's pipeline when it has one, else a writer on the pass's connection.
-        let writer = pipeline ?? RecordWriter(store: store)
+        let writer = pipeline ?? RecordWriter(store: store, reconnector: reconnector)
         var recorder = Recorder(writer: writer, chunk: options.recordChunk, clock: clock)
         var held = Set<Int>()  // rows with a refusal that may be a configuration slip: recorded after the verdict
         send(work.jobs, writer: writer) { job, result in

@@ -21,6 +21,11 @@ import HeraldPostgres
 /// times: its rows were sent, and unrecorded they would go out again once their lease expires. Once a
 /// flush fails for good, nothing more is written (those rows stay leased and come back when the lease
 /// expires), `failed` turns true so the caller starts no new request, and `finish()` throws the error.
+///
+/// A flush whose connection ended (a failover, a restart) is written again once the connection is open
+/// again (`Reconnector`: within HERALD_RECONNECT_SECONDS): the sends it records were made, and the fence
+/// still holds their rows for this pass, so they need not wait out their lease. A flush that committed
+/// before the end, its answer lost, records nothing the second time (the fence no longer holds them).
 final class RecordWriter: @unchecked Sendable {  // every var is read and written under `condition`
     let store: QueueStore
     private let condition = NSCondition()
@@ -32,14 +37,17 @@ final class RecordWriter: @unchecked Sendable {  // every var is read and writte
     private var results: [(RecordBatch, Set<UUID>)] = []
     /// The pauses before each new try of a flush rolled back for a passing reason.
     let retryDelays: [TimeInterval]
+    /// Opens the writer's connection again when it ends; nil: a flush whose connection ended fails.
+    let reconnector: Reconnector?
 
     /// SQLSTATEs after which the same flush is simply written again: the transaction was rolled back
     /// whole, so nothing of it was written, and the fence still holds the rows for this pass.
     static let passingErrors: Set<String> = [PGError.deadlockDetected, PGError.serializationFailure, PGError.lockNotAvailable]
 
-    init(store: QueueStore, retryDelays: [TimeInterval] = [0.2, 0.5, 1, 2]) {
+    init(store: QueueStore, retryDelays: [TimeInterval] = [0.2, 0.5, 1, 2], reconnector: Reconnector? = nil) {
         self.store = store
         self.retryDelays = retryDelays
+        self.reconnector = reconnector
         let thread = Thread { [self] in run() }
         thread.name = "herald record writer"
         thread.start()
@@ -127,12 +135,14 @@ final class RecordWriter: @unchecked Sendable {  // every var is read and writte
         }
     }
 
-    /// Records `batch`, again after each pause of `retryDelays` while it fails for a passing reason.
+    /// Records `batch`, again after each pause of `retryDelays` while it fails for a passing reason, and
+    /// again on a new connection when its connection ended.
     private func write(_ batch: RecordBatch) throws -> Set<UUID> {
         var delays = retryDelays[...]
         while true {
             do {
-                return try store.record(batch)
+                guard let reconnector else { return try store.record(batch) }
+                return try reconnector.retrying(store.db, "records") { try store.record(batch) }
             } catch let error as PGError where Self.passingErrors.contains(error.sqlState ?? "") && !delays.isEmpty {
                 Thread.sleep(forTimeInterval: delays.removeFirst())
             }

@@ -16,6 +16,10 @@ import Logging
 ///
 /// A stop signal ends any wait at once (`StopSignal.wakeDescriptor`) and the follower stops as a pass
 /// does: in-flight sends finish and are recorded, the rest released, exit 3.
+///
+/// A connection that ends (a failover, a restart) is opened again through the same URL
+/// (`Reconnector`), the LISTEN too, and the follower goes on until its deadline: it exits 2 only when
+/// no database answers within HERALD_RECONNECT_SECONDS.
 final class Follower {
     /// A listening follower's longest wait without a look at the queue: a safety net for a change no
     /// trigger reports (a row edited by hand in a way sql/034 does not watch).
@@ -33,6 +37,7 @@ final class Follower {
                                 outbox: pass.outbox, summary: summary)
         let (url, name) = (pass.config.databaseURL, "herald \(pass.passId) records")
         delivery.openRecordConnection = { try Runner.connect(url, applicationName: name) }
+        delivery.reconnector = pass.reconnector
         let (listener, why) = QueueListener.open(pass.options.followListen, url: url, passId: pass.passId,
                                                  probeThrough: pass.db)
         self.listener = listener
@@ -51,20 +56,31 @@ final class Follower {
             summary.follow = report
         }
         while !StopSignal.requested && pass.clock.elapsed < pass.options.deadline {
-            if let listener { report.notified += try reading { try listener.take() } }
-            try delivery.loadTypes()  // each round decides with the types as they are now
-            try delivery.drainDue()
-            if delivery.summary.interrupted { break }
-            let seconds = try nextWait()
-            guard seconds > 0 else { continue }
-            report.notified += try wait(seconds)
-            report.wakes += 1
+            do {
+                guard try round() else { break }
+            } catch let error as PGError where error.isConnectionFailure {
+                try pass.reconnector.restore(pass.db, "pass", after: error)  // then a round at once
+            }
         }
         if StopSignal.requested { delivery.summary.interrupted = true }
-        try delivery.countHeldBack()  // what the follower leaves behind, as a pass reports it
+        try delivery.onPassConnection { try delivery.countHeldBack() }  // what the follower leaves behind, as a pass reports it
         pass.logger.info("stopped following the queue", metadata: [
             "mode": .string(report.mode.rawValue), "wakes": "\(report.wakes)", "notified": "\(report.notified)",
             "interrupted": "\(delivery.summary.interrupted)"])
+    }
+
+    /// One round: the notifications come so far, a drain, the wait for the next. False: the drain was
+    /// interrupted.
+    private func round() throws -> Bool {
+        if let listener { report.notified += try reading { try listener.take() } }
+        try delivery.loadTypes()  // each round decides with the types as they are now
+        try delivery.drainDue()
+        if delivery.summary.interrupted { return false }
+        let seconds = try nextWait()
+        guard seconds > 0 else { return true }
+        report.notified += try wait(seconds)
+        report.wakes += 1
+        return true
     }
 
     /// How long to wait before the next round: to the deadline at most; when polling, the interval;
@@ -94,12 +110,17 @@ final class Follower {
         return try reading { try listener.wait(seconds: seconds) }
     }
 
-    /// Runs a read of the LISTEN connection; a lost connection sets the follower polling (until
-    /// the deadline: the next follower listens again) instead of ending the pass.
+    /// Runs a read of the LISTEN connection. A lost connection is opened again and listens again (the
+    /// next round looks at the queue at once, for what was notified meanwhile); with
+    /// HERALD_RECONNECT_SECONDS=0 it sets the follower polling until the deadline instead.
     private func reading(_ body: () throws -> Int) throws -> Int {
         do {
             return try body()
         } catch let error as PGError where error.isConnectionFailure {
+            if let listener, pass.reconnector.seconds > 0 {
+                try listener.listenAgain(pass.reconnector, after: error)
+                return 0
+            }
             pass.logger.warning("the LISTEN connection was lost; polling until the deadline", metadata: [
                 "error": .string("\(error)"), "poll_ms": "\(Int(pass.options.followPoll * 1000))"])
             listener?.close()

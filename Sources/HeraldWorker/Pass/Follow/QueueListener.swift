@@ -71,5 +71,14 @@ final class QueueListener {
         try connection.waitForNotifications(timeout: seconds, wake: StopSignal.wakeDescriptor).count
     }
 
+    /// Opens the connection again after `error` ended it, and listens again (`Reconnector`: throws
+    /// once no database answered within its bound).
+    func listenAgain(_ reconnector: Reconnector, after error: any Error) throws {
+        try reconnector.restore(connection, "listen", after: error)
+        try reconnector.retrying(connection, "listen") {
+            try connection.execute("LISTEN \(identifier: QueueNotification.channel)")
+        }
+    }
+
     func close() { connection.close() }
 }
