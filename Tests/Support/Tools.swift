@@ -36,6 +36,10 @@ public enum Tools {
     /// psql, which the smoke script (scripts/smoke.sh) adds its recipients with.
     public static let psql = succeeds("psql", ["--version"])
 
+    /// nginx (Debian's nginx-light), an HTTP/2 server that answers before it reads a request's body
+    /// (``EarlyAnsweringNginx``).
+    public static let nginx = EarlyAnsweringNginx.installed
+
     /// systemd-analyze, which checks a timer's OnCalendar.
     public static let systemdAnalyze = FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")
 }
