@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what herald needs to build and test, if it is missing: libpq, libcurl (with HTTP/2), PostgreSQL,
-# PgBouncer, for the quiet-hours oracle test (Tests/Oracles) python3 with the system tzdata, for the edge
+# PgBouncer, nginx (an HTTP/2 server that answers before it reads a request's body: EarlyAnswerTests), for
+# the quiet-hours oracle test (Tests/Oracles) python3 with the system tzdata, for the edge
 # functions' routing test (Tests/EdgeFunctions) Node.js, for `make bench`'s PgQueuer line python3-venv, and
 # for the alert rules' tests (deploy/prometheus) promtool, from Debian's prometheus package, and for the
 # container image's test (scripts/image-rootfs.sh) debootstrap with Debian's archive keyring; then, from
@@ -13,6 +14,8 @@ pkg-config --exists libcurl 2>/dev/null && [ -e /usr/include/x86_64-linux-gnu/cu
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 # The transaction-pooling test (Tests/HeraldWorkerTests/PoolerTests) runs passes through it.
 [ -x /usr/sbin/pgbouncer ] || command -v pgbouncer >/dev/null 2>&1 || missing+=(pgbouncer)
+# nginx-light has HTTP/2; its `return` answers without reading the request body (Tests/Support/EarlyAnsweringNginx).
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || missing+=(nginx-light)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 # A Swift container image (.github/workflows/ci.yml runs in one) need not have make.
@@ -34,6 +37,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian starts the nginx service it installs (on port 80) where no policy-rc.d forbids it; the tests
+  # run their own nginx on a loopback port, so stop the one just installed.
+  if [[ " ${missing[*]} " == *" nginx-light "* ]] && [ -e /run/nginx.pid ]; then
+    $SUDO nginx -s quit 2>/dev/null || true
+  fi
 fi
 
 # The platforms' own checkers (hadolint, kubernetes-validate, actionlint: Tests/HeraldWorkerTests/

@@ -24,6 +24,12 @@ final class HTTPTransfer {
     private var maxResponseBytes = Int.max
     /// The request body's size, to tell whether it all left when the connection ended.
     private var bodyBytes = 0
+    /// Response body bytes received, all of them (`responseBody` keeps at most `maxResponseBytes`).
+    private var receivedBodyBytes: Int64 = 0
+    /// Whether the last response's header block ended (its blank line arrived).
+    private var headersEnded = false
+    /// False for a HEAD request: no body comes, whatever its content-length says.
+    private var bodyExpected = true
 
     init(index: Int, easy: CurlEasyHandle) {
         self.index = index
@@ -48,6 +54,7 @@ final class HTTPTransfer {
         }
         easy.reset()
         bodyBytes = request.body.count
+        bodyExpected = request.method.uppercased() != "HEAD"
         try easy.set(CURLOPT_URL, request.url)
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
         try easy.set(CURLOPT_NOSIGNAL, 1)
@@ -95,6 +102,7 @@ final class HTTPTransfer {
             let length = size * count
             guard let data, let context, length > 0 else { return length }
             let transfer = Unmanaged<HTTPTransfer>.fromOpaque(context).takeUnretainedValue()
+            transfer.receivedBodyBytes += Int64(length)
             let room = transfer.maxResponseBytes - transfer.responseBody.count
             if room > 0 {
                 transfer.responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: min(length, room)))
@@ -254,6 +262,11 @@ final class HTTPTransfer {
     private func receivedHeaderLine(_ line: UnsafeRawBufferPointer) {
         if line.starts(with: "HTTP/".utf8) {
             responseHeaders.removeAll(keepingCapacity: true)
+            headersEnded = false
+            return
+        }
+        if line.allSatisfy({ $0 == 0x0D || $0 == 0x0A }) {
+            headersEnded = true
             return
         }
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
@@ -265,11 +278,20 @@ final class HTTPTransfer {
         responseHeaders.append((name, String(decoding: value, as: UTF8.self)))
     }
 
-    /// The outcome, once libcurl reports the transfer done with `code`.
+    /// What this transfer received of its answer.
+    var received: ReceivedAnswer {
+        ReceivedAnswer(status: easy.info(long: CURLINFO_RESPONSE_CODE) ?? 0, headersEnded: headersEnded,
+                       contentLength: ReceivedAnswer.length(responseHeaders.first { $0.0 == "content-length" }?.1),
+                       bodyBytes: receivedBodyBytes, bodyExpected: bodyExpected)
+    }
+
+    /// The outcome, once libcurl reports the transfer done with `code`. A complete answer is the answer,
+    /// even when the server ended the stream before taking the whole body (``ReceivedAnswer``).
     func result(_ code: CURLcode) -> Result<HTTPResponse, TransportError> {
         if mail != nil { return mailResult(code) }
-        guard code == CURLE_OK else {
-            return .failure(TransportError(curlCode: code, message: easy.errorMessage,
+        let message = easy.errorMessage
+        guard code == CURLE_OK || received.isComplete(despite: code, message: message) else {
+            return .failure(TransportError(curlCode: code, message: ReceivedAnswer.explained(code, message),
                                            uploadedBytes: easy.info(offset: CURLINFO_SIZE_UPLOAD_T) ?? 0,
                                            bodyBytes: bodyBytes))
         }

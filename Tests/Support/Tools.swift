@@ -58,6 +58,10 @@ public enum Tools {
     /// actionlint, on the workflows.
     public static let actionlint = checker("actionlint")
 
+    /// nginx (Debian's nginx-light), an HTTP/2 server that answers before it reads a request's body
+    /// (``EarlyAnsweringNginx``).
+    public static let nginx = EarlyAnsweringNginx.installed
+
     /// systemd-analyze, which checks a timer's OnCalendar.
     public static let systemdAnalyze = FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")
 }
