@@ -12,6 +12,8 @@ static inline CURLcode herald_curl_easy_setopt_off_t(CURL *h, CURLoption o, curl
 static inline CURLcode herald_curl_easy_setopt_write_callback(CURL *h, size_t (*cb)(char *, size_t, size_t, void *)) { return curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cb); }
 static inline CURLcode herald_curl_easy_setopt_header_callback(CURL *h, size_t (*cb)(char *, size_t, size_t, void *)) { return curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, cb); }
 static inline CURLcode herald_curl_easy_setopt_read_callback(CURL *h, size_t (*cb)(char *, size_t, size_t, void *)) { return curl_easy_setopt(h, CURLOPT_READFUNCTION, cb); }
+/* CURLOPT_SEEKFUNCTION: asked before libcurl sends a body again (its own resend on a fresh connection). */
+static inline CURLcode herald_curl_easy_setopt_seek_callback(CURL *h, int (*cb)(void *, curl_off_t, int)) { return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, cb); }
 /* CURLOPT_DEBUGFUNCTION (with CURLOPT_VERBOSE): what libcurl would print, handed to herald to mask. */
 static inline CURLcode herald_curl_easy_setopt_debug_callback(CURL *h, int (*cb)(CURL *, curl_infotype, char *, size_t, void *)) { return curl_easy_setopt(h, CURLOPT_DEBUGFUNCTION, cb); }
 static inline CURLcode herald_curl_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }

@@ -22,6 +22,10 @@ public struct HTTPRequest: Sendable {
     /// `body` is the whole RFC 5322 message (CRLF line ends), and `method`, `headers` and `version` are
     /// ignored. See ``MailEnvelope``.
     public var mail: MailEnvelope?
+    /// Whether libcurl may send the request again by itself when a reused connection ends with nothing
+    /// of the answer back: only for a request whose receiver drops copies by an id it carries (a
+    /// webhook's `webhook-id`). Otherwise such a request comes back as a lost answer (``UploadBody``).
+    public var replayable = false
 
     public init(method: String = "POST", url: String, headers: [(String, String)] = [], body: [UInt8] = [],
                 timeout: Double = 15, version: HTTPVersion = .http2, mail: MailEnvelope? = nil) {

@@ -22,6 +22,8 @@ final class HTTPTransfer {
     private(set) var responseHeaders: [(String, String)] = []
     private(set) var responseBody: [UInt8] = []
     private var maxResponseBytes = Int.max
+    /// The request body (an HTTP body or a mail), read by libcurl through the read callback.
+    private(set) var upload = UploadBody([])
     /// The request body's size, to tell whether it all left when the connection ended.
     private var bodyBytes = 0
     /// Response body bytes received, all of them (`responseBody` keeps at most `maxResponseBytes`).
@@ -122,9 +124,6 @@ final class HTTPTransfer {
 
     /// The envelope when this transfer is a mail, else nil.
     private var mail: MailEnvelope?
-    /// The message, read by libcurl through the read callback from `uploadOffset` on.
-    private var upload: [UInt8] = []
-    private var uploadOffset = 0
     /// The server's last reply lines (through the header callback, which receives SMTP replies; the last
     /// may be the 221 to the QUIT libcurl sends when it closes a failed connection).
     private var replies = SMTPReplies()
@@ -134,8 +133,7 @@ final class HTTPTransfer {
                                caBundle: String?) throws(TransportError) {
         easy.reset()
         self.mail = mail
-        upload = request.body
-        uploadOffset = 0
+        upload = UploadBody(request.body)
         replies = SMTPReplies()
         let scheme = request.url.prefix(while: { $0 != ":" }).lowercased()
         guard scheme == "smtp" || scheme == "smtps" else {
@@ -173,21 +171,9 @@ final class HTTPTransfer {
         try easy.set(CURLOPT_UPLOAD, 1)
         try easy.set(CURLOPT_INFILESIZE_LARGE, offset: Int64(upload.count))
 
+        try attach(upload)
         let me = Unmanaged.passUnretained(self).toOpaque()
-        try easy.set(CURLOPT_READDATA, pointer: me)
         try easy.set(CURLOPT_HEADERDATA, pointer: me)
-        _ = herald_curl_easy_setopt_read_callback(easy.raw) { buffer, size, count, context in
-            guard let buffer, let context else { return 0 }
-            let transfer = Unmanaged<HTTPTransfer>.fromOpaque(context).takeUnretainedValue()
-            let length = min(size * count, transfer.upload.count - transfer.uploadOffset)
-            guard length > 0 else { return 0 }
-            transfer.upload.withUnsafeBytes { bytes in
-                UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress! + transfer.uploadOffset,
-                                                           byteCount: length)
-            }
-            transfer.uploadOffset += length
-            return length
-        }
         // libcurl hands every SMTP reply line to the header callback.
         _ = herald_curl_easy_setopt_header_callback(easy.raw) { data, size, count, context in
             let length = size * count
@@ -203,10 +189,10 @@ final class HTTPTransfer {
         let reply = easy.info(long: CURLINFO_RESPONSE_CODE) ?? 0
         guard code == CURLE_OK else {
             return .failure(Self.mailFailure(code: code, curlMessage: easy.errorMessage, reply: reply, replies: replies,
-                                             messageSent: !upload.isEmpty && uploadOffset == upload.count))
+                                             messageSent: upload.count > 0 && upload.wholeRead))
         }
         var headers: [(String, String)] = []
-        if let id = Self.messageID(in: upload) { headers.append(("message-id", id)) }
+        if let id = Self.messageID(in: upload.bytes) { headers.append(("message-id", id)) }
         if let text = replies.text(of: reply) { headers.append(("smtp-reply", text)) }
         return .success(HTTPResponse(status: reply, headers: headers, body: [], httpVersion: 0,
                                      seconds: easy.info(double: CURLINFO_TOTAL_TIME) ?? 0))
@@ -238,19 +224,10 @@ final class HTTPTransfer {
         case "HEAD":
             try easy.set(CURLOPT_NOBODY, 1)
         case _ where !request.body.isEmpty || ["POST", "PUT", "PATCH"].contains(method):
-            // libcurl copies the body, so nothing must outlive this call.
+            try easy.set(CURLOPT_POST, 1)
             try easy.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(request.body.count))
-            if request.body.isEmpty {
-                try easy.set(CURLOPT_COPYPOSTFIELDS, "")
-            } else {
-                var body = request.body
-                let code = body.withUnsafeMutableBytes { bytes in
-                    herald_curl_easy_setopt_pointer(easy.raw, CURLOPT_COPYPOSTFIELDS, bytes.baseAddress)
-                }
-                guard code == CURLE_OK else {
-                    throw TransportError(curlCode: code, message: "copying the request body")
-                }
-            }
+            upload = UploadBody(request.body, replayable: request.replayable)
+            try attach(upload)
             if method != "POST" { try easy.set(CURLOPT_CUSTOMREQUEST, request.method) }
         default:
             try easy.set(CURLOPT_CUSTOMREQUEST, request.method)
@@ -290,9 +267,14 @@ final class HTTPTransfer {
     func result(_ code: CURLcode) -> Result<HTTPResponse, TransportError> {
         if mail != nil { return mailResult(code) }
         let message = easy.errorMessage
+        if code == CURLE_SEND_FAIL_REWIND, upload.refusedRewind {
+            // libcurl would have sent the request again by itself: its answer was lost (UploadBody).
+            return .failure(.connectionEnded(requestSent: upload.wholeRead,
+                                             message: "its connection ended before any of the answer came back"))
+        }
         guard code == CURLE_OK || received.isComplete(despite: code, message: message) else {
             return .failure(TransportError(curlCode: code, message: ReceivedAnswer.explained(code, message),
-                                           uploadedBytes: easy.info(offset: CURLINFO_SIZE_UPLOAD_T) ?? 0,
+                                           uploadedBytes: uploadedBytes,
                                            bodyBytes: bodyBytes))
         }
         return .success(HTTPResponse(
@@ -303,12 +285,17 @@ final class HTTPTransfer {
             seconds: easy.info(double: CURLINFO_TOTAL_TIME) ?? 0))
     }
 
+    /// How much of the body libcurl took. Its own count starts again at 0 when it begins to send the
+    /// request again by itself, so the body's own count (which never goes back) is taken too.
+    private var uploadedBytes: Int64 {
+        max(easy.info(offset: CURLINFO_SIZE_UPLOAD_T) ?? 0, Int64(upload.offset))
+    }
+
     /// This transfer's end when its connection was found dead under it: sent, when its whole body was
     /// handed over (its fate unknown), else not.
     func connectionEnded() -> TransportError {
-        let uploaded = easy.info(offset: CURLINFO_SIZE_UPLOAD_T) ?? 0
-        return .connectionEnded(requestSent: bodyBytes == 0 || uploaded >= Int64(bodyBytes),
-                                message: "its connection ended under another request")
+        .connectionEnded(requestSent: bodyBytes == 0 || uploadedBytes >= Int64(bodyBytes),
+                         message: "its connection ended under another request")
     }
 
     // MARK: Debug output

@@ -61,10 +61,10 @@ public final class HTTPTransport {
     /// when it goes on the wire, not from when it was queued.
     ///
     /// A connection that ends under its requests is not their answer. A request that never wholly left
-    /// goes again at once on a new connection (up to `unsentResends` times; libcurl itself sends again
-    /// the streams a server refused or left beyond its GOAWAY). A request sent whose answer was lost with
-    /// its connection goes again at once when `resendAfterLostAnswer(index, error)` says so — the caller's
-    /// choice, since the server may have acted on it — else completes with
+    /// goes again at once on a new connection (up to `unsentResends` times). A request sent whose answer
+    /// was lost with its connection — or that libcurl would have sent again by itself (``UploadBody``) —
+    /// goes again at once when `resendAfterLostAnswer(index, error)` says so — the caller's choice,
+    /// since the server may have acted on it — else completes with
     /// ``TransportError/connectionEnded(requestSent:message:)``. Either way the other requests go on.
     ///
     /// `shouldStart(index)` is asked before each request is started (and before each start again); a
@@ -177,7 +177,10 @@ public final class HTTPTransport {
             streams.answered(onConnection: port)
         case .failure(let error) where error.isConnectionEnd:
             guard case .connectionEnded(let sent, _) = error else { break }
-            if sent, let limit = streams.lostAnswer(onConnection: port) {
+            // A send libcurl wanted to repeat by itself may be a stream the server refused on a live
+            // connection: it says nothing of the connection or of its other streams.
+            let connectionDied = !transfer.upload.refusedRewind
+            if sent, connectionDied, let limit = streams.lostAnswer(onConnection: port) {
                 try? multi.set(CURLMOPT_MAX_CONCURRENT_STREAMS, limit)
             }
             let again: Bool
@@ -188,7 +191,7 @@ public final class HTTPTransport {
                 again = run.unsentTries[transfer.index, default: 0] <= Self.unsentResends
             }
             if again { run.queues.pushFront(transfer.host, transfer.index) } else { onComplete(transfer.index, result) }
-            return port > 0 ? port : nil
+            return port > 0 && connectionDied ? port : nil
         case .failure:
             break
         }

@@ -116,16 +116,28 @@ struct EarlyAnswerPassTests {
         #expect(twice.isEmpty, "\(twice.prefix(2))")
     }
 
-    /// The same while nginx ends each connection after 1,000 requests (its default). A push nginx answered
-    /// twice is only ever the last request of a connection it ended: libcurl 7.88 had its answer but had
-    /// not handed it over when the connection closed, and sent it again by itself on a new connection,
-    /// unseen by herald; the copy carries the same collapse id, so the device shows it once.
-    @Test func onlyTheLastRequestOfAConnectionNginxEndsIsSentTwice() throws {
+    /// The same while nginx ends each connection after 1,000 requests (its default), with a GOAWAY.
+    /// libcurl 7.88 still opens streams on such a connection, and would send them again by itself when
+    /// they fail, as it would the last request of the connection, whose answer it had but did not hand
+    /// over. herald takes each as a lost answer: sent again at once, charged, counted (`resent`) and
+    /// recorded. Every row is sent; a push nginx answered twice is one herald sent again and recorded
+    /// (or tried again after a timeout), or one nginx answered before reading it; the copy carries the
+    /// same collapse id.
+    @Test func aPushNginxAnsweredTwiceIsOneHeraldSentAgainAndRecorded() throws {
         let drain = try Self.drainEarlyAnswers(keepaliveRequests: 1000)
-        Self.expectOnlyTimeoutsAmiss(drain, rows: 3000)
-        #expect(drain.summary.sent == 3000 - drain.amiss.count, "sent \(drain.summary.sent)")
+        let lost = "apns: the connection ended before the answer: "
+        let resent = drain.amiss.filter { $0.value.hasPrefix(lost) && !$0.value.contains(";") }
+        let timedOut = drain.amiss.filter { $0.value == "apns: request timed out" }
+        #expect(resent.count + timedOut.count == drain.amiss.count, "\(drain.amiss.values.prefix(3))")
+        #expect(timedOut.count * 100 <= 3000 && drain.summary.breakerOpen.isEmpty)
+        #expect(drain.summary.resent == resent.count, "resent \(drain.summary.resent)")
+        #expect(drain.summary.sent == 3000 - timedOut.count, "sent \(drain.summary.sent)")
+        #expect(drain.answered.count == 3000, "nginx answered \(drain.answered.count) distinct pushes")
         for (id, lines) in drain.answered where lines.count > 1 {
-            #expect(lines.count == 2 && lines[0][5] == "1000", "\(id): \(lines)")
+            // Sent again after its answer was lost, or tried again after libcurl left it to time out;
+            // or the last request of a connection, answered before its body left: nginx cannot have
+            // acted on a push it never read, and libcurl may send it again.
+            #expect(lines.count == 2 && (drain.amiss[id] != nil || lines[0][5] == "1000"), "\(id): \(lines)")
             #expect(Set(lines.map { $0[6] }).count == 1, "\(id): the copy has another collapse id")
         }
     }

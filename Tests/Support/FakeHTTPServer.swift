@@ -5,28 +5,6 @@ import NIOHTTP2
 import NIOPosix
 import NIOSSL
 
-/// A request as the fake server received it.
-public struct FakeRequest: Sendable {
-    public var method: String
-    /// The path with its query, e.g. "/3/device/abc?x=1".
-    public var path: String
-    /// Header fields, names lower-cased, in the order received (over HTTP/2, `:authority` becomes `host`).
-    public var headers: [(String, String)]
-    public var body: [UInt8]
-    /// "1.1" or "2".
-    public var httpVersion: String
-    public var receivedAt: Date
-
-    /// The first value of the header `name` (case-insensitive).
-    public func header(_ name: String) -> String? {
-        let wanted = name.lowercased()
-        return headers.first(where: { $0.0 == wanted })?.1
-    }
-
-    /// The body as UTF-8 text.
-    public var text: String { String(decoding: body, as: UTF8.self) }
-}
-
 /// What the fake server answers.
 ///
 ///     FakeResponse.json(200, #"{"name":"projects/p/messages/1"}"#)
@@ -156,6 +134,9 @@ public final class FakeHTTPServer: Sendable {
     /// Requests never handed to the handler: streams beyond a GOAWAY's last stream id.
     public var refusedCount: Int { state.refused }
 
+    /// Connections the server began to end with a graceful GOAWAY.
+    public var goAwayCount: Int { state.goAways }
+
     /// The most requests the server held at once (received, not yet answered): how concurrent the
     /// client was, measured without a clock.
     public var peakInFlight: Int { state.peakInFlight }
@@ -213,6 +194,7 @@ final class FakeServerState: @unchecked Sendable {
     let ending: ConnectionEnding?
     private let lock = NSLock()
     private var _refused = 0
+    private var _goAways = 0
     private var _requests: [FakeRequest] = []
     private var _connections = 0
     private var _inFlight = 0
@@ -229,6 +211,8 @@ final class FakeServerState: @unchecked Sendable {
 
     var refused: Int { lock.withLock { _refused } }
     func refusedOne() { lock.withLock { _refused += 1 } }
+    var goAways: Int { lock.withLock { _goAways } }
+    func wentAway() { lock.withLock { _goAways += 1 } }
 
     var requests: [FakeRequest] { lock.withLock { _requests } }
     var connections: Int { lock.withLock { _connections } }
@@ -328,6 +312,7 @@ private final class FakeRequestHandler: ChannelInboundHandler, RemovableChannelH
                 ConnectionLife.end(connection(context), reset: reset)
                 return
             case .processAndGoAway:
+                state.wentAway()
                 life.goAway(connection(context))
             case .process, .processThenClose:
                 break

@@ -62,10 +62,13 @@ public struct WebhookAdapter: SingleMessageAdapter {
         let id = envelope.item.id.uuidString.lowercased()
         let timestamp = Int(envelope.now.timeIntervalSince1970)
         let body = Array(WebhookAdapter.body(for: envelope).utf8)
-        return HTTPRequest(
+        var request = HTTPRequest(
             method: "POST", url: url,
             headers: [("content-type", "application/json")] + signer.headers(id: id, timestamp: timestamp, body: body),
             body: body, timeout: timeout, version: .http2)
+        // A receiver drops copies by `webhook-id` (Standard Webhooks), so libcurl may send it again itself.
+        request.replayable = true
+        return request
     }
 
     /// 2xx delivered; 3xx, 410 and other 4xx permanent (with the receiver's reason); 408, 429 and 5xx
