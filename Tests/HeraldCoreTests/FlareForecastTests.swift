@@ -58,15 +58,21 @@ import Testing
         #expect(RiskLevel.high.rawValue == "HIGH" && RiskLevel.moderate.rawValue == "MODERATE")
     }
 
+    /// One request per place: its centre to four decimals, every variable a forecast reads, the zone
+    /// whose days `daily` counts, from yesterday to eight days ahead.
     @Test func openMeteoPath() {
-        #expect(FlareForecast.openMeteoPath(latitude: 40.7128, longitude: -74.006, timezone: "America/New_York")
-            == "/v1/forecast?latitude=40.7128&longitude=-74.0060&hourly=pressure_msl,temperature_2m,relative_humidity_2m&timezone=America%2FNew_York&forecast_days=2")
-        #expect(FlareForecast.openMeteoPath(latitude: -41.2865, longitude: 174.7762, timezone: "America/Port-au-Prince")
-            .contains("latitude=-41.2865&longitude=174.7762&") )
-        #expect(FlareForecast.openMeteoPath(latitude: 0.00001, longitude: 1e-7, timezone: "UTC")
-            .contains("latitude=0.0000&longitude=0.0000&hourly") )
-        #expect(FlareForecast.openMeteoPath(latitude: 1, longitude: 2, timezone: "America/Argentina/Buenos_Aires")
-            .hasSuffix("timezone=America%2FArgentina%2FBuenos_Aires&forecast_days=2"))
+        #expect(CellWeather.openMeteoPath(latitude: 40.7128, longitude: -74.006, timezone: "America/New_York")
+            == "/v1/forecast?latitude=40.7128&longitude=-74.0060&hourly=pressure_msl,temperature_2m,relative_humidity_2m"
+            + "&current=temperature_2m,apparent_temperature,relative_humidity_2m,surface_pressure,pressure_msl,precipitation,"
+            + "cloud_cover,wind_speed_10m,weather_code"
+            + "&daily=weather_code,temperature_2m_max,temperature_2m_min,precipitation_probability_max,precipitation_sum,"
+            + "wind_speed_10m_max&timezone=America%2FNew_York&past_days=1&forecast_days=8")
+        #expect(CellWeather.openMeteoPath(latitude: -41.2865, longitude: 174.7762, timezone: "America/Port-au-Prince")
+            .contains("latitude=-41.2865&longitude=174.7762&"))
+        #expect(CellWeather.openMeteoPath(latitude: 0.00001, longitude: 1e-7, timezone: "UTC")
+            .contains("latitude=0.0000&longitude=0.0000&hourly"))
+        #expect(CellWeather.openMeteoPath(latitude: 1, longitude: 2, timezone: "America/Argentina/Buenos_Aires")
+            .hasSuffix("timezone=America%2FArgentina%2FBuenos_Aires&past_days=1&forecast_days=8"))
         #expect(FlareForecast.percentEncoded("Etc/GMT+5") == "Etc%2FGMT%2B5")
     }
 }

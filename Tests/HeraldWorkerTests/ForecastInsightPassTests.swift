@@ -43,7 +43,9 @@ import Testing
         #expect(body["date"] == "2026-01-25" && body["locale"] == "en" && body["user_id"] == .string(user.lowercased))
         #expect(body["place"]?["name"] == "London" && body["place"]?["latitude"]?.doubleValue == 51.5)
         #expect(body["risk"]?["level"] == "HIGH" && body["risk"]?["pressure_change_hpa"]?.doubleValue == -12)
-        #expect(body["weather"]?["hourly"]?["pressure_msl"]?.arrayValue?.count == 72)
+        // The hours of the forecast's date and the next, on the person's clock.
+        #expect(body["weather"]?["hourly"]?["pressure_msl"]?.arrayValue?.count == 48)
+        #expect(body["weather"]?["hourly"]?["time"]?.arrayValue?.first == "2026-01-25T00:00")
 
         // Stored as the service gave them; the push's body is the summary.
         let stored = try f.db.query("""

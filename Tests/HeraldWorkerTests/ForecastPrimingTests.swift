@@ -70,7 +70,7 @@ import Testing
         let (primed, _) = worker.run(now: instant("2026-01-25T07:05:00Z"), drain: true) { $0.phases = [.forecasts, .deliver] }
         #expect(primed.generated["forecasts"] == 1 && primed.generated["weather_fetched"] == 1 && primed.sent == 0)
         #expect(weather.server.requests.count == 1)
-        #expect(weather.server.requests.first?.path.contains("forecast_days=2") == true)
+        #expect(weather.server.requests.first?.path.contains("&past_days=1&forecast_days=8") == true)
         let row = try f.db.query("select status, run_after from notification_queue where recipient_user_id = \(user)")
         #expect(row.first?["status"].string == "pending" && row.first?["run_after"].date == instant("2026-01-25T08:00:00Z"))
         let words = ForecastWords.templated(risk: .high, locale: "en")

@@ -146,7 +146,7 @@ import Testing
     }
 
     /// A weather service that answers slowly holds the pass back no longer than the phase's budget: the
-    /// requests not started in time wait for the next pass (those users stay candidates), and delivery
+    /// requests not started in time wait for the next pass (those places' people stay candidates), and delivery
     /// still runs. The service holds its answers until the budget is spent, so the requests that went
     /// out are those the two connections started within it.
     @Test func slowWeatherHoldsThePassNoLongerThanItsBudget() throws {
@@ -160,9 +160,11 @@ import Testing
                          body: Array(#"{"hourly":{"time":[],"pressure_msl":[]}}"#.utf8), gate: gate)
         }
         defer { weather.shutdown() }
-        var users: [UUID] = []
-        for _ in 0..<10 { users.append(try f.profile(timezone: "Asia/Tokyo")) }
-        try db.execute("update user_profiles set latitude = 35.7, longitude = 139.7 where user_id = any(\(users)::uuid[])")
+        // Ten places, 0.2° apart: ten weather requests.
+        for i in 0..<10 {
+            let user = try f.profile(timezone: "Asia/Tokyo")
+            try db.execute("update user_profiles set latitude = \(35.7 + Double(i) * 0.2), longitude = 139.7 where user_id = \(user)")
+        }
         let inbox = try f.enqueue(to: try f.profile(), at: seedInstant)
         let worker = Worker(url: tdb.url, settings: ["WEATHER_URL": weather.baseURL, "HERALD_CHANNEL_PUSH": "log",
                                                      "HERALD_CONNECTIONS_PER_HOST": "2"])

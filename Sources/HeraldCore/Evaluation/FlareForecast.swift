@@ -60,20 +60,6 @@ public enum FlareForecast {
         return .low
     }
 
-    /// The Open-Meteo request (path and query) for a location, hourly in the location's own zone:
-    ///
-    ///     FlareForecast.openMeteoPath(latitude: 40.7128, longitude: -74.006, timezone: "America/New_York")
-    ///     // "/v1/forecast?latitude=40.7128&longitude=-74.0060&hourly=pressure_msl,temperature_2m,
-    ///     //  relative_humidity_2m&timezone=America%2FNew_York&forecast_days=2"   (one line)
-    ///
-    /// `forecastDays` counts from the location's today: 2 covers today's change, 3 tomorrow's (a
-    /// forecast made the evening before).
-    public static func openMeteoPath(latitude: Double, longitude: Double, timezone: String, forecastDays: Int = 2) -> String {
-        "/v1/forecast?latitude=\(coordinate(latitude))&longitude=\(coordinate(longitude))"
-            + "&hourly=pressure_msl,temperature_2m,relative_humidity_2m"
-            + "&timezone=\(percentEncoded(timezone))&forecast_days=\(forecastDays)"
-    }
-
     /// Four decimals (about 11 m), never exponent notation.
     static func coordinate(_ x: Double) -> String {
         String(format: "%.4f", x)

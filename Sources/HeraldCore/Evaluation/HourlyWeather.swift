@@ -1,6 +1,7 @@
 import Foundation
 
-/// The Open-Meteo forecast answer, hourly, with times in the requested local zone:
+/// The Open-Meteo forecast answer's hourly series, with wall times as the answer writes them (at its
+/// `utc_offset_seconds`: `CellWeather` reads them as instants):
 ///
 ///     {"hourly":{"time":["2026-01-25T00:00",…],"pressure_msl":[1013.2,…],"temperature_2m":[…],
 ///                "relative_humidity_2m":[…]}}

@@ -80,6 +80,8 @@ extension Settings {
         SettingSpec("HERALD_THRESHOLDS_VERSION", default: "v1", "the pattern_thresholds version"),
         SettingSpec("WEATHER_URL", default: "https://api.open-meteo.com", "the forecast API"),
         SettingSpec("HERALD_FORECAST_LEAD_MINUTES", default: "60", "how long before the notification time a forecast is made"),
+        SettingSpec("HERALD_WEATHER_CELL_DEGREES", default: "0.1", "the side of the place cells that share one weather request"),
+        SettingSpec("HERALD_WEATHER_REUSE_MINUTES", default: "60", "how long a place's weather serves later passes"),
         SettingSpec("HERALD_FORECAST_INSIGHT_URL", secret: true, "the team's forecast insight service"),
         SettingSpec("HERALD_FORECAST_INSIGHT_SECRET", secret: true, "the whsec_ secret that signs the insight requests"),
         SettingSpec("HERALD_FORECAST_INSIGHT_TIMEOUT_SECONDS", default: "10", "how long one insight request may take"),

@@ -4,54 +4,142 @@ import HeraldHTTP
 import HeraldPostgres
 import Logging
 
-/// Forecasts made from the weather: for candidates with a location and no forecast made, the hourly
-/// pressure is fetched, the risk worked out from its change, and the row stored.
+/// Forecasts made from the weather, one request per place: the candidates with a location and no
+/// forecast made are grouped into cells (`WeatherCells`); each cell's weather is an answer a pass stored
+/// within `reuseFor` (`ForecastPhase+Cells.swift`), or one request for the cell's centre; each person's
+/// risk is read from it at their own notification instant, and their row stored with their hours, the
+/// conditions now and the seven days from their date, on their own clock. A person whose coordinates
+/// are junk, or a cell whose answer fails, fails those people alone.
 extension ForecastPhase {
-    /// Fetches the weather of `missing` from `base`, concurrently, while `mayStart` allows; stores the
-    /// forecasts it makes in `daily_forecasts` and counts the fetches in `result`. Returns whether it
-    /// stored any.
+    /// Makes the forecasts of `missing` from their cells' weather, fetching (concurrently, while
+    /// `mayStart` allows) the cells no stored answer serves; stores the forecasts in `daily_forecasts`
+    /// and counts cells and people in `result`. Returns whether it stored any.
     func fetchMissing(_ missing: [Candidate], from base: String, started: Date, result: inout Result) throws -> Bool {
-        let requests = missing.map { c in
-            HTTPRequest(method: "GET",
-                        url: base + FlareForecast.openMeteoPath(latitude: c.latitude!, longitude: c.longitude!, timezone: c.zone,
-                                                                forecastDays: 2 + c.daysAhead),
-                        headers: [("accept", "application/json")], timeout: 15, version: .http2)
-        }
+        let grouping = WeatherCells.group(missing.indices.map { ($0, missing[$0].latitude, missing[$0].longitude) }, size: cellSize)
+        result.unplaced = noteUnplaced(grouping.unplaceable.map { (missing[$0.id], $0.reason) })
+        guard !grouping.cells.isEmpty else { return false }
+        var weather = try storedWeather(of: grouping.cells.map(\.cell))
+        result.reused = weather.count
+        let asking = grouping.cells.filter { weather[$0.cell.key] == nil }
+        let fetched = fetchWeather(of: asking, missing, from: base, started: started, result: &result)
+        try storeWeather(fetched)
+        weather.merge(fetched) { _, new in new }
         var made: [JSONValue] = []
-        let unstarted = transport.perform(requests, shouldStart: { _ in mayStart(since: started) }) { index, response in
-            if let row = madeForecast(response, for: missing[index]) { made.append(row) }
-        }
-        result.fetched = made.count
-        result.fetchFailures = missing.count - made.count - unstarted.count
-        result.notFetched = unstarted.count
-        if !unstarted.isEmpty {
-            logger.warning("the weather fetches ran out of their time in this pass; the other users' forecasts wait for the next pass",
-                           metadata: ["not_fetched": "\(unstarted.count)", "budget_s": "\(fetchBudget)"])
+        for (cell, members) in grouping.cells {
+            guard let w = weather[cell.key] else { continue }
+            // People of one zone and date in a cell have the same hours, conditions and days.
+            var onTheirClock: [String: [String: JSONValue]] = [:]
+            made += members.compactMap { madeForecast(w, for: missing[$0], sharing: &onTheirClock) }
         }
         guard !made.isEmpty else { return false }
         try store(made)
         return true
     }
 
-    /// The `daily_forecasts` row one weather answer makes for `c`: its risk and pressure change, the
-    /// place and the hourly series. Nil (and a warning) when the answer failed or holds no usable
-    /// pressure.
-    private func madeForecast(_ response: Swift.Result<HTTPResponse, TransportError>, for c: Candidate) -> JSONValue? {
-        guard case .success(let r) = response, r.status == 200,
-              let json = try? JSONValue.parse(Data(r.body)), let weather = try? HourlyWeather(json: json),
-              let change = weather.pressureChange(from: c.date, at: c.notificationTime) else {
-            logger.warning("could not get the weather for a forecast", metadata: [
-                "user_id": .string(c.user.lowercased), "date": .string(c.date.description),
-                "status": .string((try? response.get().status).map(String.init) ?? "\(response)")])
+    /// Warns once of the people whose location is no place on the globe, with how many have each reason
+    /// (each person and reason at debug level, never the value), and returns how many they are.
+    private func noteUnplaced(_ unplaced: [(Candidate, Unplaceable)]) -> Int {
+        guard !unplaced.isEmpty else { return 0 }
+        var reasons: [String: Set<UUID>] = [:]
+        for (c, reason) in unplaced { reasons[reason.description, default: []].insert(c.user) }
+        let people = Set(unplaced.map { $0.0.user })
+        logger.warning("people whose location is not a place on the globe were passed over; their forecasts are not made",
+                       metadata: ["users": .stringConvertible(people.count),
+                                  "reasons": .string(reasons.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value.count)" }
+                                      .joined(separator: "; "))])
+        for (c, reason) in unplaced {
+            logger.debug("location is not a place; passed over", metadata: [
+                "user_id": .string(c.user.lowercased), "date": .string(c.date.description), "reason": .string(reason.description)])
+        }
+        return people.count
+    }
+
+    /// One request per cell of `cells`, for its centre in the zone of most of its people; the usable
+    /// answers by cell key. Each failure is logged once for its cell, with its people's count.
+    private func fetchWeather(of cells: [(cell: WeatherCell, members: [Int])], _ missing: [Candidate], from base: String,
+                              started: Date, result: inout Result) -> [String: CellWeather] {
+        let zones = cells.map { Self.cellZone($0.members.map { missing[$0].zone }) }
+        let requests = cells.indices.map { i in
+            HTTPRequest(method: "GET",
+                        url: base + CellWeather.openMeteoPath(latitude: cells[i].cell.latitude, longitude: cells[i].cell.longitude,
+                                                              timezone: zones[i]),
+                        headers: [("accept", "application/json")], timeout: 15, version: .http2)
+        }
+        var answers: [String: CellWeather] = [:]
+        let unstarted = transport.perform(requests, shouldStart: { _ in mayStart(since: started) }) { index, response in
+            switch Self.cellWeather(response, zone: Zone.named(zones[index]) ?? Self.utc, now: now) {
+            case .success(let w):
+                answers[cells[index].cell.key] = w
+            case .failure(let reason):
+                logger.warning("could not get a place's weather; the forecasts of its people wait for the next pass", metadata: [
+                    "people": .stringConvertible(cells[index].members.count), "reason": .string(reason.description)])
+                logger.debug("the place whose weather failed", metadata: ["cell": .string(cells[index].cell.key)])
+            }
+        }
+        result.fetched = answers.count
+        result.fetchFailures = cells.count - answers.count - unstarted.count
+        result.notFetched = unstarted.count
+        if !unstarted.isEmpty {
+            logger.warning("the weather fetches ran out of their time in this pass; the other places' forecasts wait for the next pass",
+                           metadata: ["not_fetched": "\(unstarted.count)", "budget_s": "\(fetchBudget)"])
+        }
+        return answers
+    }
+
+    /// The zone a cell's weather is asked in (whose days `daily` counts): the zone most of its people
+    /// have, the first by name on a tie. Every person is still read on their own clock.
+    static func cellZone(_ zones: [String]) -> String {
+        var counts: [String: Int] = [:]
+        for z in zones { counts[z, default: 0] += 1 }
+        return counts.min { a, b in a.value != b.value ? a.value > b.value : a.key < b.key }?.key ?? "UTC"
+    }
+
+    static let utc = TimeZone(identifier: "UTC")!
+
+    /// A cell's answer as weather, or why it is not: a failed request, a status other than 200, or a
+    /// body that is not an answer (`CellWeather`'s reason, cut to 200 characters).
+    static func cellWeather(_ response: Swift.Result<HTTPResponse, TransportError>, zone: TimeZone,
+                            now: Date) -> Swift.Result<CellWeather, CellWeather.ParseError> {
+        let r: HTTPResponse
+        switch response {
+        case .success(let answer) where answer.status == 200: r = answer
+        case .success(let answer): return .failure(.init(description: "answered \(answer.status)"))
+        case .failure(let error): return .failure(.init(description: String("\(error)".prefix(200))))
+        }
+        do {
+            return .success(try CellWeather(json: JSONValue.parse(Data(r.body)), zone: zone, at: now))
+        } catch {
+            return .failure(.init(description: String("\(error)".prefix(200))))
+        }
+    }
+
+    /// The `daily_forecasts` row `w` makes for `c`: the risk from the pressure change between the
+    /// notification instant and the same wall time the next day (23 or 25 hours on a daylight-saving
+    /// day), and the weather on the person's clock (taken from `sharing`, by zone and date, once made).
+    /// Nil (and a warning) when the answer has no pressure at either instant.
+    private func madeForecast(_ w: CellWeather, for c: Candidate, sharing: inout [String: [String: JSONValue]]) -> JSONValue? {
+        let zone = Zone.named(c.zone) ?? Self.utc
+        let dayLater = Zone.instant(of: c.date.adding(days: 1), c.notificationTime, in: zone)
+        guard let change = w.pressureChange(at: c.at, dayLater: dayLater) else {
+            logger.warning("the place's weather has no pressure at a person's notification time", metadata: [
+                "user_id": .string(c.user.lowercased), "date": .string(c.date.description)])
             return nil
         }
-        let risk = FlareForecast.risk(pressureChangeHPa: change, thresholds: thresholds).rawValue
-        return [
-            "user_id": .string(c.user.lowercased), "forecast_date": .string(c.date.description),
-            "latitude": .number(c.latitude!), "longitude": .number(c.longitude!),
-            "location_name": c.locationName.map { .string($0) } ?? .null,
-            "hourly_forecast": json["hourly"] ?? .null, "risk_level": .string(risk), "change": .number(change),
+        let clock = "\(c.zone) \(c.date)"
+        let weather = sharing[clock] ?? [
+            "hourly_forecast": w.hourly(on: c.date, in: zone), "current_weather": w.current(in: zone) ?? .null,
+            "daily_forecast": w.days(from: c.date) ?? .null,
         ]
+        sharing[clock] = weather
+        var row: [String: JSONValue] = [
+            "user_id": .string(c.user.lowercased), "forecast_date": .string(c.date.description),
+            "latitude": c.latitude.map { .number($0) } ?? .null, "longitude": c.longitude.map { .number($0) } ?? .null,
+            "location_name": c.locationName.map { .string($0) } ?? .null,
+            "risk_level": .string(FlareForecast.risk(pressureChangeHPa: change, thresholds: thresholds).rawValue),
+            "change": .number(change),
+        ]
+        row.merge(weather) { _, shared in shared }
+        return .object(row)
     }
 
     /// Stores the forecasts made from the weather. What a row already holds (another pass's forecast, or
@@ -59,16 +147,19 @@ extension ForecastPhase {
     private func store(_ made: [JSONValue]) throws {
         try db.execute("""
             insert into daily_forecasts as d (user_id, forecast_date, location_latitude, location_longitude, location_name,
-                                              hourly_forecast, risk_level, pressure_change_hpa)
-            select user_id, forecast_date, latitude, longitude, location_name, hourly_forecast, risk_level, change
+                                              hourly_forecast, current_weather, daily_forecast, risk_level, pressure_change_hpa)
+            select user_id, forecast_date, latitude, longitude, location_name, hourly_forecast,
+                   nullif(current_weather, 'null'), nullif(daily_forecast, 'null'), risk_level, change
               from jsonb_to_recordset(\(JSONValue.array(made).pgJSONText)::jsonb) as x(
                 user_id uuid, forecast_date date, latitude float8, longitude float8, location_name text,
-                hourly_forecast jsonb, risk_level text, change numeric)
+                hourly_forecast jsonb, current_weather jsonb, daily_forecast jsonb, risk_level text, change numeric)
             on conflict (user_id, forecast_date) do update
                set location_latitude = coalesce(d.location_latitude, excluded.location_latitude),
                    location_longitude = coalesce(d.location_longitude, excluded.location_longitude),
                    location_name = coalesce(d.location_name, excluded.location_name),
                    hourly_forecast = coalesce(d.hourly_forecast, excluded.hourly_forecast),
+                   current_weather = coalesce(d.current_weather, excluded.current_weather),
+                   daily_forecast = coalesce(d.daily_forecast, excluded.daily_forecast),
                    risk_level = coalesce(d.risk_level, excluded.risk_level),
                    pressure_change_hpa = coalesce(d.pressure_change_hpa, excluded.pressure_change_hpa),
                    updated_at = now()

@@ -9,9 +9,11 @@ import Logging
 ///
 /// Within `lead` (an hour unless configured) before the notification time:
 /// 1. the forecast is the `daily_forecasts` row for the date; where there is none (or it has neither a
-///    risk level nor a pressure change) and a location is known, it is made from the weather
-///    provider's hourly pressure (an Open-Meteo-style API at `WEATHER_URL`; `ForecastPhase+Weather.swift`)
-///    and stored. A fetch that fails is tried again by each pass until it comes;
+///    risk level nor a pressure change) and a location is known, it is made from the weather of the
+///    person's place cell (`WeatherCells`: everyone in a cell shares one Open-Meteo-style request at
+///    `WEATHER_URL`, or the cell's answer stored by a pass within `reuseFor`; `ForecastPhase+Weather.swift`),
+///    read at the person's own notification instant, and stored with the conditions now and the seven
+///    days ahead. A fetch that fails is tried again by each pass until it comes;
 /// 2. a forecast without words gets them from the team's insight service, or herald's own templates in
 ///    the person's language (`ForecastPhase+Words.swift`): no forecast goes out without words;
 /// 3. its push is enqueued with `run_after` at the notification time, so it goes out on time and the
@@ -37,6 +39,10 @@ struct ForecastPhase {
     var fetchBudget: TimeInterval = 60
     /// How long before the notification time the forecast is made (`PassOptions.forecastLead`).
     var lead: TimeInterval = 3600
+    /// The side of a place cell, in degrees (`PassOptions.weatherCellSize`).
+    var cellSize = WeatherCells.defaultSize
+    /// How long a cell's stored answer serves later passes (`PassOptions.weatherReuse`); 0: never.
+    var reuseFor: TimeInterval = 3600
     /// The team's insight service; nil: herald's own words.
     var insight: ForecastInsightService?
     /// Whether forecasts past their time and not made are noted (not in a dry run, which fetches nothing).
@@ -45,10 +51,16 @@ struct ForecastPhase {
 
     struct Result {
         var enqueued = 0
+        /// Place cells whose weather was fetched and usable.
         var fetched = 0
+        /// Place cells whose request failed or was answered with something that is not weather.
         var fetchFailures = 0
-        /// Users whose weather was not asked for: the phase's time ran out, or a stop signal came.
+        /// Place cells whose weather was not asked for: the phase's time ran out, or a stop signal came.
         var notFetched = 0
+        /// Place cells served by an answer a pass stored within `reuseFor`.
+        var reused = 0
+        /// People whose coordinates give no place cell (not numbers, or off the globe).
+        var unplaced = 0
         /// Forecasts whose words came from the insight service.
         var insights = 0
         /// Insight requests that failed, timed out or were answered with something unusable.

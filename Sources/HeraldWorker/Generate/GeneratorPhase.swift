@@ -66,6 +66,8 @@ struct ForecastsGenerator: GeneratorPhase {
         f.notesMisses = !c.options.dryRun
         f.fetchBudget = c.options.weatherBudget
         f.lead = c.options.forecastLead
+        f.cellSize = c.options.weatherCellSize
+        f.reuseFor = c.options.weatherReuse
         let r = try f.run()
         summary.generated[.forecasts] = r.enqueued
         if r.missed > 0 { summary.generated[.forecastsMissed] = r.missed }
@@ -74,11 +76,13 @@ struct ForecastsGenerator: GeneratorPhase {
             summary.generated[.forecastInsightFailed] = r.insightFailures
             summary.generated[.forecastTemplatedWords] = r.templatedWords
         }
-        if r.fetched + r.fetchFailures + r.notFetched > 0 {
+        if r.fetched + r.fetchFailures + r.notFetched + r.reused > 0 {
             summary.generated[.weatherFetched] = r.fetched
             summary.generated[.weatherFailed] = r.fetchFailures
             if r.notFetched > 0 { summary.generated[.weatherNotFetched] = r.notFetched }
+            if r.reused > 0 { summary.generated[.weatherReused] = r.reused }
         }
+        if r.unplaced > 0 { summary.generated[.forecastsUnplacedUsers] = r.unplaced }
         r.unknownZones.count(in: &summary, as: .forecastsUnknownZoneUsers)
     }
 }

@@ -37,6 +37,7 @@ public struct PassConfig {
         if let version = settings["HERALD_THRESHOLDS_VERSION"] { options.thresholdsVersion = version }
         if let weather = settings["WEATHER_URL"] { options.weatherURL = try weatherURL(weather) }
         if let lead = try settings.int("HERALD_FORECAST_LEAD_MINUTES", in: forecastLeadRange) { options.forecastLead = Double(lead) * 60 }
+        try applyWeatherCells(settings, to: &options)
         options.forecastInsight = try ForecastInsightService.load(settings)
         if let days = try settings.int("HERALD_RETENTION_DAYS", in: 1...36_500) { options.retentionDays = days }
         if let days = try settings.int("HERALD_AUDIT_RETENTION_DAYS", in: 1...36_500) { options.auditRetentionDays = days }
@@ -92,6 +93,20 @@ public struct PassConfig {
 
     /// The minutes HERALD_FORECAST_LEAD_MINUTES may give: up to 12 hours ahead.
     static let forecastLeadRange = 0...720
+
+    /// HERALD_WEATHER_CELL_DEGREES (plain decimal degrees, 0.01 to 1) and HERALD_WEATHER_REUSE_MINUTES
+    /// (0, never reused, to a day: the answer reaches eight days ahead, so a day-old one still covers
+    /// every forecast it may serve).
+    static func applyWeatherCells(_ settings: Settings, to options: inout PassOptions) throws {
+        if let text = settings["HERALD_WEATHER_CELL_DEGREES"] {
+            guard let size = WeatherCells.size(text) else {
+                throw ConfigError("HERALD_WEATHER_CELL_DEGREES must be a number of degrees from 0.01 to 1 written "
+                    + "with digits and a point, such as 0.1; got '\(text.prefix(40))'")
+            }
+            options.weatherCellSize = size
+        }
+        if let minutes = try settings.int("HERALD_WEATHER_REUSE_MINUTES", in: 0...1440) { options.weatherReuse = Double(minutes) * 60 }
+    }
 
     /// HERALD_ESCALATION (channels separated by commas, or off) and HERALD_ESCALATION_<KIND>.
     static func applyEscalation(_ settings: Settings, to options: inout PassOptions) throws {

@@ -57,6 +57,11 @@ public struct PassOptions: Sendable {
     /// How long before a person's notification time their forecast is made (HERALD_FORECAST_LEAD_MINUTES):
     /// the weather is fetched, and fetched again on each pass until it comes, within it.
     public var forecastLead: TimeInterval = 3600
+    /// The side of the weather's place cells in degrees (HERALD_WEATHER_CELL_DEGREES): people whose
+    /// coordinates fall in one cell share one weather request.
+    public var weatherCellSize = WeatherCells.defaultSize
+    /// How long a cell's weather answer serves the forecasts of later passes (HERALD_WEATHER_REUSE_MINUTES).
+    public var weatherReuse: TimeInterval = 3600
     /// The team's forecast insight service (HERALD_FORECAST_INSIGHT_URL); nil: herald's own words.
     public var forecastInsight: ForecastInsightService?
     public var render = RenderOptions()

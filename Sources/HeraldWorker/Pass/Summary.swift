@@ -194,6 +194,7 @@ public enum GeneratedCount: String, CaseIterable, Sendable {
     case forecasts
     case forecastsMissed = "forecasts_missed"
     case forecastsUnknownZoneUsers = "forecasts_unknown_zone_users"
+    case forecastsUnplacedUsers = "forecasts_unplaced_users"
     case patterns
     case patternsFailedUsers = "patterns_failed_users"
     case patternsUsers = "patterns_users"
@@ -215,6 +216,7 @@ public enum GeneratedCount: String, CaseIterable, Sendable {
     case weatherFailed = "weather_failed"
     case weatherFetched = "weather_fetched"
     case weatherNotFetched = "weather_not_fetched"
+    case weatherReused = "weather_reused"
 }
 
 extension Dictionary where Key == String, Value == Int {
