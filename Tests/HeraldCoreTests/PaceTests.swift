@@ -29,7 +29,7 @@ import Testing
         }
     }
 
-    /// 50 a second: one at once, then one every 22 ms (48.99 in 1.1 s); a request waits for its turn.
+    /// 50 a second: one at once, then one every 22 ms (48.99 in 1.1 s); a request waits until then.
     @Test func fiftyASecondStartsOneEveryTwentyTwoMilliseconds() {
         var pace = Pace(Quota(limit: 50, window: 1))
         #expect(pace.take(1, now: 10) == .go)

@@ -53,7 +53,7 @@ extension DeliveryPass {
     }
 
     /// One round: the requests the gate admits, performed at once, each started when its provider's
-    /// quota allows (`Pacer`: until then it waits its turn). A request the gate refuses to start (stop
+    /// quota allows (`Pacer`: until then it waits, keeping its place). A request the gate refuses to start (stop
     /// signal, failed record flush, the lease ending, the provider's breaker opening) is not sent: its
     /// rows return to the queue with no attempt charged. An answer lost with its connection goes again
     /// at once while its rows have tries left.
