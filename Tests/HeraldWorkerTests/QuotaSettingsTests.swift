@@ -42,6 +42,8 @@ import Testing
         #expect(options.quotaShares == 4)
     }
 
+    /// Zero, negative, a bare number, an hour, NaN, exponents, too many digits, over a billion, a
+    /// concurrency of 0 or over 100,000, shares of 0 or over 1,000: exit 1, naming the variable.
     @Test(arguments: [
         ("HERALD_FCM_QUOTA", "0/s"), ("HERALD_FCM_QUOTA", "-5/s"), ("HERALD_FCM_QUOTA", "fast"),
         ("HERALD_FCM_QUOTA", "50"), ("HERALD_FCM_QUOTA", "50/h"), ("HERALD_FCM_QUOTA", "nan/s"),
