@@ -75,6 +75,26 @@ public final class HTTPTransport {
     public func perform(_ requests: [HTTPRequest], shouldStart: (Int) -> Bool = { _ in true },
                         resendAfterLostAnswer: (Int, TransportError) -> Bool = { _, _ in false },
                         onComplete: (Int, Result<HTTPResponse, TransportError>) -> Void) -> [Int] {
+        perform(requests, decide: { shouldStart($0) ? .start : .refuse },
+                resendAfterLostAnswer: resendAfterLostAnswer, onComplete: onComplete)
+    }
+
+    /// Whether a request starts now (`perform(_:decide:…)`).
+    public enum StartDecision: Sendable, Equatable {
+        case start
+        /// Never in this call: it is returned among the requests not started.
+        case refuse
+        /// Not yet: it keeps its place, and the same request is asked again after `seconds` (at most
+        /// 0.1 s, sooner when a transfer finishes). The requests behind it to the same host wait too.
+        case wait(seconds: Double)
+    }
+
+    /// `perform` where `decide(index)`, asked before each start (and each start again), may also hold a
+    /// request back for a while (`StartDecision.wait`: a provider's quota paces it) without refusing it.
+    @discardableResult
+    public func perform(_ requests: [HTTPRequest], decide: (Int) -> StartDecision,
+                        resendAfterLostAnswer: (Int, TransportError) -> Bool = { _, _ in false },
+                        onComplete: (Int, Result<HTTPResponse, TransportError>) -> Void) -> [Int] {
         // A nested call from onComplete would take the outer call's completions, leaving it waiting forever.
         precondition(!performing, "HTTPTransport.perform called from its own onComplete")
         performing = true
@@ -84,8 +104,12 @@ public final class HTTPTransport {
         }
         var run = Run(requests, limit: max(1, options.maxTransfersInFlight))
         while !run.queues.isEmpty || !run.active.isEmpty {
-            startWaiting(&run, requests, shouldStart: shouldStart, onComplete: onComplete)
-            if run.active.isEmpty { continue }
+            startWaiting(&run, requests, decide: decide, onComplete: onComplete)
+            if run.active.isEmpty {
+                // Only requests told to wait: nothing to drive meanwhile.
+                if let pause = run.pause { multi.poll(milliseconds: pause) }
+                continue
+            }
             multi.perform()
             var finishedSome = false
             while let done = multi.nextDone() {
@@ -104,7 +128,7 @@ public final class HTTPTransport {
             }
             // Go straight back to start waiting requests in the freed slots; otherwise wait for I/O.
             if !run.active.isEmpty, !(finishedSome && !run.queues.isEmpty) {
-                multi.poll(milliseconds: 100)
+                multi.poll(milliseconds: run.pause ?? 100)
             }
         }
         return (run.refused + run.queues.remaining).sorted()
@@ -121,6 +145,8 @@ public final class HTTPTransport {
         var activeByHost: [Int: Int] = [:]
         var refused: [Int] = []
         var unsentTries: [Int: Int] = [:]
+        /// Milliseconds until the first request told to wait is asked again (1 to 100); nil: none waits.
+        var pause: Int?
         let limit: Int
         // Slow start: until a server's HTTP/2 SETTINGS arrive, libcurl assumes it allows 100 concurrent
         // streams and opens a new connection for each further request. So start at most 100 transfers
@@ -136,17 +162,23 @@ public final class HTTPTransport {
     }
 
     /// Starts waiting requests while their hosts, and the transport, have room.
-    private func startWaiting(_ run: inout Run, _ requests: [HTTPRequest], shouldStart: (Int) -> Bool,
+    private func startWaiting(_ run: inout Run, _ requests: [HTTPRequest], decide: (Int) -> StartDecision,
                               onComplete: (Int, Result<HTTPResponse, TransportError>) -> Void) {
         if !run.warmedUp, ContinuousClock.now - run.started > .milliseconds(500) { run.warmedUp = true }
         let cap = run.warmedUp ? run.limit : Self.streamsBeforeSettings
         let perHost = max(1, options.maxConnectionsPerHost)
+        run.pause = nil
         for host in run.queues.hostsWaiting {
             // A multiplexing host takes as many as its connections carry; another, one per connection.
             let room = multiplexing.contains(run.queues.key(host)) ? min(run.limit, perHost * streams.limit) : perHost
             while run.active.count < cap, run.activeByHost[host, default: 0] < room, let index = run.queues.peek(host) {
+                let decision = decide(index)
+                if case .wait(let seconds) = decision {
+                    run.pause = min(run.pause ?? 100, Self.pauseMilliseconds(seconds))
+                    break
+                }
                 run.queues.pop(host)
-                guard shouldStart(index) else { run.refused.append(index); continue }
+                guard decision == .start else { run.refused.append(index); continue }
                 switch start(requests[index], index: index) {
                 case .success(let transfer):
                     transfer.host = host
@@ -157,6 +189,12 @@ public final class HTTPTransport {
             }
             if run.active.count >= cap { break }
         }
+    }
+
+    /// A wait in whole milliseconds, from 1 to 100 (a wait that is not a finite number: 100).
+    static func pauseMilliseconds(_ seconds: Double) -> Int {
+        guard seconds.isFinite else { return 100 }
+        return Int(min(max(seconds * 1000, 1), 100).rounded(.up))
     }
 
     /// A finished transfer: its handle back to the pool, then its result — or, when its connection ended

@@ -78,6 +78,9 @@ public final class FakeAPNs: Sendable {
     public var distinctJWTs: Int { state.distinctJWTs }
     /// Every provider token seen, valid or not, in arrival order.
     public var jwtsSeen: [String] { state.jwtsSeen }
+    /// Answers 429 TooManyRequests to each push over `quota` (with a window equal to `latency`: the
+    /// pushes in flight at once).
+    public func enforce(_ quota: FakeQuota) { state.setQuota(quota) }
 }
 
 private final class FakeAPNsState: @unchecked Sendable {
@@ -91,6 +94,7 @@ private final class FakeAPNsState: @unchecked Sendable {
     private var clock: Date?
     private var valid: Set<String> = []
     private var seen: [String] = []
+    private var quota: FakeQuota?
 
     init(publicKey: P256.Signing.PublicKey, topic: String, keyId: String, teamId: String, latency: Double) {
         self.latency = latency
@@ -102,6 +106,7 @@ private final class FakeAPNsState: @unchecked Sendable {
 
     func set(_ token: String, _ behaviour: FakeAPNs.Behaviour) { lock.withLock { scripts[token] = behaviour } }
     func setClock(_ now: Date?) { lock.withLock { clock = now } }
+    func setQuota(_ q: FakeQuota) { lock.withLock { quota = q } }
     var distinctJWTs: Int { lock.withLock { valid.count } }
     var jwtsSeen: [String] { lock.withLock { seen } }
 
@@ -117,6 +122,7 @@ private final class FakeAPNsState: @unchecked Sendable {
         guard request.path.hasPrefix(prefix) else { return Self.reason(404, "BadPath") }
         let token = String(request.path.dropFirst(prefix.count))
         guard !token.isEmpty else { return Self.reason(400, "MissingDeviceToken") }
+        if let quota = lock.withLock({ quota }), !quota.admit() { return Self.reason(429, "TooManyRequests") }
 
         guard let authorization = request.header("authorization"), !authorization.isEmpty else {
             return Self.reason(403, "MissingProviderToken")

@@ -116,6 +116,9 @@ public final class FakeFCM: Sendable {
     public func revokeAccessTokens() { state.revoke() }
     /// Makes the token endpoint answer this instead of verifying (nil: verify again).
     public func scriptTokenEndpoint(_ response: FakeResponse?) { state.setTokenOverride(response) }
+    /// Holds the project to `quota` (FCM's own is 600,000 messages a minute): each send over it is
+    /// answered 429 RESOURCE_EXHAUSTED / QUOTA_EXCEEDED (project).
+    public func enforce(_ quota: FakeQuota) { state.setQuota(quota) }
 }
 
 final class FakeFCMState: @unchecked Sendable {
@@ -130,6 +133,7 @@ final class FakeFCMState: @unchecked Sendable {
     private var issuedTokens: [String] = []
     private var tokenOverride: FakeResponse?
     private var messages = 0
+    private var quota: FakeQuota?
 
     init(publicKey: _RSA.Signing.PublicKey, projectId: String, clientEmail: String) {
         self.publicKey = publicKey
@@ -142,6 +146,7 @@ final class FakeFCMState: @unchecked Sendable {
     func setClock(_ now: Date?) { lock.withLock { clock = now } }
     func revoke() { lock.withLock { live.removeAll() } }
     func setTokenOverride(_ r: FakeResponse?) { lock.withLock { tokenOverride = r } }
+    func setQuota(_ q: FakeQuota) { lock.withLock { quota = q } }
     var exchanges: Int { lock.withLock { issuedTokens.count } }
     var issued: [String] { lock.withLock { issuedTokens } }
     private var now: Date { lock.withLock { clock } ?? Date() }
@@ -156,7 +161,12 @@ final class FakeFCMState: @unchecked Sendable {
     func handle(_ request: FakeRequest) -> FakeResponse {
         guard request.method == "POST" else { return .json(405, Self.rpcError(405, status: "UNIMPLEMENTED", message: "Method not allowed")) }
         if request.path == "/token" { return token(request) }
-        if request.path == "/v1/projects/\(projectId)/messages:send" { return send(request) }
+        if request.path == "/v1/projects/\(projectId)/messages:send" {
+            if let quota = lock.withLock({ quota }), !quota.admit() {
+                return FakeFCM.Behaviour.quotaExceeded(.project).response
+            }
+            return send(request)
+        }
         if request.path.hasPrefix("/v1/projects/") {
             return .json(404, Self.rpcError(404, status: "NOT_FOUND", message: "Requested entity was not found."))
         }

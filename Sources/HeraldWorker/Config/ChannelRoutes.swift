@@ -95,6 +95,16 @@ public struct ChannelRoutes: Sendable {
         }.max() ?? 0
     }
 
+    /// The most messages each configured provider's adapter puts in one request (Expo 100, others 1).
+    public var largestRequests: [Provider: Int] {
+        var largest: [Provider: Int] = [:]
+        for route in routes.values {
+            guard case .providers(let adapters, _) = route else { continue }
+            for (provider, adapter) in adapters { largest[provider] = adapter.maxBatch }
+        }
+        return largest
+    }
+
     /// Providers in the order a channel uses them unless HERALD_<CHANNEL>_PROVIDERS says otherwise.
     public static var defaultOrder: [Provider] { ProviderCatalog.defaultOrder }
 

@@ -43,6 +43,7 @@ public struct PassConfig {
         if let days = try settings.int("HERALD_AUDIT_RETENTION_DAYS", in: 1...36_500) { options.auditRetentionDays = days }
         try applyEscalation(settings, to: &options)
         try applyFollow(settings, to: &options)
+        try QuotaSettings.apply(settings, to: &options)
         return PassConfig(
             options: options, databaseURL: try settings.databaseURL() ?? "", routes: routes,
             transport: try transportOptions(settings), logAdapterFile: settings["HERALD_LOG_ADAPTER_FILE"],

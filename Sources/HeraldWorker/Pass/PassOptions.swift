@@ -67,6 +67,12 @@ public struct PassOptions: Sendable {
     public var render = RenderOptions()
     /// Where a critical notification goes when its channel cannot reach the recipient (HERALD_ESCALATION).
     public var escalation = EscalationPolicy()
+    /// Each provider's quota (HERALD_<PROVIDER>_QUOTA, HERALD_APNS_CONCURRENCY): the published figures
+    /// unless the settings say otherwise.
+    public var quotas: [Provider: Quota] = Quota.published
+    /// The passes and followers that send at once, each pacing itself to this share of every quota
+    /// (HERALD_QUOTA_SHARES).
+    public var quotaShares = 1
 
     public init() {}
 }

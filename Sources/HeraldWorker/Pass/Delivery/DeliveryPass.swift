@@ -34,6 +34,8 @@ final class DeliveryPass {
     var lastProgress = -1.0  // the first batch always shows
     /// Throttles, the circuit breaker and the batch's lease: whether and where each request goes.
     var gate: SendGate
+    /// Each provider's quota, its share of it for this pass: when each request may start.
+    var pacer: Pacer
     /// Each provider's answers in this pass, to tell a configuration slip from dead destinations.
     var watch = ConfigurationWatch()
     /// Opens the second connection a pipelined pass records on (`Runner` sets it); nil: no pipeline,
@@ -65,6 +67,7 @@ final class DeliveryPass {
         self.renderer = Renderer(options: options.render)
         self.summary = summary
         self.gate = SendGate(leaseSeconds: options.leaseSeconds, longestSend: routes.longestSendTimeout)
+        self.pacer = Pacer(quotas: options.quotas, largestRequests: routes.largestRequests, shares: options.quotaShares)
     }
 
     var routableChannels: [Channel] { routes.routable }

@@ -52,18 +52,30 @@ extension DeliveryPass {
         return moved
     }
 
-    /// One round: the requests the gate admits, performed at once. A request the gate refuses to start
-    /// (stop signal, failed record flush, the lease ending, the provider's breaker opening) is not sent:
-    /// its rows return to the queue with no attempt charged. An answer lost with its connection goes
-    /// again at once while its rows have tries left.
+    /// One round: the requests the gate admits, performed at once, each started when its provider's
+    /// quota allows (`Pacer`: until then it waits, keeping its place). A request the gate refuses to start (stop
+    /// signal, failed record flush, the lease ending, the provider's breaker opening) is not sent: its
+    /// rows return to the queue with no attempt charged. An answer lost with its connection goes again
+    /// at once while its rows have tries left.
     func sendRound(_ jobs: [Job], writer: RecordWriter? = nil, done: (Job, JobResult) -> Void) {
         var requests = build(jobs, done: done)
         guard !requests.isEmpty else { return }
         var refused: [Int: ReleaseReason] = [:]
-        let unstarted = transport.perform(requests.map(\.http), shouldStart: { index in
-            refused[index] = gate.refusal(requests[index].provider, elapsed: clock.elapsed,
+        var flying = Set<Int>()  // started and not yet answered: each holds a place in its provider's pace
+        pacer.settled()
+        let unstarted = transport.perform(requests.map(\.http), decide: { index in
+            let provider = requests[index].provider
+            if flying.remove(index) != nil { pacer.answered(provider) }  // its connection ended: asked again
+            refused[index] = gate.refusal(provider, elapsed: clock.elapsed,
                                           stopping: StopSignal.requested, recordFailed: writer?.failed ?? false)
-            return refused[index] == nil
+            guard refused[index] == nil else { return .refuse }
+            switch pacer.take(provider, cost: requests[index].jobs.count, now: clock.elapsed) {
+            case .go:
+                flying.insert(index)
+                return .start
+            case .wait(let seconds): return .wait(seconds: seconds)
+            case .full: return .wait(seconds: 0.1)  // asked again as soon as a transfer finishes
+            }
         }, resendAfterLostAnswer: { index, error in
             // Losing a health alert is worse than a copy the device folds away (every push carries a
             // collapse id): sent again while each of its rows has a try left, each try charged.
@@ -76,6 +88,7 @@ extension DeliveryPass {
             return true
         }) { index, result in
             let request = requests[index]
+            if flying.remove(index) != nil { pacer.answered(request.provider) }
             for (job, answer) in zip(request.jobs, answers(request, result)) {
                 for event in gate.learn(answer, from: request.provider, now: clock.now()) { report(event) }
                 done(job, .answered(provider: request.provider, answer))
@@ -101,7 +114,8 @@ extension DeliveryPass {
 
     /// The requests for a round's jobs, per provider in a fixed order: a provider the gate holds back
     /// (throttled, breaker open) or that cannot be prepared (access tokens) sends nothing; the others'
-    /// jobs go in requests of at most `maxBatch` envelopes.
+    /// jobs go in requests of at most `maxBatch` envelopes (fewer when the provider's quota is small:
+    /// `Pacer.largestRequest`).
     func build(_ jobs: [Job], done: (Job, JobResult) -> Void) -> [Request] {
         var requests: [Request] = []
         for (provider, jobs) in Dictionary(grouping: jobs, by: \.adapter.provider).sorted(by: { $0.key < $1.key }) {
@@ -121,9 +135,10 @@ extension DeliveryPass {
                 }
                 continue
             }
+            let largest = pacer.largestRequest(provider, adapterMax: adapter.maxBatch)
             var start = 0
             while start < jobs.count {
-                let chunk = Array(jobs[start..<min(start + max(1, adapter.maxBatch), jobs.count)])
+                let chunk = Array(jobs[start..<min(start + largest, jobs.count)])
                 start += chunk.count
                 requests += requestsFor(chunk, adapter: adapter, done: done)
             }
