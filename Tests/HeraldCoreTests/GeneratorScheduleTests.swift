@@ -90,6 +90,18 @@ import Testing
         #expect(s.nextWake() == c.wake)
     }
 
+    /// A run for one-off instants alone may leave the wall-clock times out: only when no change is
+    /// pending and no wall-clock time has come since the last run.
+    @Test func aRunForOneOffInstantsAloneIsToldApart() {
+        var s = GeneratorSchedule(generators: [.reminders], since: Self.nine)
+        s.read(.reminders, timings: [.at(Self.nine.addingTimeInterval(3)), Self.daily("UTC", "09:00:10")])
+        #expect(!s.dueForInstantsOnly(.reminders, at: Self.nine.addingTimeInterval(2)), "nothing due yet")
+        #expect(s.dueForInstantsOnly(.reminders, at: Self.nine.addingTimeInterval(3)))
+        #expect(!s.dueForInstantsOnly(.reminders, at: Self.nine.addingTimeInterval(10)), "09:00:10 came too")
+        s.changed(.reminders, at: Self.nine.addingTimeInterval(2))
+        #expect(!s.dueForInstantsOnly(.reminders, at: Self.nine.addingTimeInterval(3)), "a change is pending")
+    }
+
     /// A run takes every instant up to its `now` and every change noticed by then; a change noticed
     /// during the run (after its `now`) stays for the next.
     @Test func aRunTakesWhatCameBeforeItsNowOnly() {

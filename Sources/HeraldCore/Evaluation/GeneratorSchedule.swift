@@ -103,6 +103,14 @@ public struct GeneratorSchedule: Sendable {
         return at
     }
 
+    /// Whether the generator is due at `now` for its one-off instants alone: no change is pending and
+    /// no wall-clock time has come, so a run may read only what is timed by an instant.
+    public func dueForInstantsOnly(_ generator: TimedGenerator, at now: Date) -> Bool {
+        guard changedAt[generator] == nil, let cursor = ranAt[generator] else { return false }
+        let came = (timings[generator] ?? []).filter { $0.next(after: cursor).map { $0 <= now } ?? false }
+        return !came.isEmpty && came.allSatisfy { if case .at = $0 { true } else { false } }
+    }
+
     /// The generators due at `now`, in `TimedGenerator`'s order (forecasts, prompts, reminders: a pass's).
     public func due(at now: Date) -> [TimedGenerator] {
         TimedGenerator.allCases.filter { g in generators.contains(g) && (dueAt(g).map { $0 <= now } ?? false) }

@@ -69,9 +69,10 @@ final class FollowGenerators {
     func runDue(_ summary: inout Summary) throws {
         for g in schedule.due(at: pass.clock.now()) where !StopSignal.requested {
             let now = pass.clock.now()
+            let oneOffOnly = schedule.dueForInstantsOnly(g, at: now)
             do {
                 var made = Summary(passId: summary.passId)
-                try pass.db.savepointIfInTransaction { try run(g, now: now, into: &made) }
+                try pass.db.savepointIfInTransaction { try run(g, now: now, oneOffOnly: oneOffOnly, into: &made) }
                 Self.add(made.generated, to: &summary.generated)
             } catch let error as PGError where error.isConnectionFailure {
                 throw error  // still due: it runs once the connection is back
@@ -90,12 +91,15 @@ final class FollowGenerators {
     /// When the next generator comes due; nil: none.
     var nextWake: Date? { schedule.nextWake() }
 
-    private func run(_ g: TimedGenerator, now: Date, into made: inout Summary) throws {
+    /// Runs one generator as of `now`; `oneOffOnly`: for one-off instants alone (the reminders phase
+    /// then reads the one-off reminders only, not every daily one).
+    private func run(_ g: TimedGenerator, now: Date, oneOffOnly: Bool, into made: inout Summary) throws {
         let context = GeneratorContext(db: pass.db, passId: pass.passId, now: now, logger: pass.logger,
-                                       transport: pass.transport, options: pass.options, settings: pass.settings)
+                                       transport: pass.transport, options: pass.options, settings: pass.settings,
+                                       oneOffOnly: oneOffOnly)
         try Self.phase(g).run(context, summary: &made)
         pass.logger.debug("ran a generator at its time", metadata: [
-            "phase": .string(g.rawValue), "generated": .string("\(made.generated)")])
+            "phase": .string(g.rawValue), "one_off_only": "\(oneOffOnly)", "generated": .string("\(made.generated)")])
     }
 
     private func read(_ g: TimedGenerator) throws {
