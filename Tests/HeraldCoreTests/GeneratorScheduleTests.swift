@@ -91,7 +91,8 @@ import Testing
     }
 
     /// A run for one-off instants alone may leave the wall-clock times out: only when no change is
-    /// pending and no wall-clock time has come since the last run.
+    /// due and no wall-clock time has come since the last run. It leaves a change not yet settled for
+    /// its own run, which its instants do not put off.
     @Test func aRunForOneOffInstantsAloneIsToldApart() {
         var s = GeneratorSchedule(generators: [.reminders], since: Self.nine)
         s.read(.reminders, timings: [.at(Self.nine.addingTimeInterval(3)), Self.daily("UTC", "09:00:10")])
@@ -99,7 +100,21 @@ import Testing
         #expect(s.dueForInstantsOnly(.reminders, at: Self.nine.addingTimeInterval(3)))
         #expect(!s.dueForInstantsOnly(.reminders, at: Self.nine.addingTimeInterval(10)), "09:00:10 came too")
         s.changed(.reminders, at: Self.nine.addingTimeInterval(2))
-        #expect(!s.dueForInstantsOnly(.reminders, at: Self.nine.addingTimeInterval(3)), "a change is pending")
+        #expect(!s.dueForInstantsOnly(.reminders, at: Self.nine.addingTimeInterval(3)), "a change is due")
+        var unsettled = GeneratorSchedule(generators: [.reminders], since: Self.nine.addingTimeInterval(2.5))
+        unsettled.read(.reminders, timings: [.at(Self.nine.addingTimeInterval(3)), .at(Self.nine.addingTimeInterval(3.2))])
+        unsettled.changed(.reminders, at: Self.nine.addingTimeInterval(2.6))
+        #expect(unsettled.dueForInstantsOnly(.reminders, at: Self.nine.addingTimeInterval(3)), "the change is due at 3.5")
+        unsettled.ran(.reminders, at: Self.nine.addingTimeInterval(3), instantsOnly: true)
+        #expect(unsettled.changedAt[.reminders] != nil && unsettled.nextWake() == Self.nine.addingTimeInterval(3.2))
+        unsettled.ran(.reminders, at: Self.nine.addingTimeInterval(3.2), instantsOnly: true)
+        #expect(unsettled.nextWake() == Self.nine.addingTimeInterval(3.5), "instants do not put the change off")
+        // After such a run only the one-off instants are read again; the wall-clock times stay.
+        s.ran(.reminders, at: Self.nine.addingTimeInterval(3))
+        s.read(.reminders, instants: [Self.nine.addingTimeInterval(20)])
+        #expect(s.next(.reminders) == Self.nine.addingTimeInterval(10))
+        s.ran(.reminders, at: Self.nine.addingTimeInterval(10))
+        #expect(s.next(.reminders) == Self.nine.addingTimeInterval(20))
     }
 
     /// A run takes every instant up to its `now` and every change noticed by then; a change noticed

@@ -95,6 +95,21 @@ import Testing
         #expect(try changes.look(db) == [])
     }
 
+    /// A follower starts listening once its phases have run: the changes made since its pass started
+    /// (less a few seconds, for a transaction that began before) are taken from the records instead.
+    @Test func theChangesMadeWhileAFollowersPhasesRanAreFound() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let user = try Fixtures(db: db).profile()
+        try db.execute("insert into prompt_settings (user_id) values (\(user))")
+        try db.execute("update herald_generator_changes set changed_at = now() - interval '1 minute'")
+        try db.execute("insert into herald_passes (pass_id, started_at, host) values ('started', now(), 'test')")
+        #expect(try GeneratorChanges.sinceStart(of: "started", db) == [])
+        try db.execute("update user_profiles set dose_reminder_advance_minutes = 45 where user_id = \(user)")
+        #expect(try GeneratorChanges.sinceStart(of: "started", db) == [.reminders])
+    }
+
     /// The app's roles see nothing of the changes' records; the housekeeping deletes those older than
     /// an hour.
     @Test func theChangesRecordsAreHeraldsAndPrunedAfterAnHour() throws {

@@ -44,7 +44,9 @@ public enum GeneratorTiming: Hashable, Sendable {
 
 /// When a follower runs each time-driven generator: at the next instant of its timings after its last
 /// run, and, after a change an app made to what it reads, at once, but not within `settle` seconds of
-/// its last run. Pure: the follower reads the timings and the changes, and passes `now`.
+/// the last run that took the changes. A run at one-off instants alone (`dueForInstantsOnly`) may read
+/// only what they time and leave a change not yet settled for later. Pure: the follower reads the
+/// timings and the changes, and passes `now`.
 ///
 ///     var schedule = GeneratorSchedule(generators: [.reminders], since: start)
 ///     schedule.read(.reminders, timings: [.at(start + 3)])
@@ -60,7 +62,9 @@ public struct GeneratorSchedule: Sendable {
     public let generators: [TimedGenerator]
     /// When each generator last ran (its cursor: the timings' instants up to it are done).
     public private(set) var ranAt: [TimedGenerator: Date] = [:]
-    /// Changes noticed since a generator's last run, by when they were noticed.
+    /// When each generator last ran for everything, changes included (the settle counts from it).
+    public private(set) var tookChangesAt: [TimedGenerator: Date] = [:]
+    /// Changes noticed and not yet taken by a run, by when they were first noticed.
     public private(set) var changedAt: [TimedGenerator: Date] = [:]
     private var timings: [TimedGenerator: [GeneratorTiming]] = [:]
     private var upcoming: [TimedGenerator: Date] = [:]
@@ -68,12 +72,20 @@ public struct GeneratorSchedule: Sendable {
     /// A schedule for `generators` whose work up to `start` is done (the pass's phases ran them).
     public init(generators: [TimedGenerator], since start: Date) {
         self.generators = generators
-        for g in generators { ranAt[g] = start }
+        for g in generators { (ranAt[g], tookChangesAt[g]) = (start, start) }
     }
 
     /// The generator's timings as read now.
     public mutating func read(_ generator: TimedGenerator, timings list: [GeneratorTiming]) {
         timings[generator] = list
+        recompute(generator)
+    }
+
+    /// The generator's one-off instants as read now; its wall-clock timings stay as they were read
+    /// (a run for one-off instants alone changes none of them).
+    public mutating func read(_ generator: TimedGenerator, instants: [Date]) {
+        timings[generator] = (timings[generator] ?? []).filter { if case .at = $0 { false } else { true } }
+            + instants.map(GeneratorTiming.at)
         recompute(generator)
     }
 
@@ -83,10 +95,14 @@ public struct GeneratorSchedule: Sendable {
         changedAt[generator] = min(changedAt[generator] ?? now, now)
     }
 
-    /// The generator ran with `now`: every instant up to it, and every change noticed by then, is done.
-    public mutating func ran(_ generator: TimedGenerator, at now: Date) {
+    /// The generator ran with `now`: every instant up to it is done, and, unless it ran for one-off
+    /// instants alone, every change noticed by then.
+    public mutating func ran(_ generator: TimedGenerator, at now: Date, instantsOnly: Bool = false) {
         ranAt[generator] = now
-        if let c = changedAt[generator], c <= now { changedAt[generator] = nil }
+        if !instantsOnly {
+            tookChangesAt[generator] = now
+            if let c = changedAt[generator], c <= now { changedAt[generator] = nil }
+        }
         recompute(generator)
     }
 
@@ -96,17 +112,20 @@ public struct GeneratorSchedule: Sendable {
     /// When the generator is due: its next instant, or its change once settled; nil: nothing to wait for.
     public func dueAt(_ generator: TimedGenerator) -> Date? {
         var at = upcoming[generator]
-        if let c = changedAt[generator] {
-            let settled = max(c, (ranAt[generator] ?? .distantPast).addingTimeInterval(Self.settle))
-            at = min(at ?? settled, settled)
-        }
+        if let settled = settled(generator) { at = min(at ?? settled, settled) }
         return at
     }
 
-    /// Whether the generator is due at `now` for its one-off instants alone: no change is pending and
+    /// When the generator's pending change is due, if one is.
+    private func settled(_ generator: TimedGenerator) -> Date? {
+        changedAt[generator].map { max($0, (tookChangesAt[generator] ?? .distantPast).addingTimeInterval(Self.settle)) }
+    }
+
+    /// Whether the generator is due at `now` for its one-off instants alone: no change is due yet and
     /// no wall-clock time has come, so a run may read only what is timed by an instant.
     public func dueForInstantsOnly(_ generator: TimedGenerator, at now: Date) -> Bool {
-        guard changedAt[generator] == nil, let cursor = ranAt[generator] else { return false }
+        if let settled = settled(generator), settled <= now { return false }
+        guard let cursor = ranAt[generator] else { return false }
         let came = (timings[generator] ?? []).filter { $0.next(after: cursor).map { $0 <= now } ?? false }
         return !came.isEmpty && came.allSatisfy { if case .at = $0 { true } else { false } }
     }

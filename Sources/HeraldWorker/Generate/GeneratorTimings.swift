@@ -20,6 +20,12 @@ struct GeneratorTimings {
     /// How long before a forecast's time it is made (`PassOptions.forecastLead`).
     let forecastLead: TimeInterval
 
+    /// `reminders_active`'s predicate (sql/048), word for word, so its partial index serves the reads.
+    private static let active: SQL = """
+        r.enabled and r.cancelled_at is null
+        and (r.schedule <> 'once' or r.enqueued_at is null or (r.ends_at is not null and r.end_enqueued_at is null))
+        """
+
     func read(_ generator: TimedGenerator, after cursor: Date) throws -> [GeneratorTiming] {
         switch generator {
         case .reminders: try reminders(after: cursor)
@@ -31,10 +37,7 @@ struct GeneratorTimings {
     /// The active reminders' distinct times, and their next one-off instant after `cursor`; through
     /// the partial index of active reminders (its predicate word for word, as `dueRemindersQuery`'s).
     private func reminders(after cursor: Date) throws -> [GeneratorTiming] {
-        let active: SQL = """
-            r.enabled and r.cancelled_at is null
-            and (r.schedule <> 'once' or r.enqueued_at is null or (r.ends_at is not null and r.end_enqueued_at is null))
-            """
+        let active = Self.active
         var timings: [GeneratorTiming] = []
         for row in try db.query("""
             select distinct p.timezone as zone, r.weekday,
@@ -48,7 +51,15 @@ struct GeneratorTimings {
             if row["weekday"].int != nil && weekday == nil { continue }
             timings.append(.daily(zone: zone, time: time, weekday: weekday, before: Double(row["advance"].int ?? 30) * 60))
         }
-        let next = try db.query("""
+        if let next = try nextOneOff(after: cursor) { timings.append(.at(next)) }
+        return timings
+    }
+
+    /// The next one-off reminder instant after `cursor`: a once reminder's time less a dose's advance,
+    /// or a washout's end, not yet enqueued.
+    func nextOneOff(after cursor: Date) throws -> Date? {
+        let active = Self.active
+        return try db.query("""
             select min(x.at) as at from (
               select r.at - case when r.reminder_type = 'dose' then make_interval(mins => p.dose_reminder_advance_minutes)
                                  else interval '0' end as at
@@ -60,8 +71,6 @@ struct GeneratorTimings {
             ) x
              where x.at > \(cursor) and x.at < 'infinity'
             """).first?["at"].date
-        if let next { timings.append(.at(next)) }
-        return timings
     }
 
     /// The start of each local day in the zones of people with prompts on.
@@ -119,5 +128,19 @@ struct GeneratorChanges {
         snapshot = row?["s"].string ?? previous
         let names = (row?["changed"].string ?? "").split(separator: ",").map(String.init)
         return Set(names.compactMap(TimedGenerator.init(rawValue:)))
+    }
+
+    /// How long before a pass's start an app's transaction may have begun and still committed after
+    /// the pass's phases read (its `changed_at` is its start).
+    static let commitAllowance = 10
+
+    /// The generators apps changed since pass `passId` started (its `herald_passes` row), less
+    /// `commitAllowance` seconds.
+    static func sinceStart(of passId: String, _ db: PGConnection) throws -> Set<TimedGenerator> {
+        Set(try db.query("""
+            select distinct c.generator from herald_generator_changes c
+              join herald_passes p on p.pass_id = \(passId)
+             where c.changed_at >= p.started_at - make_interval(secs => \(commitAllowance))
+            """).compactMap { $0["generator"].string.flatMap(TimedGenerator.init(rawValue:)) })
     }
 }

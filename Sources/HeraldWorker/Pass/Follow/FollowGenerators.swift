@@ -18,6 +18,9 @@ final class FollowGenerators {
     private var changes = GeneratorChanges()
     /// Times a generator ran while following.
     private(set) var runs = 0
+    /// The generators whose timings are to be read again (`refresh`), each with whether its one-off
+    /// instants alone.
+    private var stale: [TimedGenerator: Bool] = [:]
 
     /// Nil when the follower runs no time-driven generator (`--only deliver`).
     init?(pass: PassContext) {
@@ -36,9 +39,12 @@ final class FollowGenerators {
         }
     }
 
-    /// Takes the first look's snapshot, then reads every generator's timings.
+    /// Takes the first look's snapshot, notes the changes apps made since the pass started (while the
+    /// phases ran, before anything listened), and reads every generator's timings.
     func start() throws {
         _ = try changes.look(pass.db)
+        let now = pass.clock.now()
+        for g in try GeneratorChanges.sinceStart(of: pass.passId, pass.db) { schedule.changed(g, at: now) }
         for g in schedule.generators { try read(g) }
     }
 
@@ -64,8 +70,9 @@ final class FollowGenerators {
     }
 
     /// Runs each generator due now, in a pass's order, each in isolation as a pass runs it (a failure
-    /// is logged and counted in `phase_errors`; a lost connection is the follower's to restore), and
-    /// reads its timings again; what they make is counted in `summary.generated`.
+    /// is logged and counted in `phase_errors`; a lost connection is the follower's to restore); what
+    /// they make is counted in `summary.generated`. Their timings are read again by `refresh`, once
+    /// what they made has gone out.
     func runDue(_ summary: inout Summary) throws {
         for g in schedule.due(at: pass.clock.now()) where !StopSignal.requested {
             let now = pass.clock.now()
@@ -82,9 +89,24 @@ final class FollowGenerators {
                     "phase": .string(g.rawValue), "error": .string("\(error)")])
                 pass.db.rollbackIfInTransaction()
             }
-            schedule.ran(g, at: now)
+            schedule.ran(g, at: now, instantsOnly: oneOffOnly)
             runs += 1
-            try read(g)  // after the run: its one-off instants still to come
+            stale[g] = (stale[g] ?? true) && oneOffOnly
+        }
+    }
+
+    /// Reads again the timings of the generators that ran (after a run for one-off instants alone,
+    /// only those): what the runs marked done, and what is to come after them.
+    func refresh() throws {
+        for (g, instantsOnly) in stale.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            if instantsOnly && g == .reminders {
+                let timings = GeneratorTimings(db: pass.db, forecastLead: pass.options.forecastLead)
+                let next = try timings.nextOneOff(after: schedule.ranAt[g] ?? pass.clock.start)
+                schedule.read(g, instants: next.map { [$0] } ?? [])
+            } else {
+                try read(g)
+            }
+            stale[g] = nil
         }
     }
 

@@ -87,6 +87,7 @@ final class Follower {
         try delivery.loadTypes()  // each round decides with the types as they are now
         try delivery.drainDue()
         if delivery.summary.interrupted { return false }
+        try generators?.refresh()  // what the generators made has gone: now their next instants
         let seconds = try nextWait()
         guard seconds > 0 else { return true }
         note(try wait(seconds))
@@ -100,7 +101,7 @@ final class Follower {
         generators?.noted(notifications)
     }
 
-    /// The generators' part of a round: their timings read at the first, a polling follower's look at
+    /// The generators' part of a round: each noted as changed at the first, a polling follower's look at
     /// their changes at the next ones, then each generator due run.
     private func generate() throws {
         guard let generators, !StopSignal.requested else { return }
