@@ -9,7 +9,9 @@ import HeraldTestSupport
 /// notifications reaching a bare LISTEN connection. Each latency runs from the enqueue's commit (as
 /// the enqueuing client sees it return) to the fake APNs's receipt of the request, both read from
 /// this process's clock. At 100/s a follower is seldom idle (a round finds the next row already
-/// there), so the two followers are also measured at 5/s, where each row finds it waiting.
+/// there), so the two followers are also measured at 5/s, where each row finds it waiting. Beside them,
+/// what the follower's generators add: reminders scheduled through the app's RPC 2 s ahead, from each
+/// reminder's time to its push's receipt (`Bench+FollowReminders`).
 extension Bench {
     func followLatency() throws {
         let rows = 1_000, rate = 100.0, period = 5.0, sparseRows = 100, sparseRate = 5.0
@@ -40,6 +42,9 @@ extension Bench {
         let scaled = split.map { $0.wait * (60 / period) + $0.inside }
         let sparseListen = try sparse.measure { try followerRound(listening, sparse, floor: &ignored) }
         let sparsePoll = try sparse.measure { try followerRound(polling, sparse, floor: &ignored) }
+        let reminders = ReminderRun(db: db, apns: apns, tokens: Array(tokens.prefix(sparseRows)))
+        let remindersListen = try reminderRound(listening, reminders)
+        let remindersPoll = try reminderRound(polling, reminders)
 
         func line(_ label: String, _ xs: [Double], _ note: String) {
             print("  \(label.padding(toLength: 36, withPad: " ", startingAt: 0)) \(Percentiles(xs).text)   \(note)")
@@ -54,6 +59,9 @@ extension Bench {
              "(each row's measured wait for the pass that sent it × \(Int(60 / period)), plus its measured time inside it)")
         line("at \(Int(sparseRate))/s: follower, LISTEN", sparseListen, "(\(sparseListen.count) of \(sparseRows))")
         line("at \(Int(sparseRate))/s: follower, polling", sparsePoll, "(\(sparsePoll.count) of \(sparseRows))")
+        line("reminder, follower LISTEN", remindersListen,
+             "(its time → provider: \(remindersListen.count) of \(sparseRows) scheduled by RPC 2 s ahead, 10/s, beside 20,000 others; aim p95 < 2 s)")
+        line("reminder, follower polling", remindersPoll, "(the same, HERALD_FOLLOW_LISTEN=off; \(remindersPoll.count) of \(sparseRows))")
         print("")
     }
 
@@ -76,22 +84,8 @@ extension Bench {
     /// One follower as a process while the rows are enqueued; `floor` gets the commit → notification
     /// latencies a bare listener saw meanwhile.
     func followerRound(_ env: [String: String], _ run: LatencyRun, floor: inout [Double]) throws -> [Date] {
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("herald-follow-bench-\(UUID()).log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: log) }
-        let p = Process()
-        p.executableURL = herald
-        p.arguments = ["run", "--follow", "--only", "deliver", "--deadline", "120", "--batch-size", "100"]
-        p.environment = env
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = try FileHandle(forWritingTo: log)
-        try p.run()
+        let p = try startFollower(env, only: "deliver")
         defer { if p.isRunning { kill(p.processIdentifier, SIGTERM); p.waitUntilExit() } }
-        let ready = Date().addingTimeInterval(30)
-        while !((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("following the queue") {
-            guard Date() < ready, p.isRunning else { throw BenchError("the follower did not start following") }
-            usleep(20_000)
-        }
         let listener = try BareListener(url: run.url)
         let commits = try run.enqueue()
         floor = zip(commits, listener.stop(expecting: commits.count)).map { max(0, $1.timeIntervalSince($0) * 1000) }

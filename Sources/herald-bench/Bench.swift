@@ -26,12 +26,14 @@ import Logging
 ///      GOAWAY) — beside the same to a steady fake;
 ///   8. enqueue → provider latency of 1,000 pushes enqueued one per transaction at 100/s, through a
 ///      follower that LISTENs, one that polls and batch passes — beside the commits' notifications
-///      reaching a bare listener. Section 1 also gives what the queue's notify trigger adds to an insert.
+///      reaching a bare listener; and reminder → provider latency of 100 reminders scheduled through the
+///      app's RPC 2 s ahead while a follower runs. Section 1 also gives what the queue's notify trigger
+///      adds to an insert.
 ///
 /// Each section has a file of its own: `Bench+ClaimDecideRecord` (1, with `Bench+Floors`,
 /// `Bench+DurableWAL`, `Bench+Growth` and `Bench+EnqueueCost`), `Bench+Webhooks` (2), `Bench+IdlePass` (3),
 /// `Bench+PeakMemory` (4), `Bench+APNs` (5), `Bench+Patterns` (6), `Bench+ConnectionEnds` (7) and
-/// `Bench+Follow` (8, with `LatencyRun`). This file holds what they share.
+/// `Bench+Follow` (8, with `LatencyRun` and `Bench+FollowReminders`). This file holds what they share.
 @main
 struct Bench {
     static func main() throws {

@@ -89,5 +89,11 @@ import Testing
         #expect(plan.contains("reminders_active"), "plan:\n\(plan)")
         #expect(!plan.contains("Seq Scan on reminders"), "plan:\n\(plan)")
         #expect(try db.query(query).count == 5)
+
+        // A follower's run at a one-off reminder's instant reads the one-off reminders only.
+        try db.execute("insert into reminders (user_id, schedule, reminder_type, at) values (\(a), 'once', 'test_start', now())")
+        let oneOff = ReminderPhase.dueRemindersQuery(now: Date().addingTimeInterval(1), oneOffOnly: true)
+        #expect(try db.query(oneOff).map { $0["schedule"].string } == ["once"])
+        #expect(try db.query(ReminderPhase.dueRemindersQuery(now: Date().addingTimeInterval(1))).count == 6)
     }
 }

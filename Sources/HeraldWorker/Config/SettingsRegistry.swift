@@ -102,7 +102,7 @@ extension Settings {
         SettingSpec("HERALD_CUSTOM_SOUND", default: "custom.wav", "the sound file a payload's \"sound\": \"custom\" plays"),
         SettingSpec("HERALD_LEASE_SECONDS", default: "600", "a claimed row's lease"),
         SettingSpec("HERALD_RETENTION_DAYS", default: "30", "terminal rows older than this are pruned"),
-        SettingSpec("HERALD_FOLLOW_LISTEN", default: "auto", "how a follower learns of due rows: auto, on (LISTEN) or off (poll)"),
+        SettingSpec("HERALD_FOLLOW_LISTEN", default: "auto", "how a follower learns of due rows and apps' changes: auto, on (LISTEN) or off (poll)"),
         SettingSpec("HERALD_FOLLOW_POLL_MS", default: "500", "a polling follower's interval"),
         SettingSpec("HERALD_RECONNECT_SECONDS", default: "30", "how long a pass whose database connection ended tries to connect again"),
         SettingSpec("HERALD_LOG_LEVEL", default: "info", "the log level"),

@@ -13,6 +13,9 @@ struct GeneratorContext {
     var transport: HTTPTransport
     var options: PassOptions
     var settings: Settings
+    /// The run is for instants alone (a follower's, at a one-off reminder's time): the reminders phase
+    /// reads the one-off reminders only.
+    var oneOffOnly = false
 }
 
 /// A phase that fills the queue from the data the apps write. A stop signal ends the generators: the
@@ -107,7 +110,9 @@ struct RemindersGenerator: GeneratorPhase {
     var phase: Phase { .reminders }
 
     func run(_ c: GeneratorContext, summary: inout Summary) throws {
-        let r = try ReminderPhase(db: c.db, passId: c.passId, now: c.now, logger: c.logger).run()
+        var p = ReminderPhase(db: c.db, passId: c.passId, now: c.now, logger: c.logger)
+        p.oneOffOnly = c.oneOffOnly
+        let r = try p.run()
         summary.generated[.reminders] = r.enqueued
         r.unknownZones.count(in: &summary, as: .remindersUnknownZoneUsers)
     }

@@ -11,7 +11,7 @@ extension ReminderPhase {
         var plan = Plan()
         var adaptive: [UUID: (zone: TimeZone, current: NotificationFrequency)] = [:]
         var unschedulable: [UUID] = []
-        for row in try db.query(Self.dueRemindersQuery(now: now)) {
+        for row in try db.query(Self.dueRemindersQuery(now: now, oneOffOnly: oneOffOnly)) {
             guard let reminder = ReminderRow(row) else { continue }
             if reminder.repeats {
                 guard let zone = reminder.zone else {
@@ -46,8 +46,8 @@ extension ReminderPhase {
     /// a one-off whose time (less a dose's advance) has come and was not enqueued, and a washout whose
     /// end has come and was not enqueued. With each, its owner's profile columns the rows need. Read
     /// through the partial index of active reminders (`reminders_active`, sql/048): cancelled and
-    /// finished ones, however many, are not visited.
-    static func dueRemindersQuery(now: Date) -> SQL {
+    /// finished ones, however many, are not visited. `oneOffOnly` leaves the daily and weekly ones out.
+    static func dueRemindersQuery(now: Date, oneOffOnly: Bool = false) -> SQL {
         """
         select r.id, r.user_id, r.schedule, r.reminder_type, r.title, r.body, r.title_ar, r.body_ar,
                r.local_time::text as own_time, r.weekday,
@@ -61,7 +61,7 @@ extension ReminderPhase {
            -- reminders_active's predicate, word for word, so its partial index serves the read
            and (r.schedule <> 'once' or r.enqueued_at is null or (r.ends_at is not null and r.end_enqueued_at is null))
            and (
-               r.schedule in ('daily', 'weekly')
+               (r.schedule in ('daily', 'weekly') and \(unescaped: oneOffOnly ? "false" : "true"))
             or (r.schedule = 'once' and r.enqueued_at is null
                 and r.at - case when r.reminder_type = 'dose' then make_interval(mins => p.dose_reminder_advance_minutes)
                                 else interval '0' end <= \(now))

@@ -27,6 +27,9 @@ struct ReminderPhase {
     let passId: String
     let now: Date
     let logger: Logger
+    /// Reads the one-off reminders only (once, and washouts' ends): a follower's run at such a
+    /// reminder's instant, when no daily or weekly time has come since its last run.
+    var oneOffOnly = false
 
     struct Due {
         var reminder: UUID

@@ -5,7 +5,8 @@ import Logging
 /// What a pass does before its phases, each step in isolation (a failure is logged, counted in
 /// `phase_errors` under its name, and the pass goes on): rows whose lease expired go back to the queue
 /// (`recover`), terminal rows past their retention are deleted (`prune`), so are reminders cancelled
-/// or finished as long ago (`reminders`), the audit trail's partitions are kept (`audit`), and the
+/// or finished as long ago (`reminders`), so are the records of apps' changes that polling followers
+/// look at, after an hour (`changes`), the audit trail's partitions are kept (`audit`), and the
 /// app's deep link scheme is written where the app's list reads it (`links`).
 struct Housekeeping {
     let pass: PassContext
@@ -24,6 +25,9 @@ struct Housekeeping {
         Runner.isolated("reminders", db: db, logger: logger, summary: &summary) { summary in
             let pruned = try store.pruneReminders(retentionDays: options.retentionDays)
             if pruned > 0 { summary.generated[.remindersPruned] = pruned }
+        }
+        Runner.isolated("changes", db: db, logger: logger, summary: &summary) { _ in
+            try store.pruneGeneratorChanges()
         }
         Runner.isolated("links", db: db, logger: logger, summary: &summary) { _ in
             try store.publishDeepLinkScheme(options.render.deepLinkScheme)

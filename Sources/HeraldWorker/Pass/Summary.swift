@@ -131,7 +131,7 @@ public struct Summary: Sendable {
         if let queue { o["queue"] = queue.json }
         if let f = follow {
             o["follow"] = .object(["mode": .string(f.mode.rawValue), "wakes": .number(Double(f.wakes)),
-                                   "notified": .number(Double(f.notified))])
+                                   "notified": .number(Double(f.notified)), "generator_runs": .number(Double(f.generatorRuns))])
         }
         if let m = peakMemoryBytes { o["peak_memory_mb"] = .number((Double(m) / 1_048_576 * 10).rounded() / 10) }
         return .object(o)

@@ -16,6 +16,22 @@ extension QueueStore {
         }
     }
 
+    /// Deletes the records of apps' changes to what the generators read (`herald_generator_changes`,
+    /// sql/052) older than an hour: a polling follower looks at those of the last HERALD_FOLLOW_POLL_MS,
+    /// and a listening one at none. Runs only in the pass that wins the advisory lock (the same for
+    /// every shard: the table is not the queue's); returns how many went.
+    @discardableResult
+    public func pruneGeneratorChanges() throws -> Int {
+        try db.transaction { db in
+            guard try db.query("select pg_try_advisory_xact_lock(\(QueueStore.housekeepingLock + 4)) as ok")
+                .first?["ok"].bool == true else { return 0 }
+            return try db.query("""
+                with gone as (delete from herald_generator_changes where changed_at < now() - interval '1 hour' returning 1)
+                select count(*)::int as n from gone
+                """).first?["n"].int ?? 0
+        }
+    }
+
     /// Writes the app's deep link scheme (`HERALD_DEEP_LINK_SCHEME`) where the app's list reads it
     /// (`herald_app_links`), only when it differs from the one there: the list keeps a stored deep link
     /// in that scheme only, as the push does.

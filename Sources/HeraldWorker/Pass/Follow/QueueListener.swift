@@ -3,7 +3,8 @@ import HeraldPostgres
 import Logging
 
 /// A follower's own connection, `LISTEN`ing on the channel the queue's triggers notify
-/// (`QueueNotification.channel`). Claims never go through it: it only waits.
+/// (`QueueNotification.channel`) and, for a follower that runs generators, on the one an app's changes
+/// to what they read notify (`GeneratorNotification.channel`). Claims never go through it: it only waits.
 ///
 ///     let (listener, why) = QueueListener.open(.auto, url: url, passId: passId, probeThrough: db)
 ///     let notified = try listener?.wait(seconds: 2.5)   // early on a notification or a stop
@@ -13,9 +14,12 @@ final class QueueListener {
     static let probeSeconds = 2.0
 
     let connection: PGConnection
+    /// The channels it listens on.
+    let channels: [String]
 
-    private init(connection: PGConnection) {
+    private init(connection: PGConnection, channels: [String]) {
         self.connection = connection
+        self.channels = channels
     }
 
     /// Opens the LISTEN connection as `setting` says, and why it did or did not (for the log). `auto`
@@ -24,8 +28,8 @@ final class QueueListener {
     /// the server hands sessions around (PgBouncer in transaction mode runs each transaction on
     /// whichever server connection is free, and an idle client is tied to none, so notifications
     /// never reach it), and the follower polls instead. A connection or statement that fails does too.
-    static func open(_ setting: FollowListen, url: String, passId: String, probeThrough db: PGConnection)
-        -> (QueueListener?, why: String) {
+    static func open(_ setting: FollowListen, url: String, passId: String, probeThrough db: PGConnection,
+                     generators: Bool = false) -> (QueueListener?, why: String) {
         if setting == .off { return (nil, "HERALD_FOLLOW_LISTEN=off") }
         let connection: PGConnection
         do {
@@ -38,8 +42,9 @@ final class QueueListener {
                 connection.close()
                 return (nil, why)
             }
-            try connection.execute("LISTEN \(identifier: QueueNotification.channel)")
-            return (QueueListener(connection: connection),
+            let channels = [QueueNotification.channel] + (generators ? [GeneratorNotification.channel] : [])
+            for channel in channels { try connection.execute("LISTEN \(identifier: channel)") }
+            return (QueueListener(connection: connection, channels: channels),
                     setting == .on ? "HERALD_FOLLOW_LISTEN=on" : "a notification from another connection arrived")
         } catch {
             connection.close()
@@ -62,13 +67,13 @@ final class QueueListener {
 
     /// Notifications received so far, without waiting: read before each claim, so that one arriving
     /// after the claim wakes the next wait.
-    func take() throws -> Int {
-        try connection.takeNotifications().count
+    func take() throws -> [PGNotification] {
+        try connection.takeNotifications()
     }
 
-    /// Waits up to `seconds` for notifications; returns how many came (0: the time passed, or a stop).
-    func wait(seconds: Double) throws -> Int {
-        try connection.waitForNotifications(timeout: seconds, wake: StopSignal.wakeDescriptor).count
+    /// Waits up to `seconds` for notifications; returns those that came (none: the time passed, or a stop).
+    func wait(seconds: Double) throws -> [PGNotification] {
+        try connection.waitForNotifications(timeout: seconds, wake: StopSignal.wakeDescriptor)
     }
 
     /// Opens the connection again after `error` ended it, and listens again (`Reconnector`: throws
@@ -76,7 +81,7 @@ final class QueueListener {
     func listenAgain(_ reconnector: Reconnector, after error: any Error) throws {
         try reconnector.restore(connection, "listen", after: error)
         try reconnector.retrying(connection, "listen") {
-            try connection.execute("LISTEN \(identifier: QueueNotification.channel)")
+            for channel in channels { try connection.execute("LISTEN \(identifier: channel)") }
         }
     }
 
