@@ -1,7 +1,7 @@
 # herald — the two commands a newcomer needs:
 #   make demo    a real pass on demo data, every channel on the log adapter
 #   make test    every test, against a disposable PostgreSQL
-# and `make bench` for the performance figures.
+# and `make bench` for the performance figures, `make schema` after adding a migration.
 
 SHELL      := /bin/bash
 SWIFT      ?= swift
@@ -11,7 +11,7 @@ HERALD      = .build/debug/herald
 HERALD_REL  = .build/release/herald
 RELEASE     = $(SWIFT) build -c release --static-swift-stdlib --product herald
 
-.PHONY: all build release deps test demo bench clean pg-start pg-stop
+.PHONY: all build release deps test demo bench schema clean pg-start pg-stop
 
 all: build
 
@@ -53,6 +53,13 @@ bench: deps
 	  trap '$(PG) stop; HERALD_PG_PORT='$$durable_port' $(PG) stop' EXIT INT TERM && \
 	  url=$$($(PG) start) && durable=$$(HERALD_PG_PORT=$$durable_port HERALD_PG_DURABLE=1 $(PG) start) && \
 	  HERALD_BENCH_DATABASE_URL="$$url" HERALD_BENCH_DURABLE_URL="$$durable" .build/release/herald-bench
+
+# docs/schema.sql and docs/schema-index.md: the schema a fresh `herald migrate` leaves, and the migration
+# that last defined each object, made by applying sql/ one migration at a time to a scratch database
+# (scripts/schema.py). Run after adding a migration: `make test` fails while they differ.
+schema: deps
+	$(SWIFT) build --product herald
+	@url=$$($(PG) start) && trap '$(PG) stop' EXIT INT TERM && python3 scripts/schema.py "$$url" --herald $(HERALD)
 
 pg-start:
 	@$(PG) start

@@ -28,7 +28,8 @@ public struct Envelope: Sendable {
 /// Optional capabilities are properties that are nil unless the provider has them: a configuration to
 /// check when its refusals look like a slip, what a dead destination asks for, the one address all its
 /// destinations share, receipts to check later, message statuses to poll, a read-only probe of its
-/// credentials.
+/// credentials. What `herald doctor` checks of its credentials without sending is declared by every
+/// provider (`credentialCheck`; `RegistrationTests` fails on a registered provider without one).
 public protocol ProviderAdapter: Sendable {
     /// The provider it speaks for (`notification_deliveries.provider`): `.webhook`, `.apns`, …
     var provider: Provider { get }
@@ -61,6 +62,10 @@ public protocol ProviderAdapter: Sendable {
     /// A read-only request that shows whether the provider takes herald's credentials, sending
     /// nothing (`herald doctor --online`); nil when the provider has none.
     var credentialProbe: CredentialProbe? { get }
+    /// What `herald doctor` checks of the credentials without sending: a token signed or fetched, the
+    /// keys' shapes, or `CredentialCheck.unchecked(why)` when they show only when the provider sends.
+    /// Every provider declares one; nil only until it does (`RegistrationTests` fails on it).
+    var credentialCheck: CredentialCheck? { get }
 }
 
 extension ProviderAdapter {
@@ -73,6 +78,7 @@ extension ProviderAdapter {
     public var receipts: (any ReceiptChecking)? { nil }
     public var statusPolling: (any StatusPolling)? { nil }
     public var credentialProbe: CredentialProbe? { nil }
+    public var credentialCheck: CredentialCheck? { nil }
 
     /// The provider's answers to one request, exactly one per envelope (one the answer did not cover is a
     /// retry), each carrying the follow-ups the adapter declares: a destination-invalid answer gets the

@@ -38,8 +38,8 @@ import Testing
         // The app registers the token again after the push (the registration RPC sets last_used_at).
         try db.execute("update device_tokens set last_used_at = now() + interval '1 minute' where id = \(againId)")
         let (s, _) = Self.pass(tdb.url, settings, now: now.addingTimeInterval(20 * 60), phases: [.receipts])
-        #expect(s.generated["receipts_checked"] == 1)
-        #expect((s.generated["tokens_deactivated"] ?? 0) == 0)
+        #expect(s.generated[.receiptsChecked] == 1)
+        #expect((s.generated[.tokensDeactivated] ?? 0) == 0)
         #expect(try Self.token(db, againId)["is_active"].bool == true)
     }
 
@@ -83,8 +83,8 @@ import Testing
 
         let (s2, c2) = Self.pass(tdb.url, settings, now: now.addingTimeInterval(20 * 60), phases: [.receipts])
         #expect(c2 == .ok, "\(s2.error ?? "")")
-        #expect(s2.generated["receipts_checked"] == 2)
-        #expect(s2.generated["tokens_deactivated"] == 1)
+        #expect(s2.generated[.receiptsChecked] == 2)
+        #expect(s2.generated[.tokensDeactivated] == 1)
         #expect(expo.server.requests.filter { $0.path.hasSuffix("/getReceipts") }.count == 1)
 
         let receipts = try db.query("select device_token_id, status, error_code, checked_at from push_receipts")
@@ -135,7 +135,7 @@ import Testing
         _ = Self.pass(tdb.url, settings, now: now.addingTimeInterval(5 * 60), phases: [.receipts])
         #expect(receiptRequests() == 0, "asked for a receipt 5 minutes after the send")
         let (s, _) = Self.pass(tdb.url, settings, now: now.addingTimeInterval(20 * 60), phases: [.receipts])
-        #expect(s.generated["receipts_checked"] == 1)
+        #expect(s.generated[.receiptsChecked] == 1)
         #expect(receiptRequests() == 1)
         #expect(try f.count("select count(*)::int from push_receipts where status = 'ok'") == 1)
 

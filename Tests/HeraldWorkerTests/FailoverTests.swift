@@ -116,7 +116,7 @@ import Testing
         }
         let (summary, code) = P.pass(tdb.url, settings, now: now, batchSize: 1, drain: true)
         #expect(code == .degraded)
-        #expect(summary.phaseErrors["deliver"]?.contains("sendgrid") == true)
+        #expect(summary.phaseErrors[.phase(.deliver)]?.contains("sendgrid") == true)
         #expect(email.sendgrid.server.requests.count == 1)
         #expect(email.smtp.mails.count == 3)
         for id in ids { #expect(try f.row(id)["status"].string == "sent") }

@@ -29,7 +29,7 @@ import Testing
         defer { tdb.drop(); try? FileManager.default.removeItem(atPath: outbox) }
 
         let (primed, code) = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = [.forecasts] }
-        #expect(code == .ok && primed.generated["forecast_insights"] == 1 && primed.generated["forecast_templated_words"] == 0)
+        #expect(code == .ok && primed.generated[.forecastInsights] == 1 && primed.generated[.forecastTemplatedWords] == 0)
 
         // One signed POST with the date, place, weather and risk.
         let request = try #require(insight.requests.first)
@@ -80,8 +80,8 @@ import Testing
         defer { tdb.drop(); try? FileManager.default.removeItem(atPath: outbox) }
 
         let (primed, _) = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = [.forecasts] }
-        #expect(primed.generated["forecast_insight_failed"] == 1 && primed.generated["forecast_templated_words"] == 1, "\(what)")
-        #expect(primed.generated["forecasts"] == 1, "\(what)")
+        #expect(primed.generated[.forecastInsightFailed] == 1 && primed.generated[.forecastTemplatedWords] == 1, "\(what)")
+        #expect(primed.generated[.forecasts] == 1, "\(what)")
         let words = ForecastWords.templated(risk: .high, locale: "ar")
         let stored = try f.db.query("""
             select forecast_summary, why_explanation, comfort_tip, forecast_locale from daily_forecasts where user_id = \(user)

@@ -68,7 +68,7 @@ import Testing
 
         // 07:05: the weather is fetched, the forecast stored with its words, the push waits for 08:00.
         let (primed, _) = worker.run(now: instant("2026-01-25T07:05:00Z"), drain: true) { $0.phases = [.forecasts, .deliver] }
-        #expect(primed.generated["forecasts"] == 1 && primed.generated["weather_fetched"] == 1 && primed.sent == 0)
+        #expect(primed.generated[.forecasts] == 1 && primed.generated[.weatherFetched] == 1 && primed.sent == 0)
         #expect(weather.server.requests.count == 1)
         #expect(weather.server.requests.first?.path.contains("&past_days=1&forecast_days=8") == true)
         let row = try f.db.query("select status, run_after from notification_queue where recipient_user_id = \(user)")
@@ -104,7 +104,7 @@ import Testing
             insert into daily_forecasts (user_id, forecast_date, risk_level, forecast_summary) values (\(user), '2026-01-25', 'MODERATE', '')
             """)
         let (primed, _) = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = [.forecasts] }
-        #expect(primed.generated["forecasts"] == 1 && primed.generated["forecast_templated_words"] == 1)
+        #expect(primed.generated[.forecasts] == 1 && primed.generated[.forecastTemplatedWords] == 1)
         #expect(weather.server.requests.isEmpty)
         let words = ForecastWords.templated(risk: .moderate, locale: "en")
         #expect(try f.db.query("select forecast_summary, comfort_tip from daily_forecasts where user_id = \(user)")
@@ -119,11 +119,11 @@ import Testing
         defer { tdb.drop(); try? FileManager.default.removeItem(atPath: outbox) }
         weather.down = true
         let (failed, _) = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = [.forecasts] }
-        #expect(failed.generated["weather_failed"] == 1 && failed.generated["forecasts"] == 0)
-        #expect(failed.generated["forecasts_missed"] == nil, "not missed: its time has not come")
+        #expect(failed.generated[.weatherFailed] == 1 && failed.generated[.forecasts] == 0)
+        #expect(failed.generated[.forecastsMissed] == nil, "not missed: its time has not come")
         weather.down = false
         let (retried, _) = worker.run(now: instant("2026-01-25T07:10:00Z")) { $0.phases = [.forecasts] }
-        #expect(retried.generated["weather_fetched"] == 1 && retried.generated["forecasts"] == 1)
+        #expect(retried.generated[.weatherFetched] == 1 && retried.generated[.forecasts] == 1)
         #expect(weather.server.requests.count == 2)
         #expect(try f.db.query("select run_after from notification_queue where recipient_user_id = \(user)")
             .first?["run_after"].date == instant("2026-01-25T08:00:00Z"))
@@ -139,17 +139,17 @@ import Testing
         defer { tdb.drop(); try? FileManager.default.removeItem(atPath: outbox); try? FileManager.default.removeItem(atPath: metrics) }
         weather.down = true
         let (missed, _) = worker.run(now: instant("2026-01-25T08:00:30Z"), metricsFile: metrics) { $0.phases = [.forecasts, .deliver] }
-        #expect(missed.generated["forecasts_missed"] == 1)
+        #expect(missed.generated[.forecastsMissed] == 1)
         #expect(try String(contentsOfFile: metrics, encoding: .utf8).contains("herald_pass_forecasts_missed 1"))
         let (again, _) = worker.run(now: instant("2026-01-25T08:05:00Z"), metricsFile: metrics) { $0.phases = [.forecasts, .deliver] }
-        #expect(again.generated["forecasts_missed"] == nil)
+        #expect(again.generated[.forecastsMissed] == nil)
         #expect(try String(contentsOfFile: metrics, encoding: .utf8).contains("herald_pass_forecasts_missed 0"))
         #expect(try f.count("select count(*)::int from forecast_misses where user_id = \(user)") == 1)
 
         // The weather comes back after midnight: the 25th's forecast is not made, nor sent.
         weather.down = false
         let (nextDay, _) = worker.run(now: instant("2026-01-26T00:30:00Z"), drain: true) { $0.phases = [.forecasts, .deliver] }
-        #expect(nextDay.sent == 0 && nextDay.generated["forecasts"] == 0)
+        #expect(nextDay.sent == 0 && nextDay.generated[.forecasts] == 0)
         #expect(try f.count("select count(*)::int from notification_queue") == 0)
 
         // The 26th: missed at 08:00, made at 09:00 when the weather comes back, and sent then.

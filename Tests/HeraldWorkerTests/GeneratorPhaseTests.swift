@@ -60,7 +60,7 @@ import Testing
             """)
         #expect(Set(rows.map { "\($0["recipient_user_id"].uuid!)/\($0["channel"].string!)" }) ==
                 ["\(fam.admin)/in_app", "\(fam.admin)/push", "\(fam.emailAdmin)/email"])
-        #expect(s1.generated["patterns"] == 3)
+        #expect(s1.generated[.patterns] == 3)
         let payload = try JSONValue.parse(rows.first?["payload"].string ?? "")
         #expect(payload["level"]?.intValue == 7)
         #expect(payload["metric_type"]?.stringValue == "sleep_minutes")
@@ -68,13 +68,13 @@ import Testing
 
         // Nothing new: a second pass adds nothing; new data at the same level adds nothing either.
         let (s2, _) = worker.run(now: instant("2026-01-21T12:05:00Z")) { $0.phases = [.patterns] }
-        #expect(s2.generated["patterns"] ?? 0 == 0)
+        #expect(s2.generated[.patterns] ?? 0 == 0)
         #expect(try f.count("select count(*)::int from notification_queue") == 3)
 
         // Seven more days of the drop: level 14, critical, notified again.
         try sleepSeries(db, user: fam.member, last: "2026-01-27", baselineDays: 40, dropDays: 14)
         let (s3, _) = worker.run(now: instant("2026-01-28T12:00:00Z")) { $0.phases = [.patterns] }
-        #expect(s3.generated["patterns"] == 3)
+        #expect(s3.generated[.patterns] == 3)
         #expect(try f.count("select count(*)::int from notification_queue where payload->>'level' = '14' and severity = 'critical'") == 3)
 
         // Recovery: the run no longer reaches the latest day → resolved.
@@ -83,7 +83,7 @@ import Testing
             select \(fam.member), '2026-01-27'::date + g, 450 from generate_series(1, 3) g
             """)
         let (s4, _) = worker.run(now: instant("2026-01-31T12:00:00Z")) { $0.phases = [.patterns] }
-        #expect(s4.generated["episodes_resolved"] == 1)
+        #expect(s4.generated[.episodesResolved] == 1)
         #expect(try db.query("select episode_status from pattern_alert_state where id = \(episode["id"].uuid!)").first?["episode_status"].string == "resolved")
     }
 
@@ -256,8 +256,8 @@ import Testing
             $0.patternChunk = 2
         }
         #expect(code == .ok)
-        #expect(summary.generated["patterns_users"] == 3)
-        #expect(summary.generated["episodes_opened"] == 3)
+        #expect(summary.generated[.patternsUsers] == 3)
+        #expect(summary.generated[.episodesOpened] == 3)
         for table in ["pattern_alert_state", "pattern_evaluations", "notification_queue"] {
             #expect(try f.count("select count(*)::int from \(unescaped: table)") == 0, "\(table)")
         }

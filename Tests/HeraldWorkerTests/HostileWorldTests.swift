@@ -23,7 +23,7 @@ import Testing
         defer { unlink(path) }
         let (summary, code) = Worker(url: tdb.url).run(now: seedInstant, metricsFile: path)
         #expect(code == .degraded)
-        #expect(summary.phaseErrors["patterns"]?.contains("pattern_scan_state") == true, "\(summary.phaseErrors)")
+        #expect(summary.phaseErrors[.phase(.patterns)]?.contains("pattern_scan_state") == true, "\(summary.phaseErrors)")
         #expect(summary.json["phase_errors"]?["patterns"] != nil)
         #expect(try f.row(id)["status"].string == "sent")
         let metrics = try String(contentsOfFile: path, encoding: .utf8)
@@ -42,7 +42,7 @@ import Testing
         let id = try f.enqueue(to: try f.profile(), at: seedInstant)
         let (summary, code) = Worker(url: tdb.url, settings: ["HERALD_THRESHOLDS_VERSION": "V1"]).run(now: seedInstant)
         #expect(code == .degraded)
-        let error = summary.phaseErrors["patterns"] ?? ""
+        let error = summary.phaseErrors[.phase(.patterns)] ?? ""
         #expect(error.contains("HERALD_THRESHOLDS_VERSION is 'V1'") && error.contains("'v1'"), "\(summary.phaseErrors)")
         #expect(try f.row(id)["status"].string == "sent")
 
@@ -60,7 +60,7 @@ import Testing
         let id = try f.enqueue(to: p, at: seedInstant)
         try db.execute("delete from pattern_scan_state")
         let (summary, _) = Worker(url: tdb.url).run(now: seedInstant, dryRun: true)
-        #expect(summary.phaseErrors["patterns"] != nil)
+        #expect(summary.phaseErrors[.phase(.patterns)] != nil)
         // The dry run's transaction survived the failed phase: nothing was written.
         #expect(try f.row(id)["status"].string == "pending")
         #expect(try f.count("select count(*)::int from notification_trail") == 0)
@@ -84,8 +84,8 @@ import Testing
         let worker = Worker(url: tdb.url)
         let (summary, code) = worker.run(now: instant("2026-01-21T12:00:00Z")) { $0.phases = [.patterns] }
         #expect(code == .ok, "\(summary.phaseErrors)")
-        #expect(summary.generated["patterns_failed_users"] == 2)
-        #expect(summary.generated["patterns_users"] == 3)
+        #expect(summary.generated[.patternsFailedUsers] == 2)
+        #expect(summary.generated[.patternsUsers] == 3)
         // The good user's episode was opened; the poisoned users have none.
         let users = Set(try db.query("select distinct user_id from pattern_alert_state").compactMap { $0[0].uuid })
         #expect(users == [good])

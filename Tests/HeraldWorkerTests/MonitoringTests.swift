@@ -164,7 +164,7 @@ import Testing
     @Test func theMetricsTextFollowsPrometheusRules() throws {
         var s = Summary(passId: "p")
         s.sent = 3
-        s.phaseErrors["patterns"] = "boom"
+        s.phaseErrors[.phase(.patterns)] = "boom"
         var d = DeliveryRecord(queueId: UUID(), attempt: 1, channel: "push", provider: .apns, destination: "t",
                                deviceTokenId: nil, outcome: "delivered", httpStatus: 200, errorCode: nil,
                                messageId: nil, error: nil, latencyMs: 40)

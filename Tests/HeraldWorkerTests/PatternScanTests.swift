@@ -22,7 +22,7 @@ import Testing
         let worker = Worker(url: tdb.url)
         let now = instant("2026-01-21T12:00:00Z")
         let (first, _) = worker.run(now: now) { $0.phases = [.patterns] }
-        #expect(first.generated["patterns_users"] == 1)
+        #expect(first.generated[.patternsUsers] == 1)
         #expect(try f.count("select count(*)::int from pattern_scan_state where scanned_through > now() - interval '1 minute'") == 1)
 
         // Rows written two hours before that scan, which no evaluation has seen (as if their user's
@@ -32,7 +32,7 @@ import Testing
         try db.execute("update wearable_daily_metrics set updated_at = now() - interval '2 hours'")
         try db.execute("set session_replication_role = origin")
         let (second, _) = worker.run(now: now) { $0.phases = [.patterns] }
-        #expect(second.generated["patterns_users"] == 0)
+        #expect(second.generated[.patternsUsers] == 0)
 
         // A new day's row is above it: the user is evaluated again, on all their days.
         try db.execute("""
@@ -40,7 +40,7 @@ import Testing
             values (\(fam.member), '2026-01-21', 150, 8000)
             """)
         let (third, _) = worker.run(now: instant("2026-01-22T12:00:00Z")) { $0.phases = [.patterns] }
-        #expect(third.generated["patterns_users"] == 1)
+        #expect(third.generated[.patternsUsers] == 1)
         #expect(try f.count("select current_level from pattern_alert_state where episode_status = 'active' and metric_type = 'sleep_minutes'") == 3)
     }
 
@@ -64,7 +64,7 @@ import Testing
             values (\(fam.member), '2026-01-21', 150, 8000, now() - interval '1 minute')
             """)
         let (next, _) = worker.run(now: instant("2026-01-22T12:00:00Z")) { $0.phases = [.patterns] }
-        #expect(next.generated["patterns_users"] == 1)
+        #expect(next.generated[.patternsUsers] == 1)
         let dates = try db.query("""
             select last_evaluated_date::text as d from pattern_alert_state where metric_type = 'sleep_minutes'
             """).map { $0["d"].string }
@@ -91,13 +91,13 @@ import Testing
         let worker = Worker(url: tdb.url)
         let now = instant("2026-01-21T12:00:00Z")
         let (first, _) = worker.run(now: now) { $0.phases = [.patterns] }
-        #expect(first.generated["patterns_users"] == 1)
+        #expect(first.generated[.patternsUsers] == 1)
         #expect(try f.count("select count(*)::int from pattern_scan_state where scanned_through = '-infinity'") == 1)
 
         try other.execute("rollback")
         // The held user now, and the free one once more: its rows are younger than the late-commit margin.
         let (second, _) = worker.run(now: now) { $0.phases = [.patterns] }
-        #expect(second.generated["patterns_users"] == 2)
+        #expect(second.generated[.patternsUsers] == 2)
         #expect(try f.count("select count(distinct user_id)::int from pattern_alert_state") == 2)
         #expect(try f.count("select count(*)::int from pattern_scan_state where scanned_through > now() - interval '1 minute'") == 1)
     }

@@ -45,7 +45,7 @@ import Testing
 
         // The morning: the day planned at 06:00, the morning's prompts sent by noon.
         let (planned, _) = worker.run(now: instant("2026-01-25T06:00:00Z")) { $0.phases = [.prompts] }
-        #expect(planned.generated["prompts"] == 4)
+        #expect(planned.generated[.prompts] == 4)
         _ = worker.run(now: noon, drain: true) { $0.phases = [.deliver] }
         let morning = try Self.instants(f, user, status: "sent")
         #expect(morning == four.filter { $0 <= noon } && !morning.isEmpty)
@@ -54,7 +54,7 @@ import Testing
         try f.db.execute("update prompt_settings set prompts_per_day = 4, updated_at = now() where user_id = \(user)")
         #expect(try Self.instants(f, user, status: "pending") == four.filter { $0 > noon })
         let (same, _) = worker.run(now: noon) { $0.phases = [.prompts] }
-        #expect(same.generated["prompts_replanned"] == nil)
+        #expect(same.generated[.promptsReplanned] == nil)
 
         // Eight a day: the unsent prompts are withdrawn by the change itself, before any pass.
         try f.db.execute("update prompt_settings set prompts_per_day = 8 where user_id = \(user)")
@@ -64,7 +64,7 @@ import Testing
             """) == four.filter { $0 > noon }.count)
 
         let (replanned, _) = worker.run(now: noon.addingTimeInterval(30)) { $0.phases = [.prompts] }
-        #expect(replanned.generated["prompts_replanned"] == 1)
+        #expect(replanned.generated[.promptsReplanned] == 1)
         let afternoon = Array(eight.dropFirst(morning.count)).filter { $0 >= noon.addingTimeInterval(30) }
         #expect(try Self.instants(f, user, status: "pending") == afternoon)
         #expect(!afternoon.isEmpty && afternoon.allSatisfy { $0 > morning.last! })
@@ -75,7 +75,7 @@ import Testing
         #expect(keys.allSatisfy { $0.hasPrefix("prompt:\(user.lowercased):2026-01-25:r1:") })
         // A second pass finds the day planned under the settings it has: nothing changes.
         let (again, _) = worker.run(now: noon.addingTimeInterval(60)) { $0.phases = [.prompts] }
-        #expect(again.generated["prompts"] == 0 && again.generated["prompts_replanned"] == nil)
+        #expect(again.generated[.prompts] == 0 && again.generated[.promptsReplanned] == nil)
 
         // The afternoon's first prompts go out; at three, prompts are turned off.
         let three = instant("2026-01-25T15:00:00Z")
@@ -83,7 +83,7 @@ import Testing
         try f.db.execute("update prompt_settings set enabled = false where user_id = \(user)")
         #expect(try Self.instants(f, user, status: "pending").isEmpty)
         let (off, _) = worker.run(now: three.addingTimeInterval(30)) { $0.phases = [.prompts] }
-        #expect(off.generated["prompts"] == 0 && off.generated["prompts_replanned"] == 1)
+        #expect(off.generated[.prompts] == 0 && off.generated[.promptsReplanned] == 1)
 
         // The evening: nothing more, and nothing went out twice.
         let (evening, _) = worker.run(now: instant("2026-01-25T23:00:00Z"), drain: true) { $0.phases = [.prompts, .deliver] }

@@ -110,7 +110,7 @@ import Testing
         try handle.close()
         #expect(code == .ok, "\(summary.error ?? "")")
         #expect(code2 == .degraded, "Expo refused herald's access token: \(summary2.error ?? "")")
-        #expect(summary2.phaseErrors["deliver"]?.contains(expoAccess) == false)
+        #expect(summary2.phaseErrors[.phase(.deliver)]?.contains(expoAccess) == false)
         #expect(summary.failed >= 3, "the providers' errors were recorded: \(summary.failed) failed")
         #expect(try f.row(again)["status"].string == "failed")
 

@@ -94,8 +94,8 @@ import Testing
         let (s2, c2) = Self.pass(tdb.url, settings, now: now.addingTimeInterval(180), phases: [.statuses])
         #expect(c2 == .ok, "\(s2.phaseErrors)")
         #expect(Set(twilio.statusRequests) == Set(sids))
-        #expect(s2.generated["statuses_checked"] == 4)
-        #expect(s2.generated["statuses_final"] == 3)
+        #expect(s2.generated[.statusesChecked] == 4)
+        #expect(s2.generated[.statusesFinal] == 3)
 
         let d0 = try Self.delivery(db, rows[0])
         #expect(d0["final_status"].string == "delivered")
@@ -133,7 +133,7 @@ import Testing
         // After 48 hours without a final word, polling gives up.
         let (s3, _) = Self.pass(tdb.url, settings, now: now.addingTimeInterval(49 * 3600), phases: [.statuses])
         #expect(twilio.statusRequests.count == 5)
-        #expect(s3.generated["statuses_expired"] == 1)
+        #expect(s3.generated[.statusesExpired] == 1)
         let d3b = try Self.delivery(db, rows[3])
         #expect(d3b["final_status"].string == "expired")
         #expect(d3b["final_error_code"].string == "poll_window")
@@ -171,8 +171,8 @@ import Testing
 
         let (s2, c2) = Self.pass(tdb.url, settings, now: now.addingTimeInterval(180), phases: [.statuses])
         #expect(c2 == .ok, "\(s2.phaseErrors)")
-        #expect(s2.generated["statuses_checked"] == 2)
-        #expect(s2.generated["statuses_final"] == 2)
+        #expect(s2.generated[.statusesChecked] == 2)
+        #expect(s2.generated[.statusesFinal] == 2)
         for row in rows[0...1] {
             let d = try Self.delivery(db, row)
             #expect(d["final_status"].string == "unknown")
@@ -303,7 +303,7 @@ import Testing
 
         let (s2, c2) = Self.pass(tdb.url, settings, now: now.addingTimeInterval(60), phases: [.events])
         #expect(c2 == .ok, "\(s2.phaseErrors)")
-        #expect(s2.generated["provider_events"] == 6)
+        #expect(s2.generated[.providerEvents] == 6)
         let metrics = Metrics.text(s2)
         #expect(metrics.contains(#"herald_pass_provider_events{outcome="rejected"} 2"#), "\(metrics)")
         #expect(metrics.contains(#"herald_pass_provider_events{outcome="applied"} 2"#))

@@ -22,6 +22,37 @@ import Testing
         }
     }
 
+    /// Every provider that sends declares what `herald doctor` checks of its credentials without sending
+    /// (`ProviderAdapter.credentialCheck`: a token signed or fetched, its keys' shapes, or why nothing can
+    /// be checked), so the doctor checks a new provider with no change of its own.
+    @Test(arguments: Provider.allCases.filter { $0.channel != nil && $0 != .inbox && $0 != .log })
+    func everyProviderDeclaresTheDoctorsCheckOfItsCredentials(_ provider: Provider) throws {
+        let registration = try #require(ProviderCatalog.registration(provider), "\(provider) has no registration")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("herald-registration-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let configured = try registration.load(Settings(try Self.everyProvider(files: dir)))
+        let adapter = try #require(configured, "RegistrationTests.everyProvider does not configure \(provider): add its settings")
+        #expect(adapter.credentialCheck != nil, "\(provider)'s adapter declares no credentialCheck for herald doctor")
+    }
+
+    /// Settings that configure every provider, with keys made for the test (key files written to `files`).
+    static func everyProvider(files: URL) throws -> [String: String] {
+        let apnsKey = files.appendingPathComponent("apns.p8")
+        let serviceAccount = files.appendingPathComponent("fcm.json")
+        try TestKeys.apnsKeyPEM().write(to: apnsKey, atomically: true, encoding: .utf8)
+        try TestKeys.serviceAccountJSON().write(to: serviceAccount, atomically: true, encoding: .utf8)
+        return [
+            "APNS_KEY_FILE": apnsKey.path, "APNS_KEY_ID": "ABC123DEFG", "APNS_TEAM_ID": "DEF123GHIJ",
+            "APNS_TOPIC": "com.example.herald", "FCM_SERVICE_ACCOUNT_FILE": serviceAccount.path, "HERALD_EXPO": "on",
+            "TWILIO_ACCOUNT_SID": "AC" + String(repeating: "0", count: 32), "TWILIO_AUTH_TOKEN": String(repeating: "a", count: 32),
+            "TWILIO_FROM": "+15555550100", "WHATSAPP_TOKEN": "EAAGtoken", "WHATSAPP_PHONE_NUMBER_ID": "106540352242922",
+            "EMAIL_FROM": "Herald <noreply@example.com>", "SENDGRID_API_KEY": "SG.id.secret",
+            "SMTP_URL": "smtps://herald:pw@smtp.example.com:465", "WEBHOOK_URL": "https://hooks.example.com/herald",
+            "WEBHOOK_SECRET": "whsec_" + Data(repeating: 7, count: 32).base64EncodedString(),
+        ]
+    }
+
     /// The database's checks name exactly the providers the code has: push providers in
     /// device_tokens.provider, the providers that post events in provider_events.provider.
     @Test func theDatabasesChecksNameTheProvidersTheCodeHas() throws {

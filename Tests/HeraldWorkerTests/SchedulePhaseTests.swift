@@ -106,12 +106,12 @@ import Testing
         let (summary, code) = Runner(settings: Settings(["DATABASE_URL": tdb.url]), options: options, logger: logger).run()
         #expect(code == .ok)
         #expect(summary.phaseErrors.isEmpty)
-        #expect(summary.generated["forecasts_unknown_zone_users"] == 2)
-        #expect(summary.generated["prompts_unknown_zone_users"] == 2)
-        #expect(summary.generated["reminders_unknown_zone_users"] == 2)
+        #expect(summary.generated[.forecastsUnknownZoneUsers] == 2)
+        #expect(summary.generated[.promptsUnknownZoneUsers] == 2)
+        #expect(summary.generated[.remindersUnknownZoneUsers] == 2)
         // The readable one goes on: her prompts and her 06:00 reminder (not the forecast: 08:00 by default).
-        #expect(summary.generated["prompts"] == 2)
-        #expect(summary.generated["reminders"] == 1)
+        #expect(summary.generated[.prompts] == 2)
+        #expect(summary.generated[.reminders] == 1)
         #expect(try f.count("select count(*)::int from notification_queue where recipient_user_id <> \(fine)") == 0)
         let warnings = log.text.split(separator: "\n").filter { $0.contains("time zone herald cannot read") }
         #expect(warnings.count == 3, "\(log.text)")
@@ -132,7 +132,7 @@ import Testing
         let worker = Worker(url: tdb.url)
         // 06:00 in Los Angeles (14:00 UTC): all four prompts of the day are still ahead.
         let (s, _) = worker.run(now: instant("2026-01-25T14:00:00Z")) { $0.phases = [.prompts] }
-        #expect(s.generated["prompts"] == 4)
+        #expect(s.generated[.prompts] == 4)
         let times = try db.query("select run_after from notification_queue order by run_after").compactMap { $0["run_after"].date }
         #expect(times.count == 4)
         // 07:00–22:00 local = 15:00–06:00 UTC; each prompt inside its 3.75-hour segment.
@@ -177,9 +177,9 @@ import Testing
         gate.open()
         let (s, code) = pass.value()
         #expect(code == .ok)
-        let notFetched = s.generated["weather_not_fetched"] ?? 0
+        let notFetched = s.generated[.weatherNotFetched] ?? 0
         #expect(notFetched >= 1 && notFetched <= 8, "two at a time, answered after the 2 s budget: none started after it")
-        #expect(notFetched + (s.generated["weather_failed"] ?? 0) + (s.generated["weather_fetched"] ?? 0) == 10)
+        #expect(notFetched + (s.generated[.weatherFailed] ?? 0) + (s.generated[.weatherFetched] ?? 0) == 10)
         #expect(weather.requests.count == 10 - notFetched)
         #expect(try f.row(inbox)["status"].string == "sent")
     }
@@ -214,7 +214,7 @@ import Testing
         let worker = Worker(url: tdb.url, settings: ["WEATHER_URL": weather.baseURL, "HERALD_CHANNEL_PUSH": "log"])
         let (s, code) = worker.run(now: seedInstant) { $0.phases = [.forecasts] }
         #expect(code == .ok)
-        #expect(s.generated["forecasts"] == 2)
+        #expect(s.generated[.forecasts] == 2)
         #expect(requests.next() == 2, "one weather request, for Tokyo")
         let rows = try db.query("select recipient_user_id, payload::text as p from notification_queue order by recipient_user_id")
         let byUser = Dictionary(uniqueKeysWithValues: rows.map { ($0["recipient_user_id"].uuid!, try! JSONValue.parse($0["p"].string!)) })
@@ -226,7 +226,7 @@ import Testing
 
         // A second pass the same day sends nothing new and fetches nothing.
         let (again, _) = worker.run(now: seedInstant.addingTimeInterval(600)) { $0.phases = [.forecasts] }
-        #expect(again.generated["forecasts"] ?? 0 == 0)
+        #expect(again.generated[.forecasts] ?? 0 == 0)
         #expect(requests.next() == 3)
 
         // Delivery marks the forecast sent.

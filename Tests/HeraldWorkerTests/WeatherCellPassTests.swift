@@ -46,7 +46,7 @@ import Testing
         #expect(weather.requests.count == 2)
         let centres = Set(weather.requests.map { "\($0.latitude),\($0.longitude)" })
         #expect(centres == ["51.55,-0.15", "53.45,-2.25"])
-        #expect(s.generated["forecasts"] == 40 && s.generated["weather_fetched"] == 2)
+        #expect(s.generated[.forecasts] == 40 && s.generated[.weatherFetched] == 2)
         #expect(try f.count("select count(*)::int from daily_forecasts where risk_level = 'HIGH'") == 40)
         #expect(try f.count("select count(*)::int from notification_queue where recipient_user_id = any(\(london + manchester)::uuid[])") == 40)
     }
@@ -65,7 +65,7 @@ import Testing
         let traveller = try Self.people(f, 1, near: 51.52, -0.18, zone: "America/New_York", time: "05:00")[0]
         let worker = Self.worker(tdb, weather, ["HERALD_FORECAST_LEAD_MINUTES": "180"])
         let (s, _) = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = [.forecasts] }
-        #expect(s.generated["forecasts"] == 2)
+        #expect(s.generated[.forecasts] == 2)
         #expect(weather.requests.count == 1)
         let rows = try f.db.query("""
             select d.user_id, d.risk_level, d.pressure_change_hpa::float8 as change, d.hourly_forecast::text as hourly,
@@ -96,8 +96,8 @@ import Testing
         let manchester = try Self.people(f, 3, near: 53.41, -2.29)
         let (s, code) = Self.worker(tdb, weather).run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = [.forecasts] }
         #expect(code == .ok)
-        #expect(s.generated["weather_fetched"] == 1 && s.generated["weather_failed"] == 1)
-        #expect(s.generated["forecasts"] == 3)
+        #expect(s.generated[.weatherFetched] == 1 && s.generated[.weatherFailed] == 1)
+        #expect(s.generated[.forecasts] == 3)
         #expect(try f.count("select count(*)::int from daily_forecasts where user_id = any(\(london)::uuid[])") == 3)
         #expect(try f.count("select count(*)::int from daily_forecasts where user_id = any(\(manchester)::uuid[])") == 0)
     }
@@ -119,7 +119,7 @@ import Testing
         let (s, code) = Self.worker(tdb, weather).run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = [.forecasts] }
         #expect(code == .ok)
         #expect(weather.requests.count == 1)
-        #expect(s.generated["forecasts"] == 1 && s.generated["forecasts_unplaced_users"] == 2)
+        #expect(s.generated[.forecasts] == 1 && s.generated[.forecastsUnplacedUsers] == 2)
         #expect(try f.count("select count(*)::int from daily_forecasts where user_id = \(people[0]) and risk_level = 'HIGH'") == 1)
     }
 
@@ -138,7 +138,7 @@ import Testing
         _ = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = [.forecasts] }
         #expect(weather.requests.count == 1)
         let (reused, _) = worker.run(now: instant("2026-01-25T07:35:00Z")) { $0.phases = [.forecasts] }
-        #expect(weather.requests.count == 1 && reused.generated["forecasts"] == 1 && reused.generated["weather_reused"] == 1)
+        #expect(weather.requests.count == 1 && reused.generated[.forecasts] == 1 && reused.generated[.weatherReused] == 1)
         #expect(try f.count("select count(*)::int from daily_forecasts where user_id = \(half) and risk_level = 'HIGH'") == 1)
         _ = worker.run(now: instant("2026-01-25T08:35:00Z")) { $0.phases = [.forecasts] }
         #expect(weather.requests.count == 2)
@@ -158,7 +158,7 @@ import Testing
         let f = Fixtures(db: db)
         let user = try WeatherCellPassTests.people(f, 1, near: 51.51, -0.19)[0]
         let (s, _) = WeatherCellPassTests.worker(tdb, weather).run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = [.forecasts] }
-        #expect(s.generated["forecasts"] == 1)
+        #expect(s.generated[.forecasts] == 1)
         let path = try #require(weather.requests.first?.path)
         #expect(path.contains("&current=temperature_2m,") && path.contains("&daily=weather_code,") && path.contains("&forecast_days=8"))
         try SecurityTests.act(db, as: "authenticated", user, claimsJSON: true)
@@ -186,7 +186,7 @@ import Testing
             _ = try WeatherCellPassTests.people(f, 1, near: 51.53, -0.17)
             let worker = WeatherCellPassTests.worker(tdb, weather, ["HERALD_WEATHER_CELL_DEGREES": size])
             let (s, _) = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = [.forecasts] }
-            #expect(s.generated["forecasts"] == 2 && weather.requests.count == requests, "\(size)")
+            #expect(s.generated[.forecasts] == 2 && weather.requests.count == requests, "\(size)")
         }
     }
 

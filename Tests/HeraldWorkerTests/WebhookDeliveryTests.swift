@@ -177,7 +177,7 @@ import Testing
         let (summary, code) = Worker(url: tdb.url, settings: Self.settings(server)).run(now: seedInstant, batchSize: 1, drain: true)
         #expect(code == .degraded)
         #expect(summary.breakerOpen.contains(.webhook))
-        #expect(summary.phaseErrors["deliver"]?.contains("webhook refused herald's credentials or configuration (http_401)") == true)
+        #expect(summary.phaseErrors[.phase(.deliver)]?.contains("webhook refused herald's credentials or configuration (http_401)") == true)
         #expect(server.requests.count == 1, "no request after the first refusal")
         for id in ids {
             let row = try f.row(id)

@@ -31,7 +31,7 @@ public enum Metrics {
         ])
         w.metric("herald_pass_rows_by_channel", "Rows the last pass recorded, by channel and outcome.", "gauge",
                  s.byChannel.sorted { $0.key < $1.key }.flatMap { channel, counts in
-                     counts.sorted { $0.key.rawValue < $1.key.rawValue }.map { (label([("channel", channel), ("outcome", $0.key.rawValue)]), Double($0.value)) }
+                     counts.sorted { $0.key.rawValue < $1.key.rawValue }.map { (label([("channel", channel.name), ("outcome", $0.key.rawValue)]), Double($0.value)) }
                  })
         w.metric("herald_pass_skip_reasons", "Rows the last pass skipped, by reason.", "gauge",
                  s.skipReasons.sorted { $0.key.rawValue < $1.key.rawValue }.map { (label([("reason", $0.key.rawValue)]), Double($0.value)) })
@@ -81,16 +81,16 @@ public enum Metrics {
         w.metric("herald_pass_recovered_rows", "Rows returned to the queue after an expired lease.", "gauge", [("", Double(s.recovered))])
         w.metric("herald_pass_deliveries", "Sends attempted by the last pass, one per destination.", "gauge", [("", Double(s.deliveries))])
         w.metric("herald_pass_phase_errors", "Phases of the last pass that failed while the pass went on (1 each).", "gauge",
-                 s.phaseErrors.keys.sorted().map { (label([("phase", $0)]), 1) })
+                 Set(s.phaseErrors.keys.map(\.name)).sorted().map { (label([("phase", $0)]), 1) })
         w.metric("herald_pass_batches", "Batches the last pass claimed.", "gauge", [("", Double(s.batches))])
         w.metric("herald_pass_reconnects", "Database connections the last pass opened again after they ended (a failover, a restart).",
                  "gauge", [("", Double(s.reconnects))])
         // Delivery truth (docs/delivery-truth.md): alert on rejected (signatures that fail: forgery or a wrong key) and
         // unverified (a provider's key is not configured).
-        let eventPrefix = "provider_events_"
         w.metric("herald_pass_provider_events", "Provider events the last pass processed, by outcome.", "gauge",
-                 s.generated.filter { $0.key.hasPrefix(eventPrefix) }.sorted { $0.key < $1.key }
-                     .map { (label([("outcome", String($0.key.dropFirst(eventPrefix.count)))]), Double($0.value)) })
+                 ProviderEventOutcome.allCases.compactMap { outcome in
+                     s.generated[.providerEvents(outcome)].map { (label([("outcome", outcome.rawValue)]), Double($0)) }
+                 })
         w.metric("herald_pass_forecasts_missed",
                  "Daily forecasts the last pass found past their notification time and not made (each counted once).", "gauge",
                  [("", Double(s.generated[.forecastsMissed] ?? 0))])

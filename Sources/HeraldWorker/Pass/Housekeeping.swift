@@ -13,26 +13,26 @@ struct Housekeeping {
 
     func run(_ summary: inout Summary) {
         let (db, logger, store, options) = (pass.db, pass.logger, pass.store, pass.options)
-        Runner.isolated("recover", db: db, logger: logger, summary: &summary) { summary in
+        Runner.isolated(.housekeeping(.recover), db: db, logger: logger, summary: &summary) { summary in
             summary.recovered = try store.recoverExpiredLeases(now: pass.clock.now())
             if summary.recovered > 0 {
                 logger.warning("returned rows whose lease expired to the queue", metadata: ["rows": "\(summary.recovered)"])
             }
         }
-        Runner.isolated("prune", db: db, logger: logger, summary: &summary) { summary in
+        Runner.isolated(.housekeeping(.prune), db: db, logger: logger, summary: &summary) { summary in
             summary.pruned = try store.pruneTerminal(retentionDays: options.retentionDays, now: pass.clock.now())
         }
-        Runner.isolated("reminders", db: db, logger: logger, summary: &summary) { summary in
+        Runner.isolated(.housekeeping(.reminders), db: db, logger: logger, summary: &summary) { summary in
             let pruned = try store.pruneReminders(retentionDays: options.retentionDays)
             if pruned > 0 { summary.generated[.remindersPruned] = pruned }
         }
-        Runner.isolated("changes", db: db, logger: logger, summary: &summary) { _ in
+        Runner.isolated(.housekeeping(.changes), db: db, logger: logger, summary: &summary) { _ in
             try store.pruneGeneratorChanges()
         }
-        Runner.isolated("links", db: db, logger: logger, summary: &summary) { _ in
+        Runner.isolated(.housekeeping(.links), db: db, logger: logger, summary: &summary) { _ in
             try store.publishDeepLinkScheme(options.render.deepLinkScheme)
         }
-        Runner.isolated("audit", db: db, logger: logger, summary: &summary) { summary in
+        Runner.isolated(.housekeeping(.audit), db: db, logger: logger, summary: &summary) { summary in
             let dropped = try store.maintainAuditTrail(retentionDays: options.auditRetentionDays)
             if dropped > 0 { summary.generated[.auditPartitionsDropped] = dropped }
         }

@@ -156,7 +156,7 @@ public struct Runner {
                 try pass.reconnector.restore(pass.db, "pass", after: PGError(isConnectionFailure: true, message: "the connection ended"))
             }
             if phase.isolated {
-                Self.isolated(phase.phase.rawValue, db: pass.db, logger: pass.logger, summary: &summary) { summary in
+                Self.isolated(.phase(phase.phase), db: pass.db, logger: pass.logger, summary: &summary) { summary in
                     try phase.run(pass, summary: &summary)
                 }
             } else {
@@ -168,15 +168,15 @@ public struct Runner {
     /// Runs one phase so that its failure stops only that phase: the error is logged, counted in
     /// `phase_errors` (summary and metrics file), and the pass goes on; the exit code becomes 4.
     /// Its open transaction (or, in a dry run, its savepoint) is rolled back.
-    static func isolated(_ phase: String, db: PGConnection, logger: Logger, summary: inout Summary,
+    static func isolated(_ step: PassStep, db: PGConnection, logger: Logger, summary: inout Summary,
                          _ body: (inout Summary) throws -> Void) {
         let wasIdle = !db.inTransaction
         do {
             try db.savepointIfInTransaction { try body(&summary) }
         } catch {
-            summary.phaseErrors[phase] = "\(error)"
+            summary.phaseErrors[step] = "\(error)"
             logger.error("a phase failed; the pass goes on without it", metadata: [
-                "phase": .string(phase), "error": .string("\(error)")])
+                "phase": .string(step.name), "error": .string("\(error)")])
             // A transaction the phase left open is rolled back; an outer one (a dry run's) is kept.
             if wasIdle { db.rollbackIfInTransaction() }
         }

@@ -35,10 +35,11 @@ public struct Summary: Sendable {
     public var paused: [String: Int] = [:]
     public var skipReasons: [SkipReason: Int] = [:]
     /// Rows per channel (as the row names it) and what became of them.
-    public var byChannel: [String: [RowOutcome: Int]] = [:]
-    public var generated: [String: Int] = [:]
-    /// Phases that failed while the pass went on (recover, prune, a generator, receipts): their errors.
-    public var phaseErrors: [String: String] = [:]
+    public var byChannel: [RowChannel: [RowOutcome: Int]] = [:]
+    /// What the generators and the steps after delivery did, by what they count.
+    public var generated: [GeneratedCount: Int] = [:]
+    /// Phases and housekeeping steps that failed while the pass went on: their errors.
+    public var phaseErrors: [PassStep: String] = [:]
     public var deliveries = 0
     /// Sends by channel, provider and outcome (`delivered`, `retry`, `permanent`, `destination_invalid`).
     public var sends: [SendKey: Int] = [:]
@@ -79,7 +80,9 @@ public struct Summary: Sendable {
         }
     }
 
-    mutating func count(_ record: RowRecord, channel: String) {
+    /// Counts one recorded row, and under its channel as it was claimed (every row a pass records it
+    /// claimed, noting its channel; nil counts it in the totals only).
+    mutating func count(_ record: RowRecord, channel: RowChannel?) {
         processed += 1
         let outcome = RowOutcome(record)
         switch outcome {
@@ -94,7 +97,7 @@ public struct Summary: Sendable {
             if !record.permanent { retrying += 1 }
         case .processing: break
         }
-        byChannel[channel, default: [:]][outcome, default: 0] += 1
+        if let channel { byChannel[channel, default: [:]][outcome, default: 0] += 1 }
     }
 
     public var json: JSONValue {
@@ -112,11 +115,11 @@ public struct Summary: Sendable {
             "paused": .number(Double(paused.values.reduce(0, +))),
             "paused_by_channel": .object(paused.mapValues { .number(Double($0)) }),
             "skip_reasons": .object(Dictionary(uniqueKeysWithValues: skipReasons.map { ($0.key.rawValue, .number(Double($0.value))) })),
-            "by_channel": .object(byChannel.mapValues { counts in
-                .object(Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, .number(Double($0.value))) }))
-            }),
-            "generated": .object(generated.mapValues { .number(Double($0)) }),
-            "phase_errors": .object(phaseErrors.mapValues { .string($0) }),
+            "by_channel": .object(Dictionary(uniqueKeysWithValues: byChannel.map { channel, counts in
+                (channel.name, .object(Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, .number(Double($0.value))) })))
+            })),
+            "generated": .object(Dictionary(uniqueKeysWithValues: generated.map { ($0.key.rawValue, .number(Double($0.value))) })),
+            "phase_errors": .object(PassStep.byName(phaseErrors).mapValues { .string($0) }),
             "config_suspect": .object(Dictionary(uniqueKeysWithValues: configSuspect.map { ($0.key.rawValue, .number(Double($0.value))) })),
             "breaker_open": .array(breakerOpen.sorted().map { .string($0.rawValue) }),
             "credentials_refused": .array(credentialsRefused.sorted().map { .string($0.rawValue) }),
@@ -180,49 +183,5 @@ public struct LatencyHistogram: Sendable, Equatable {
         counts[Self.bounds.firstIndex { seconds <= $0 } ?? Self.bounds.count] += 1
         sum += seconds
         count += 1
-    }
-}
-
-/// What a phase counts in the summary's `generated` (and the metrics file): the keys the JSON carries.
-public enum GeneratedCount: String, CaseIterable, Sendable {
-    case auditPartitionsDropped = "audit_partitions_dropped"
-    case episodesOpened = "episodes_opened"
-    case episodesResolved = "episodes_resolved"
-    case forecastInsightFailed = "forecast_insight_failed"
-    case forecastInsights = "forecast_insights"
-    case forecastTemplatedWords = "forecast_templated_words"
-    case forecasts
-    case forecastsMissed = "forecasts_missed"
-    case forecastsUnknownZoneUsers = "forecasts_unknown_zone_users"
-    case forecastsUnplacedUsers = "forecasts_unplaced_users"
-    case patterns
-    case patternsFailedUsers = "patterns_failed_users"
-    case patternsUsers = "patterns_users"
-    case prompts
-    case promptsReplanned = "prompts_replanned"
-    case promptsUnknownZoneUsers = "prompts_unknown_zone_users"
-    case promptsWithdrawn = "prompts_withdrawn"
-    case providerEvents = "provider_events"
-    case receiptsChecked = "receipts_checked"
-    case reminders
-    case remindersPruned = "reminders_pruned"
-    case remindersUnknownZoneUsers = "reminders_unknown_zone_users"
-    case statusesChecked = "statuses_checked"
-    case statusesExpired = "statuses_expired"
-    case statusesFinal = "statuses_final"
-    case tokensDeactivated = "tokens_deactivated"
-    case truthChannelsOff = "truth_channels_off"
-    case truthFromEvents = "truth_from_events"
-    case weatherFailed = "weather_failed"
-    case weatherFetched = "weather_fetched"
-    case weatherNotFetched = "weather_not_fetched"
-    case weatherReused = "weather_reused"
-}
-
-extension Dictionary where Key == String, Value == Int {
-    /// A phase's count in `Summary.generated`, by its name.
-    public subscript(_ key: GeneratedCount) -> Int? {
-        get { self[key.rawValue] }
-        set { self[key.rawValue] = newValue }
     }
 }

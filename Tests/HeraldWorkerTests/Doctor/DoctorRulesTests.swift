@@ -1,4 +1,5 @@
 import Foundation
+import HeraldChannels
 import HeraldCore
 import HeraldTestSupport
 import Testing

@@ -47,7 +47,7 @@ final class DeliveryPass {
     /// The writer a pipelined pass keeps across batches, once a full batch shows there is more to do.
     var pipeline: RecordWriter?
     /// The channel of each row decided and not yet counted (its record may still be being written).
-    var channelOf: [UUID: String] = [:]
+    var channelOf: [UUID: RowChannel] = [:]
     /// The recipient of each row handed to the pipeline and not yet known written: the next claim
     /// leaves these recipients out.
     var recipientInFlight: [UUID: UUID] = [:]
@@ -162,7 +162,7 @@ final class DeliveryPass {
     func deliver(_ batch: [Claimed]) throws {
         if pipeline == nil { channelOf = [:] }  // the pipeline's rows stay until counted
         for claimed in batch {
-            channelOf[claimed.item.id] = claimed.item.channelRaw
+            channelOf[claimed.item.id] = RowChannel(claimed.item.channelRaw)
             if pipeline != nil { recipientInFlight[claimed.item.id] = claimed.item.recipientUserId }
         }
         var work = try plan(batch)

@@ -37,7 +37,7 @@ struct Recorder {
 
 extension DeliveryPass {
     /// Writes a flush and counts what was recorded. Rows this pass no longer holds are reported.
-    func flush(_ records: inout RecordBatch, channelOf: [UUID: String]) throws {
+    func flush(_ records: inout RecordBatch, channelOf: [UUID: RowChannel]) throws {
         guard !records.isEmpty else { return }
         if let pipeline {
             pipeline.submit(records)
@@ -48,11 +48,11 @@ extension DeliveryPass {
     }
 
     /// Counts a written flush in the summary; rows the fenced update did not record are reported.
-    func count(_ records: RecordBatch, recorded: Set<UUID>, channelOf: [UUID: String]) {
+    func count(_ records: RecordBatch, recorded: Set<UUID>, channelOf: [UUID: RowChannel]) {
         var lost = 0
         for row in records.rows {
             if recorded.contains(row.id) {
-                summary.count(row, channel: channelOf[row.id] ?? "?")
+                summary.count(row, channel: channelOf[row.id])
             } else {
                 lost += 1
             }

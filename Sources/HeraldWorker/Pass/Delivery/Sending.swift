@@ -204,7 +204,7 @@ extension DeliveryPass {
             let code = code ?? "no code"
             summary.breakerOpen.insert(provider)
             summary.credentialsRefused.insert(provider)
-            summary.phaseErrors[Phase.deliver.rawValue] = "\(provider.rawValue) refused herald's credentials or configuration (\(code)); its rows wait with no attempt charged: their last_error says what to fix"
+            summary.phaseErrors[.phase(.deliver)] = "\(provider.rawValue) refused herald's credentials or configuration (\(code)); its rows wait with no attempt charged: their last_error says what to fix"
             logger.error("a provider refused herald's credentials or configuration; it is not called again this pass and its rows wait, no attempt charged",
                          metadata: ["provider": .string(provider.rawValue), "code": .string(code)])
             logger.debug("the provider's refusal", metadata: ["provider": .string(provider.rawValue), "error": .string(message)])

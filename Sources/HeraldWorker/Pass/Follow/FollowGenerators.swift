@@ -84,7 +84,7 @@ final class FollowGenerators {
             } catch let error as PGError where error.isConnectionFailure {
                 throw error  // still due: it runs once the connection is back
             } catch {
-                summary.phaseErrors[g.rawValue] = "\(error)"
+                summary.phaseErrors[.phase(Self.phaseOf(g))] = "\(error)"
                 pass.logger.error("a phase failed; the follower goes on without it", metadata: [
                     "phase": .string(g.rawValue), "error": .string("\(error)")])
                 pass.db.rollbackIfInTransaction()
@@ -131,9 +131,18 @@ final class FollowGenerators {
 
     /// Adds one run's counts to the follower's: what was made adds up; people passed over (`…_users`)
     /// are the same people each run, so the largest count stands.
-    static func add(_ counts: [String: Int], to total: inout [String: Int]) {
+    /// The pass phase that runs `g`.
+    static func phaseOf(_ g: TimedGenerator) -> Phase {
+        switch g {
+        case .forecasts: .forecasts
+        case .prompts: .prompts
+        case .reminders: .reminders
+        }
+    }
+
+    static func add(_ counts: [GeneratedCount: Int], to total: inout [GeneratedCount: Int]) {
         for (key, n) in counts {
-            total[key] = key.hasSuffix("_users") ? max(total[key] ?? 0, n) : (total[key] ?? 0) + n
+            total[key] = key.rawValue.hasSuffix("_users") ? max(total[key] ?? 0, n) : (total[key] ?? 0) + n
         }
     }
 }

@@ -24,7 +24,7 @@ struct ProviderEventsPhase {
 
     struct Result {
         var processed = 0
-        var outcomes: [String: Int] = [:]
+        var outcomes: [ProviderEventOutcome: Int] = [:]
         var updated = 0
         var optedOut = 0
         var pruned = 0
@@ -71,7 +71,7 @@ struct ProviderEventsPhase {
                                    error = \(TruthText.clip("could not be recorded: \(error)"))
                              where id = \(id) and processed_at is null
                             """)
-                        result.outcomes["invalid", default: 0] += 1
+                        result.outcomes[.invalid, default: 0] += 1
                         result.processed += 1
                     }
                 }
@@ -83,17 +83,17 @@ struct ProviderEventsPhase {
                where processed_at < \(now)::timestamptz - make_interval(days => \(retentionDays))
                limit 5000)
             """)
-        if let n = result.outcomes["rejected"], n > 0 {
+        if let n = result.outcomes[.rejected], n > 0 {
             logger.warning("provider events failed signature verification and were not applied (forged, or a wrong key)",
                            metadata: ["events": "\(n)"])
         }
-        if let n = result.outcomes["unverified"], n > 0 {
+        if let n = result.outcomes[.unverified], n > 0 {
             logger.warning("""
                 provider events could not be verified: their provider's key is not configured \
                 (SENDGRID_WEBHOOK_PUBLIC_KEY, TWILIO_AUTH_TOKEN, WHATSAPP_APP_SECRET)
                 """, metadata: ["events": "\(n)"])
         }
-        if let n = result.outcomes["invalid"], n > 0 {
+        if let n = result.outcomes[.invalid], n > 0 {
             logger.warning("provider events were malformed and not applied", metadata: ["events": "\(n)"])
         }
         return result
@@ -146,7 +146,7 @@ struct ProviderEventsPhase {
                 let (outcome, error) = Self.outcome(verdict, index: index, finals: finalsAt[index] ?? 0, matched: applied.matched)
                 result.outcomes[outcome, default: 0] += 1
                 result.processed += 1
-                var o: [String: JSONValue] = ["id": .number(Double(ids[index])), "outcome": .string(outcome)]
+                var o: [String: JSONValue] = ["id": .number(Double(ids[index])), "outcome": .string(outcome.rawValue)]
                 if let error { o["error"] = .string(TruthText.clip(error)) }
                 marks.append(.object(o))
             }
@@ -166,18 +166,18 @@ struct ProviderEventsPhase {
 
     /// The stored outcome and error of one event.
     static func outcome(_ verdict: ProviderEventVerdict, index: Int, finals: Int,
-                        matched: Set<Int>) -> (String, String?) {
+                        matched: Set<Int>) -> (ProviderEventOutcome, String?) {
         switch verdict {
-        case .rejected(let e): return ("rejected", e)
-        case .unverified(let e): return ("unverified", e)
-        case .invalid(let e): return ("invalid", e)
+        case .rejected(let e): return (.rejected, e)
+        case .unverified(let e): return (.unverified, e)
+        case .invalid(let e): return (.invalid, e)
         case .reports(let reports):
             if finals == 0 {
                 let words = Set(reports.map(\.providerStatus)).sorted().joined(separator: ", ")
-                return ("ignored", reports.isEmpty ? "no message status in the payload" : "no final status (\(words))")
+                return (.ignored, reports.isEmpty ? "no message status in the payload" : "no final status (\(words))")
             }
-            if matched.contains(index) { return ("applied", nil) }
-            return ("unmatched", "no delivery of herald's has the message id of \(finals == 1 ? "this status" : "these \(finals) statuses")")
+            if matched.contains(index) { return (.applied, nil) }
+            return (.unmatched, "no delivery of herald's has the message id of \(finals == 1 ? "this status" : "these \(finals) statuses")")
         }
     }
 }
@@ -192,7 +192,7 @@ struct EventsStep: AfterDeliveryPhase {
         let r = try events.run()
         if r.processed > 0 {
             summary.generated[.providerEvents] = r.processed
-            for (outcome, n) in r.outcomes { summary.generated["provider_events_\(outcome)"] = n }
+            for (outcome, n) in r.outcomes { summary.generated[.providerEvents(outcome)] = n }
         }
         if r.updated > 0 { summary.generated[.truthFromEvents] = r.updated }
         if r.optedOut > 0 { summary.generated[.truthChannelsOff] = (summary.generated[.truthChannelsOff] ?? 0) + r.optedOut }

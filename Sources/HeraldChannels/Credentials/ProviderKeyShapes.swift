@@ -2,42 +2,43 @@
 /// §6.1): a value of the wrong shape is refused by the provider at the first send. A shape the ids and
 /// keys are defined by (a Twilio SID's prefix and length, SendGrid's `SG.`) fails; one only seen in
 /// practice (the token's length, the key's parts, Meta's `EAA`) warns. No finding quotes the value.
+/// The adapters' `credentialCheck` reads their keys through these.
 ///
-///     ProviderKeyShapes.sendGrid(apiKey: "abc")   // [(.fail, "SENDGRID_API_KEY does not start with SG. …")]
-enum ProviderKeyShapes {
-    typealias Finding = (status: DoctorCheck.Status, text: String)
+///     ProviderKeyShapes.sendGrid(apiKey: "abc")   // [CredentialFinding(.fail, "SENDGRID_API_KEY does not start with SG. …")]
+public enum ProviderKeyShapes {
+    public typealias Finding = CredentialFinding
 
-    static func twilio(accountSid: String, authToken: String, messagingServiceSid: String?) -> [Finding] {
+    public static func twilio(accountSid: String, authToken: String, messagingServiceSid: String?) -> [Finding] {
         var findings: [Finding] = []
         if !isSid(accountSid, prefix: "AC") {
-            findings.append((.fail, "TWILIO_ACCOUNT_SID is not AC followed by 32 hexadecimal digits (it has \(accountSid.count) characters)"))
+            findings.append(Finding(.fail, "TWILIO_ACCOUNT_SID is not AC followed by 32 hexadecimal digits (it has \(accountSid.count) characters)"))
         }
         if let service = messagingServiceSid, !isSid(service, prefix: "MG") {
-            findings.append((.fail, "TWILIO_MESSAGING_SERVICE_SID is not MG followed by 32 hexadecimal digits (it has \(service.count) characters)"))
+            findings.append(Finding(.fail, "TWILIO_MESSAGING_SERVICE_SID is not MG followed by 32 hexadecimal digits (it has \(service.count) characters)"))
         }
         if !(authToken.count == 32 && authToken.allSatisfy(\.isHexDigit)) {
-            findings.append((.warn, "TWILIO_AUTH_TOKEN is not 32 hexadecimal digits, as Twilio's auth tokens are (it has \(authToken.count) characters)"))
+            findings.append(Finding(.warn, "TWILIO_AUTH_TOKEN is not 32 hexadecimal digits, as Twilio's auth tokens are (it has \(authToken.count) characters)"))
         }
         return findings
     }
 
-    static func sendGrid(apiKey: String) -> [Finding] {
+    public static func sendGrid(apiKey: String) -> [Finding] {
         guard apiKey.hasPrefix("SG.") else {
-            return [(.fail, "SENDGRID_API_KEY does not start with SG., as every SendGrid API key does")]
+            return [Finding(.fail, "SENDGRID_API_KEY does not start with SG., as every SendGrid API key does")]
         }
         let parts = apiKey.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(isBase64URL) }) else {
-            return [(.warn, "SENDGRID_API_KEY is not SG.<id>.<secret>, as SendGrid's API keys are")]
+            return [Finding(.warn, "SENDGRID_API_KEY is not SG.<id>.<secret>, as SendGrid's API keys are")]
         }
         return []
     }
 
-    static func whatsApp(token: String) -> [Finding] {
+    public static func whatsApp(token: String) -> [Finding] {
         guard token.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) else {
-            return [(.fail, "WHATSAPP_TOKEN holds a space or a character that cannot go into a header")]
+            return [Finding(.fail, "WHATSAPP_TOKEN holds a space or a character that cannot go into a header")]
         }
         guard token.hasPrefix("EAA") else {
-            return [(.warn, "WHATSAPP_TOKEN does not start with EAA, as Meta's access tokens do")]
+            return [Finding(.warn, "WHATSAPP_TOKEN does not start with EAA, as Meta's access tokens do")]
         }
         return []
     }
