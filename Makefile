@@ -11,12 +11,16 @@ HERALD      = .build/debug/herald
 HERALD_REL  = .build/release/herald
 RELEASE     = $(SWIFT) build -c release --static-swift-stdlib --product herald
 
-.PHONY: all build release deps test demo bench schema clean pg-start pg-stop
+.PHONY: all build release deps deps-bench test demo bench schema clean pg-start pg-stop
 
 all: build
 
 deps:
 	@scripts/deps.sh
+
+# What only `make bench` needs besides: h2load (nghttp2-client), for section 9's providers' ceiling.
+deps-bench:
+	@scripts/deps.sh --bench
 
 build: deps
 	$(SWIFT) build
@@ -46,12 +50,15 @@ release: deps
 	$(RELEASE)
 
 # A second server, on the next port, runs with PostgreSQL's durability defaults and wal_level=logical
-# for section 1's WAL as hosted databases pay it.
-bench: deps
+# for section 1's WAL as hosted databases pay it. `make bench BENCH=morning` (or BENCH=1,5) runs only
+# those sections, by name or number (HERALD_BENCH_ONLY).
+BENCH ?=
+bench: deps-bench
 	$(SWIFT) build -c release --static-swift-stdlib
 	@durable_port=$$(( $${HERALD_PG_PORT:-25432} + 1 )) && \
 	  trap '$(PG) stop; HERALD_PG_PORT='$$durable_port' $(PG) stop' EXIT INT TERM && \
 	  url=$$($(PG) start) && durable=$$(HERALD_PG_PORT=$$durable_port HERALD_PG_DURABLE=1 $(PG) start) && \
+	  HERALD_BENCH_ONLY="$${HERALD_BENCH_ONLY:-$(BENCH)}" \
 	  HERALD_BENCH_DATABASE_URL="$$url" HERALD_BENCH_DURABLE_URL="$$durable" .build/release/herald-bench
 
 # docs/schema.sql and docs/schema-index.md: the schema a fresh `herald migrate` leaves, and the migration

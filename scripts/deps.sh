@@ -5,10 +5,14 @@
 # functions' routing test (Tests/EdgeFunctions) Node.js, for `make bench`'s PgQueuer line python3-venv, and
 # for the alert rules' tests (deploy/prometheus) promtool, from Debian's prometheus package, and for the
 # container image's test (scripts/image-rootfs.sh) debootstrap with Debian's archive keyring; then, from
-# PyPI, the platforms' own checkers (scripts/checkers.txt).
+# PyPI, the platforms' own checkers (scripts/checkers.txt). With --bench (`make bench`), also what only
+# the bench needs: h2load, from nghttp2-client (section 9's providers' ceiling).
 set -euo pipefail
 
 missing=()
+if [ "${1:-}" = "--bench" ]; then
+  command -v h2load >/dev/null 2>&1 || missing+=(nghttp2-client)
+fi
 pkg-config --exists libpq 2>/dev/null || missing+=(libpq-dev)
 pkg-config --exists libcurl 2>/dev/null && [ -e /usr/include/x86_64-linux-gnu/curl/curl.h -o -e /usr/include/curl/curl.h ] || missing+=(libcurl4-openssl-dev)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)

@@ -28,12 +28,16 @@ import Logging
 ///      follower that LISTENs, one that polls and batch passes — beside the commits' notifications
 ///      reaching a bare listener; and reminder → provider latency of 100 reminders scheduled through the
 ///      app's RPC 2 s ahead while a follower runs. Section 1 also gives what the queue's notify trigger
-///      adds to an insert.
+///      adds to an insert;
+///   9. a morning: 100,000 people whose forecasts are due at 08:00 in 500 places, primed by passes in
+///      the hour before and delivered at 08:00 by a follower through APNs and FCM fakes — beside h2load
+///      against the same fakes (the providers' ceiling) and the bare claim + record (the database's floor).
 ///
 /// Each section has a file of its own: `Bench+ClaimDecideRecord` (1, with `Bench+Floors`,
 /// `Bench+DurableWAL`, `Bench+Growth` and `Bench+EnqueueCost`), `Bench+Webhooks` (2), `Bench+IdlePass` (3),
 /// `Bench+PeakMemory` (4), `Bench+APNs` (5), `Bench+Patterns` (6), `Bench+ConnectionEnds` (7) and
-/// `Bench+Follow` (8, with `LatencyRun` and `Bench+FollowReminders`). This file holds what they share.
+/// `Bench+Follow` (8, with `LatencyRun` and `Bench+FollowReminders`) and `Bench+Morning` (9, with `H2Load`).
+/// This file holds what they share.
 @main
 struct Bench {
     static func main() throws {
@@ -45,14 +49,14 @@ struct Bench {
         let bench = try Bench(serverURL: server)
         print("herald bench — \(ProcessInfo.processInfo.activeProcessorCount) cores, \(ISO8601.string(Date()))")
         print("")
-        // HERALD_BENCH_ONLY=1,5 runs only those sections.
-        let only = Set((ProcessInfo.processInfo.environment["HERALD_BENCH_ONLY"] ?? "").split(separator: ",").compactMap { Int($0) })
-        let sections: [(Int, () throws -> Void)] = [
-            (1, bench.claimDecideRecord), (2, bench.webhookFanOut), (3, bench.idlePass),
-            (4, bench.peakMemory), (5, bench.apnsPushes), (6, bench.patterns), (7, bench.apnsConnectionEnds),
-            (8, bench.followLatency),
+        // HERALD_BENCH_ONLY=1,5 (or `make bench BENCH=morning`) runs only those sections, by number or name.
+        let only = Set((ProcessInfo.processInfo.environment["HERALD_BENCH_ONLY"] ?? "").split(separator: ",").map(String.init))
+        let sections: [(Int, String, () throws -> Void)] = [
+            (1, "claim", bench.claimDecideRecord), (2, "webhooks", bench.webhookFanOut), (3, "idle", bench.idlePass),
+            (4, "memory", bench.peakMemory), (5, "apns", bench.apnsPushes), (6, "patterns", bench.patterns),
+            (7, "connection-ends", bench.apnsConnectionEnds), (8, "follow", bench.followLatency), (9, "morning", bench.morning),
         ]
-        for (n, run) in sections where only.isEmpty || only.contains(n) { try run() }
+        for (n, name, run) in sections where only.isEmpty || only.contains("\(n)") || only.contains(name) { try run() }
     }
 
     let serverURL: String

@@ -128,6 +128,10 @@ public final class FakeHTTPServer: Sendable {
     /// Every request received so far, in arrival order.
     public var requests: [FakeRequest] { state.requests }
 
+    /// How many requests were received so far: cheaper than `requests.count` for a test that waits
+    /// for many.
+    public var requestCount: Int { state.requestCount }
+
     /// TCP connections accepted so far.
     public var connectionCount: Int { state.connections }
 
@@ -215,6 +219,7 @@ final class FakeServerState: @unchecked Sendable {
     func wentAway() { lock.withLock { _goAways += 1 } }
 
     var requests: [FakeRequest] { lock.withLock { _requests } }
+    var requestCount: Int { lock.withLock { _requests.count } }
     var connections: Int { lock.withLock { _connections } }
     func connectionAccepted() { lock.withLock { _connections += 1 } }
     var peakInFlight: Int { lock.withLock { _peakInFlight } }

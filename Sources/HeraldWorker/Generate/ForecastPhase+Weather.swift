@@ -14,16 +14,20 @@ extension ForecastPhase {
     /// Makes the forecasts of `missing` from their cells' weather, fetching (concurrently, while
     /// `mayStart` allows) the cells no stored answer serves; stores the forecasts in `daily_forecasts`
     /// and counts cells and people in `result`. Returns whether it stored any.
-    func fetchMissing(_ missing: [Candidate], from base: String, started: Date, result: inout Result) throws -> Bool {
+    func fetchMissing(_ missing: [Candidate], from base: String, started: Date, asked: inout PassWeather,
+                      result: inout Result) throws -> Bool {
         let grouping = WeatherCells.group(missing.indices.map { ($0, missing[$0].latitude, missing[$0].longitude) }, size: cellSize)
-        result.unplaced = noteUnplaced(grouping.unplaceable.map { (missing[$0.id], $0.reason) })
+        result.unplaced += noteUnplaced(grouping.unplaceable.map { (missing[$0.id], $0.reason) })
         guard !grouping.cells.isEmpty else { return false }
-        var weather = try storedWeather(of: grouping.cells.map(\.cell))
-        result.reused = weather.count
-        let asking = grouping.cells.filter { weather[$0.cell.key] == nil }
-        let fetched = fetchWeather(of: asking, missing, from: base, started: started, result: &result)
+        asked.keep(only: Set(grouping.cells.map(\.cell.key)))
+        let unasked = grouping.cells.filter { asked.cells[$0.cell.key] == nil }
+        let stored = try storedWeather(of: unasked.map(\.cell))
+        result.reused += stored.count
+        let fetched = fetchWeather(of: unasked.filter { stored[$0.cell.key] == nil }, missing, from: base, started: started,
+                                   asked: &asked, result: &result)
         try storeWeather(fetched)
-        weather.merge(fetched) { _, new in new }
+        for (key, w) in stored.merging(fetched, uniquingKeysWith: { _, new in new }) { asked.cells[key] = .answered(w) }
+        let weather = asked.answers
         var made: [JSONValue] = []
         for (cell, members) in grouping.cells {
             guard let w = weather[cell.key] else { continue }
@@ -57,7 +61,7 @@ extension ForecastPhase {
     /// One request per cell of `cells`, for its centre in the zone of most of its people; the usable
     /// answers by cell key. Each failure is logged once for its cell, with its people's count.
     private func fetchWeather(of cells: [(cell: WeatherCell, members: [Int])], _ missing: [Candidate], from base: String,
-                              started: Date, result: inout Result) -> [String: CellWeather] {
+                              started: Date, asked: inout PassWeather, result: inout Result) -> [String: CellWeather] {
         let zones = cells.map { Self.cellZone($0.members.map { missing[$0].zone }) }
         let requests = cells.indices.map { i in
             HTTPRequest(method: "GET",
@@ -76,9 +80,11 @@ extension ForecastPhase {
                 logger.debug("the place whose weather failed", metadata: ["cell": .string(cells[index].cell.key)])
             }
         }
-        result.fetched = answers.count
-        result.fetchFailures = cells.count - answers.count - unstarted.count
-        result.notFetched = unstarted.count
+        result.fetched += answers.count
+        result.fetchFailures += cells.count - answers.count - unstarted.count
+        result.notFetched += unstarted.count
+        for cell in cells.map(\.cell.key) where answers[cell] == nil { asked.cells[cell] = .failed }
+        for i in unstarted { asked.cells[cells[i].cell.key] = .notAsked }
         if !unstarted.isEmpty {
             logger.warning("the weather fetches ran out of their time in this pass; the other places' forecasts wait for the next pass",
                            metadata: ["not_fetched": "\(unstarted.count)", "budget_s": "\(fetchBudget)"])
@@ -165,5 +171,28 @@ extension ForecastPhase {
                    updated_at = now()
              where d.risk_level is null and d.pressure_change_hpa is null
             """)
+    }
+}
+
+/// The places a pass has asked the weather of, kept while their people are made a chunk at a time: a
+/// place whose people fall in two chunks is asked once (its answer kept; its failure, or its not being
+/// asked within the phase's time, remembered), and a place the chunks have moved past is forgotten.
+struct PassWeather {
+    enum Outcome {
+        case answered(CellWeather)
+        case failed
+        case notAsked
+    }
+
+    var cells: [String: Outcome] = [:]
+
+    /// The answers at hand, by cell key.
+    var answers: [String: CellWeather] {
+        cells.compactMapValues { if case .answered(let w) = $0 { w } else { nil } }
+    }
+
+    /// Forgets every place but `keys` (the people to make next are sorted by place: the others are done).
+    mutating func keep(only keys: Set<String>) {
+        cells = cells.filter { keys.contains($0.key) }
     }
 }

@@ -19,6 +19,9 @@ import Logging
 /// 3. its push is enqueued with `run_after` at the notification time, so it goes out on time and the
 ///    app opens the stored forecast (`get_daily_forecast`) without a fetch.
 ///
+/// The candidates go through these steps a chunk of `chunkSize` people at a time, the people of a place
+/// together; a place whose people fall in two chunks is asked once (`PassWeather`).
+///
 /// A forecast that could not be made by its notification time is counted and logged, once
 /// (`ForecastPhase+Misses.swift`); it is still made and sent if the weather comes later that local
 /// day, and never for a date that has passed. Every request is made outside any transaction.
@@ -43,6 +46,9 @@ struct ForecastPhase {
     var cellSize = WeatherCells.defaultSize
     /// How long a cell's stored answer serves later passes (`PassOptions.weatherReuse`); 0: never.
     var reuseFor: TimeInterval = 3600
+    /// People whose forecasts are made, worded and enqueued together (`PassOptions.forecastChunk`): a
+    /// pass's memory stays that of one chunk however many people are due.
+    var chunkSize = 2_000
     /// The team's insight service; nil: herald's own words.
     var insight: ForecastInsightService?
     /// Whether forecasts past their time and not made are noted (not in a dry run, which fetches nothing).
@@ -123,20 +129,41 @@ struct ForecastPhase {
         guard !candidates.isEmpty else { return result }
 
         let started = Date()
-        var forecasts = try storedForecasts(of: candidates)
-        let missing = candidates.filter { forecasts[$0.forecastKey]?.made != true && $0.latitude != nil && $0.longitude != nil }
-        if let base = weatherURL, !missing.isEmpty, try fetchMissing(missing, from: base, started: started, result: &result) {
-            forecasts = try storedForecasts(of: candidates)
-        }
-        let wordless = candidates.filter { forecasts[$0.forecastKey].map { $0.made && $0.summary == nil } ?? false }
-        if !wordless.isEmpty, try writeWords(wordless, forecasts, started: started, result: &result) {
-            forecasts = try storedForecasts(of: candidates)
-        }
-        result.enqueued = try Enqueuer.insert(notifications(candidates, forecasts), db: db, passId: passId).count
-        if notesMisses {
-            result.missed = try noteMisses(candidates.filter { $0.at <= now && forecasts[$0.forecastKey]?.made != true })
+        var asked = PassWeather()
+        for chunk in Self.chunks(candidates, size: chunkSize, cellSize: cellSize) {
+            try make(chunk, started: started, asked: &asked, result: &result)
         }
         return result
+    }
+
+    /// The candidates in chunks of at most `size`, the people of one place cell next to each other (by
+    /// cell, then as they came; people with no cell first), so that a place's people share a chunk, or
+    /// two that follow each other.
+    static func chunks(_ candidates: [Candidate], size: Int, cellSize: Double) -> [[Candidate]] {
+        let keyed = candidates.enumerated().map { i, c in
+            (key: (try? WeatherCells.cell(latitude: c.latitude, longitude: c.longitude, size: cellSize).get())?.key ?? "", i: i)
+        }
+        let sorted = keyed.sorted { $0.key != $1.key ? $0.key < $1.key : $0.i < $1.i }.map { candidates[$0.i] }
+        return stride(from: 0, to: sorted.count, by: max(1, size)).map { Array(sorted[$0..<min($0 + max(1, size), sorted.count)]) }
+    }
+
+    /// One chunk of candidates: their forecasts made from the weather where missing, given words where
+    /// they have none, and enqueued; those past their time and not made noted.
+    private func make(_ chunk: [Candidate], started: Date, asked: inout PassWeather, result: inout Result) throws {
+        var forecasts = try storedForecasts(of: chunk)
+        let missing = chunk.filter { forecasts[$0.forecastKey]?.made != true && $0.latitude != nil && $0.longitude != nil }
+        if let base = weatherURL, !missing.isEmpty,
+           try fetchMissing(missing, from: base, started: started, asked: &asked, result: &result) {
+            forecasts = try storedForecasts(of: chunk)
+        }
+        let wordless = chunk.filter { forecasts[$0.forecastKey].map { $0.made && $0.summary == nil } ?? false }
+        if !wordless.isEmpty, try writeWords(wordless, forecasts, started: started, result: &result) {
+            forecasts = try storedForecasts(of: chunk)
+        }
+        result.enqueued += try Enqueuer.insert(notifications(chunk, forecasts), db: db, passId: passId).count
+        if notesMisses {
+            result.missed += try noteMisses(chunk.filter { $0.at <= now && forecasts[$0.forecastKey]?.made != true })
+        }
     }
 
     /// Who could be due: push on (`PushConsent`: a `notify_push` never set is on while the person

@@ -71,6 +71,7 @@ struct ForecastsGenerator: GeneratorPhase {
         f.lead = c.options.forecastLead
         f.cellSize = c.options.weatherCellSize
         f.reuseFor = c.options.weatherReuse
+        f.chunkSize = c.options.forecastChunk
         let r = try f.run()
         summary.generated[.forecasts] = r.enqueued
         if r.missed > 0 { summary.generated[.forecastsMissed] = r.missed }

@@ -62,6 +62,9 @@ public struct PassOptions: Sendable {
     public var weatherCellSize = WeatherCells.defaultSize
     /// How long a cell's weather answer serves the forecasts of later passes (HERALD_WEATHER_REUSE_MINUTES).
     public var weatherReuse: TimeInterval = 3600
+    /// People whose forecasts the forecasts phase makes, words and enqueues together: a pass's memory
+    /// is one chunk's however many people are due at once.
+    public var forecastChunk = 2_000
     /// The team's forecast insight service (HERALD_FORECAST_INSIGHT_URL); nil: herald's own words.
     public var forecastInsight: ForecastInsightService?
     public var render = RenderOptions()
