@@ -68,7 +68,7 @@ public final class EarlyAnsweringNginx: @unchecked Sendable {  // `process` is o
         try p.run()
         process = p
         let deadline = Date().addingTimeInterval(10)
-        while !Self.accepts(port) {
+        while !LoopbackPort.accepts(port) {
             guard Date() < deadline, p.isRunning else {
                 let log = errorLog
                 stop()
@@ -146,19 +146,4 @@ public final class EarlyAnsweringNginx: @unchecked Sendable {  // `process` is o
     }
 
     deinit { stop() }
-
-    static func accepts(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-    }
 }

@@ -61,3 +61,24 @@ public enum RefusingPort {
 
     public static var port: Int { socket.port }
 }
+
+/// A loopback port as a client sees it.
+///
+///     while !LoopbackPort.accepts(port) { usleep(20_000) }   // the server started as a process is ready
+public enum LoopbackPort {
+    /// Whether something accepts TCP connections on loopback `port`.
+    public static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+}
