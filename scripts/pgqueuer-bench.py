@@ -3,8 +3,9 @@
     python pgqueuer-bench.py fill DSN ROWS     install PgQueuer's schema, enqueue ROWS no-op jobs
     python pgqueuer-bench.py drain DSN BATCH   one worker drains them, BATCH jobs per dequeue
 
-`drain` prints one JSON line: {"rows": jobs done, "seconds": drain time}. herald-bench runs both from a
-throw-away virtualenv and measures the rows and WAL the drain wrote.
+`drain` prints one JSON line: {"rows": jobs done, "seconds": drain time, "cpu_seconds": this process's
+CPU time in the drain}. herald-bench runs both from a throw-away virtualenv and measures the rows and
+WAL the drain wrote, and the server's CPU time.
 """
 
 import asyncio
@@ -38,11 +39,12 @@ async def drain(dsn: str, batch: int) -> None:
         nonlocal done
         done += 1
 
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     await qm.run(batch_size=batch, mode=QueueExecutionMode.drain, dequeue_timeout=timedelta(seconds=1))
     seconds = time.perf_counter() - started
+    cpu_seconds = time.process_time() - cpu_started
     await conn.close()
-    print(json.dumps({"rows": done, "seconds": seconds}))
+    print(json.dumps({"rows": done, "seconds": seconds, "cpu_seconds": cpu_seconds}))
 
 
 if __name__ == "__main__":

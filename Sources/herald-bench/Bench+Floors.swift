@@ -11,6 +11,8 @@ extension Bench {
         var rows: Int
         var seconds: Double
         var writes: (rows: Double, wal: Double)
+        /// CPU per notification by process, where it was measured.
+        var cpu: CPUMeter.Account?
         var rate: Double { Double(rows) / seconds }
     }
 
@@ -41,6 +43,7 @@ extension Bench {
         try db.execute("vacuum analyze bench_plain_queue")
         if checkpoint { try db.execute("checkpoint") }
         let meter = try WriteMeter(url, flushing: db)
+        let cpu = try CPUMeter(url)
         var done = 0
         let seconds = try Bench.seconds {
             while true {
@@ -62,7 +65,8 @@ extension Bench {
                     """)
             }
         }
-        return Drain(rows: done, seconds: seconds, writes: try meter.per(done, flushing: db))
+        let account = cpu.per(done)
+        return Drain(rows: done, seconds: seconds, writes: try meter.per(done, flushing: db), cpu: account)
     }
 
     /// PgQueuer draining `rows` no-op jobs at `batch` per dequeue, from a throw-away virtualenv under
@@ -92,12 +96,14 @@ extension Bench {
                 try db.execute("checkpoint")
             }
             let meter = try WriteMeter(url)
+            let cpu = try CPUMeter(url)
             let out = try shell(python, [script, "drain", url, "\(batch)"], "pgqueuer-bench.py drain")
             guard let json = try? JSONValue.parse(Data(out.utf8)), let done = json["rows"]?.intValue,
                   let seconds = json["seconds"]?.doubleValue, done > 0 else {
                 return (nil, version, "pgqueuer-bench.py printed \(out.prefix(200))")
             }
-            return (Drain(rows: done, seconds: seconds, writes: try meter.per(done)), version, nil)
+            let account = cpu.per(done, clientSeconds: json["cpu_seconds"]?.doubleValue ?? .nan)
+            return (Drain(rows: done, seconds: seconds, writes: try meter.per(done), cpu: account), version, nil)
         } catch {
             return (nil, version, "\(error)")
         }
