@@ -69,15 +69,8 @@ struct DeliverPhase: PassPhase {
     func runs(in pass: PassContext, summary: Summary) -> Bool { true }
 
     func run(_ pass: PassContext, summary: inout Summary) throws {
-        let delivery = DeliveryPass(store: pass.store, routes: pass.config.routes, transport: pass.transport,
-                                    options: pass.options, clock: pass.clock, logger: pass.logger,
-                                    outbox: pass.outbox, summary: summary)
+        let delivery = DeliveryPass(pass: pass, summary: summary)
         defer { summary = delivery.summary }
-        delivery.reconnector = pass.reconnector
-        if !pass.options.dryRun {
-            let (url, name) = (pass.config.databaseURL, "herald \(pass.passId) records")
-            delivery.openRecordConnection = { try Runner.connect(url, applicationName: name) }
-        }
         try delivery.run()
     }
 }
