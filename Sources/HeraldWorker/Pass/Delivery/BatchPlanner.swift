@@ -98,9 +98,9 @@ final class BatchPlanner {
         return (planner(context: loaded.context, now: now), loaded.unloadable)
     }
 
-    private func planner(context: BatchContext, now: Date) -> DeliveryPlanner {
+    private func planner(context: DeliveryContext, now: Date) -> DeliveryPlanner {
         DeliveryPlanner(
-            context: DeliveryContext(context), routes: routes.facts,
+            context: context, routes: routes.facts,
             options: DecisionOptions(maxAge: options.maxAge, types: types, now: now),
             escalation: options.escalation)
     }
@@ -153,21 +153,6 @@ final class BatchPlanner {
         r.permanent = true
         r.lastError = "no route for channel '\(item.channelRaw)'"
         return r
-    }
-}
-
-extension DeliveryContext {
-    /// The plan's copy of a batch's loaded context.
-    init(_ ctx: BatchContext) {
-        self.init()
-        profiles = ctx.profiles
-        alerts = ctx.alerts
-        deviceTokens = ctx.deviceTokens
-        unusableTokens = ctx.unusableTokens
-        unreadInApp = ctx.unreadInApp
-        history = ctx.history
-        delivered = ctx.delivered
-        familyAdmins = ctx.familyAdmins
     }
 }
 

@@ -116,10 +116,7 @@ final class FollowGenerators {
     /// Runs one generator as of `now`; `oneOffOnly`: for one-off instants alone (the reminders phase
     /// then reads the one-off reminders only, not every daily one).
     private func run(_ g: TimedGenerator, now: Date, oneOffOnly: Bool, into made: inout Summary) throws {
-        let context = GeneratorContext(db: pass.db, passId: pass.passId, now: now, logger: pass.logger,
-                                       transport: pass.transport, options: pass.options, settings: pass.settings,
-                                       oneOffOnly: oneOffOnly)
-        try Self.phase(g).run(context, summary: &made)
+        try Self.phase(g).run(pass, at: now, oneOffOnly: oneOffOnly, summary: &made)
         pass.logger.debug("ran a generator at its time", metadata: [
             "phase": .string(g.rawValue), "one_off_only": "\(oneOffOnly)", "generated": .string("\(made.generated)")])
     }
