@@ -4,18 +4,20 @@ import HeraldHTTP
 import HeraldPostgres
 import Logging
 
-/// A phase that fills the queue from the data the apps write. A stop signal ends the generators: the
-/// ones not yet run are left for the next pass.
+/// The step of a phase that fills the queue from the data the apps write: it sets up its generator
+/// (`PatternGenerator`, `ForecastGenerator`, `PromptGenerator`, `ReminderGenerator`) from the pass's
+/// options, runs it, and counts what it made. A stop signal ends the generators: the ones not yet run
+/// are left for the next pass.
 ///
-/// Adding one: a type conforming here, its `Phase` case, and its place in `Runner.phases`.
-protocol GeneratorPhase: PassPhase, Sendable {
+/// Adding one: a generator, a step conforming here, its `Phase` case, and its place in `Runner.steps`.
+protocol GeneratorStep: PassStep, Sendable {
     /// Runs the phase for the pass as of `now` and counts what it did in `summary.generated`.
     /// `oneOffOnly`: the run is for instants alone (a follower's, at a one-off reminder's time): the
     /// reminders phase reads the one-off reminders only.
     func run(_ pass: PassContext, at now: Date, oneOffOnly: Bool, summary: inout Summary) throws
 }
 
-extension GeneratorPhase {
+extension GeneratorStep {
     func runs(in pass: PassContext, summary: Summary) -> Bool { true }
 
     func run(_ pass: PassContext, summary: inout Summary) throws {
@@ -23,12 +25,12 @@ extension GeneratorPhase {
     }
 }
 
-/// Pattern evaluation: episodes opened and resolved, alerts enqueued (PatternPhase).
-struct PatternsGenerator: GeneratorPhase {
+/// Pattern evaluation: episodes opened and resolved, alerts enqueued (PatternGenerator).
+struct PatternsStep: GeneratorStep {
     var phase: Phase { .patterns }
 
     func run(_ pass: PassContext, at now: Date, oneOffOnly: Bool, summary: inout Summary) throws {
-        var p = PatternPhase(db: pass.db, passId: pass.passId, now: now, logger: pass.logger)
+        var p = PatternGenerator(db: pass.db, passId: pass.passId, now: now, logger: pass.logger)
         p.shadowMode = pass.options.shadowMode
         p.thresholdsVersion = pass.options.thresholdsVersion
         p.readerURL = try pass.settings.databaseURL()
@@ -44,12 +46,12 @@ struct PatternsGenerator: GeneratorPhase {
 }
 
 /// Daily forecasts, made within the lead before each notification time; the weather and the insight
-/// service are asked unless the pass is a dry run (ForecastPhase).
-struct ForecastsGenerator: GeneratorPhase {
+/// service are asked unless the pass is a dry run (ForecastGenerator).
+struct ForecastsStep: GeneratorStep {
     var phase: Phase { .forecasts }
 
     func run(_ pass: PassContext, at now: Date, oneOffOnly: Bool, summary: inout Summary) throws {
-        var f = ForecastPhase(db: pass.db, passId: pass.passId, now: now, logger: pass.logger, transport: pass.transport)
+        var f = ForecastGenerator(db: pass.db, passId: pass.passId, now: now, logger: pass.logger, transport: pass.transport)
         f.weatherURL = pass.options.dryRun ? nil : pass.options.weatherURL
         f.insight = pass.options.dryRun ? nil : pass.options.forecastInsight
         f.notesMisses = !pass.options.dryRun
@@ -77,12 +79,12 @@ struct ForecastsGenerator: GeneratorPhase {
     }
 }
 
-/// Scheduled prompts, and days planned again after a change of settings (PromptPhase).
-struct PromptsGenerator: GeneratorPhase {
+/// Scheduled prompts, and days planned again after a change of settings (PromptGenerator).
+struct PromptsStep: GeneratorStep {
     var phase: Phase { .prompts }
 
     func run(_ pass: PassContext, at now: Date, oneOffOnly: Bool, summary: inout Summary) throws {
-        let r = try PromptPhase(db: pass.db, passId: pass.passId, now: now, logger: pass.logger).run()
+        let r = try PromptGenerator(db: pass.db, passId: pass.passId, now: now, logger: pass.logger).run()
         summary.generated[.prompts] = r.enqueued
         if r.replanned > 0 {
             summary.generated[.promptsReplanned] = r.replanned
@@ -92,12 +94,12 @@ struct PromptsGenerator: GeneratorPhase {
     }
 }
 
-/// Reminders (ReminderPhase).
-struct RemindersGenerator: GeneratorPhase {
+/// Reminders (ReminderGenerator).
+struct RemindersStep: GeneratorStep {
     var phase: Phase { .reminders }
 
     func run(_ pass: PassContext, at now: Date, oneOffOnly: Bool, summary: inout Summary) throws {
-        var p = ReminderPhase(db: pass.db, passId: pass.passId, now: now, logger: pass.logger)
+        var p = ReminderGenerator(db: pass.db, passId: pass.passId, now: now, logger: pass.logger)
         p.oneOffOnly = oneOffOnly
         let r = try p.run()
         summary.generated[.reminders] = r.enqueued
