@@ -14,7 +14,8 @@ import Logging
 ///                    decided by the AnswerPolicy (pure) and kept in the batch's Flights
 ///     Recorder       where records go (in line, or the pipeline on a second connection), what is written
 ///
-/// The driver alone changes the summary (DeliveryPass+Summary.swift): the steps return what they did.
+/// The driver only puts the steps in order, and alone changes the summary (DeliveryPass+Summary.swift):
+/// the steps return what they did.
 /// Network I/O happens only between transactions: the claim commits before the first request, and each
 /// record flush is its own short transaction.
 final class DeliveryPass {
@@ -171,10 +172,7 @@ final class DeliveryPass {
         // Records are written on a thread of their own while the transport goes on (RecordWriter).
         let writer = recorder.writer()
         var chunker = RecordChunker(writer: writer, chunk: options.recordChunk, clock: clock)
-        sender.send(work.jobs, flights: &work.flights, recordFailed: { writer.failed }) { row in
-            chunker.add(sender.settle(row))
-        }
-        for row in work.flights.heldRows { chunker.add(sender.settle(row), flushing: false) }  // the verdict is in
+        sender.send(work.jobs, flights: &work.flights, recordFailed: { writer.failed }, into: &chunker)
         chunker.close()
         try recorder.endBatch(writer)
     }

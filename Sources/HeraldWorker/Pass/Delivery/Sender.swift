@@ -60,17 +60,21 @@ final class Sender {
 
     /// Sends every job concurrently on the shared transport, round after round: a destination the
     /// policy moves on (its provider failed transiently, or is throttled or broken for the pass) goes to
-    /// the channel's next provider in the next round. A row is handed to `record` when its last
-    /// destination has its last word and it is not held for the configuration verdict.
-    func send(_ jobs: [Job], flights: inout Flights, recordFailed: () -> Bool, record: (InFlight) -> Void) {
+    /// the channel's next provider in the next round. A row is settled and its records handed to
+    /// `records` when its last destination has its last word and it is not held for the configuration
+    /// verdict; the held rows once every send is done.
+    func send(_ jobs: [Job], flights: inout Flights, recordFailed: () -> Bool, into records: inout RecordChunker) {
         var round = jobs
         while !round.isEmpty {
             var next: [Job] = []
             sendRound(round, recordFailed: recordFailed) { job, outcome in
-                if let moved = take(job, outcome, flights: &flights, record: record) { next.append(moved) }
+                if let moved = take(job, outcome, flights: &flights, record: { records.add(settle($0)) }) {
+                    next.append(moved)
+                }
             }
             round = next
         }
+        for row in flights.heldRows { records.add(settle(row), flushing: false) }  // the verdict is in
     }
 
     /// One result of one job, as the policy decides it: signals logged and counted, the result kept in
