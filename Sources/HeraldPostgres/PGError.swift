@@ -40,12 +40,17 @@ public struct PGError: Error, CustomStringConvertible, Sendable {
         return text
     }
 
-    /// An error the same statement may well not meet again: a deadlock, a serialization failure, a lock
-    /// or statement timeout, a lost connection. What failed for such a reason is tried again later, not
-    /// given up on.
+    /// A transaction lost to other sessions: a deadlock, a serialization failure, a lock wait past
+    /// `lock_timeout` (such as a migration holding a table). It was rolled back whole, so nothing of it
+    /// was written, and the same transaction may simply be run again.
+    public var isContention: Bool {
+        [Self.deadlockDetected, Self.serializationFailure, Self.lockNotAvailable].contains(sqlState ?? "")
+    }
+
+    /// An error the same statement may well not meet again: contention (`isContention`), a statement
+    /// timeout, a lost connection. What failed for such a reason is tried again later, not given up on.
     public var isPassing: Bool {
-        isConnectionFailure || [Self.deadlockDetected, Self.serializationFailure, Self.lockNotAvailable,
-                                Self.queryCanceled].contains(sqlState ?? "")
+        isConnectionFailure || isContention || sqlState == Self.queryCanceled
     }
 
     // Common SQLSTATEs.

@@ -112,7 +112,7 @@ import Testing
         ("HIGH", "pt-BR", "Risco de crise hoje: ALTO - Queda significativa de pressão prevista. Cuide-se bem hoje."),
     ])
     func forecastFromWeatherCarriesASummary(risk: String, locale: String, expected: String) {
-        // What ForecastPhase enqueues for a forecast made from the weather: a risk level, no summary.
+        // What ForecastGenerator enqueues for a forecast made from the weather: a risk level, no summary.
         let row = item(kind: "daily_forecast", payload: #"{"date":"2026-01-25","risk_level":"\#(risk)"}"#, scheduledAt: day)
         let n = Renderer().render(row, preferences: Preferences(userId: alice, locale: locale), unreadInApp: 0)
         #expect(n.body == expected)

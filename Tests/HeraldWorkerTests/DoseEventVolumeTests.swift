@@ -45,7 +45,7 @@ import Testing
 
         var logger = Logger(label: "herald-test")
         logger.logLevel = .warning
-        let plan = try ReminderPhase(db: db, passId: "dose-volume", now: now, logger: logger).plan()
+        let plan = try ReminderGenerator(db: db, passId: "dose-volume", now: now, logger: logger).plan()
         // Per person: at most 18 days of logs, 16 days of doses and 3 latest doses.
         #expect(plan.result.adherenceRowsRead <= 2 * (18 + 16 + 3), "read \(plan.result.adherenceRowsRead) rows")
         let score = try #require(plan.adherence[flooded]?.score)

@@ -234,7 +234,7 @@ import Testing
             """)
         let configured = try db.query("select distinct metric_type from pattern_thresholds where version = 'v1' and enabled")
             .compactMap { $0["metric_type"].string }
-        let phase = PatternPhase(db: db, passId: "p", now: instant("2026-01-21T12:00:00Z"), logger: Logger(label: "test"))
+        let phase = PatternGenerator(db: db, passId: "p", now: instant("2026-01-21T12:00:00Z"), logger: Logger(label: "test"))
         let used = Set(try phase.thresholds().map(\.metric))
         #expect(used == Set(configured).subtracting(["mood_note", "gone", "no_such_column", "user_id"]))
         #expect(used.contains("sleep_minutes"))

@@ -7,11 +7,11 @@ import Testing
 /// ends a pass.
 @Suite struct PassPhaseTests {
     @Test func everyPhaseRunsOnceInItsOrder() {
-        #expect(Runner.phases.map(\.phase) == Phase.allCases)
+        #expect(Runner.steps.map(\.phase) == Phase.allCases)
     }
 
     @Test func onlyDeliveryIsNotIsolated() {
-        #expect(Runner.phases.filter { !$0.isolated }.map(\.phase) == [.deliver])
+        #expect(Runner.steps.filter { !$0.isolated }.map(\.phase) == [.deliver])
     }
 
     /// `herald run --help` lists every phase `--only` takes.

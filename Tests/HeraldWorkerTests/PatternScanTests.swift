@@ -106,7 +106,7 @@ import Testing
     /// connection reading each chunk in turn gives; when those connections cannot be had, the pass
     /// reads on its own.
     @Test func readingAheadChangesNothing() throws {
-        func outcome(_ configure: (inout PatternPhase, _ url: String) -> Void) throws -> [String] {
+        func outcome(_ configure: (inout PatternGenerator, _ url: String) -> Void) throws -> [String] {
             let tdb = try TestDatabase.create()
             defer { tdb.drop() }
             let db = try tdb.connect()
@@ -116,7 +116,7 @@ import Testing
                 try fam.create(f)
                 try GeneratorPhaseTests().sleepSeries(db, user: fam.member, last: "2026-01-20", baselineDays: 30 + i, dropDays: 3 + i)
             }
-            var phase = PatternPhase(db: try tdb.connect(), passId: "p", now: instant("2026-01-21T12:00:00Z"),
+            var phase = PatternGenerator(db: try tdb.connect(), passId: "p", now: instant("2026-01-21T12:00:00Z"),
                                      logger: Logger(label: "test"))
             configure(&phase, tdb.url)
             let r = try phase.run()
@@ -145,11 +145,11 @@ import Testing
     /// The chunks each metric read covers: the first chunk alone (evaluation starts soon), then as
     /// many as the read's user budget holds, never none.
     @Test func metricReadsCoverSeveralChunks() {
-        #expect(PatternPhase.segments(0, chunkSize: 1000, readUsers: 3276) == [])
-        #expect(PatternPhase.segments(1, chunkSize: 1000, readUsers: 3276) == [0..<1])
-        #expect(PatternPhase.segments(10, chunkSize: 1000, readUsers: 3276) == [0..<1, 1..<4, 4..<7, 7..<10])
-        #expect(PatternPhase.segments(3, chunkSize: 1000, readUsers: 10) == [0..<1, 1..<2, 2..<3])
-        #expect(PatternPhase.segments(4, chunkSize: 3, readUsers: 7) == [0..<1, 1..<3, 3..<4])
+        #expect(PatternGenerator.segments(0, chunkSize: 1000, readUsers: 3276) == [])
+        #expect(PatternGenerator.segments(1, chunkSize: 1000, readUsers: 3276) == [0..<1])
+        #expect(PatternGenerator.segments(10, chunkSize: 1000, readUsers: 3276) == [0..<1, 1..<4, 4..<7, 7..<10])
+        #expect(PatternGenerator.segments(3, chunkSize: 1000, readUsers: 10) == [0..<1, 1..<2, 2..<3])
+        #expect(PatternGenerator.segments(4, chunkSize: 3, readUsers: 7) == [0..<1, 1..<3, 3..<4])
         #expect(MetricWindows.maxUsers(metrics: 4) * 4 * PatternEvaluator.windowDays * 8 <= 12 * 1_048_576)
         #expect(MetricWindows.maxUsers(metrics: 0) > 0)
     }
@@ -157,14 +157,14 @@ import Testing
     /// The reads as the phase makes them: one chunk first and one chunk last (the writes nothing
     /// overlaps), as many as the budget allows in between, every chunk once, in order.
     @Test func metricReadsStartAndEndWithOneChunk() {
-        #expect(PatternPhase.readSegments(0, chunkSize: 1000, readUsers: 3276) == [])
-        #expect(PatternPhase.readSegments(1, chunkSize: 1000, readUsers: 3276) == [0..<1])
-        #expect(PatternPhase.readSegments(2, chunkSize: 1000, readUsers: 3276) == [0..<1, 1..<2])
-        #expect(PatternPhase.readSegments(10, chunkSize: 1000, readUsers: 3276) == [0..<1, 1..<4, 4..<7, 7..<9, 9..<10])
-        #expect(PatternPhase.readSegments(8, chunkSize: 1000, readUsers: 3276) == [0..<1, 1..<4, 4..<7, 7..<8])
-        #expect(PatternPhase.readSegments(4, chunkSize: 3, readUsers: 7) == [0..<1, 1..<3, 3..<4])
+        #expect(PatternGenerator.readSegments(0, chunkSize: 1000, readUsers: 3276) == [])
+        #expect(PatternGenerator.readSegments(1, chunkSize: 1000, readUsers: 3276) == [0..<1])
+        #expect(PatternGenerator.readSegments(2, chunkSize: 1000, readUsers: 3276) == [0..<1, 1..<2])
+        #expect(PatternGenerator.readSegments(10, chunkSize: 1000, readUsers: 3276) == [0..<1, 1..<4, 4..<7, 7..<9, 9..<10])
+        #expect(PatternGenerator.readSegments(8, chunkSize: 1000, readUsers: 3276) == [0..<1, 1..<4, 4..<7, 7..<8])
+        #expect(PatternGenerator.readSegments(4, chunkSize: 3, readUsers: 7) == [0..<1, 1..<3, 3..<4])
         for n in 0..<40 {
-            let reads = PatternPhase.readSegments(n, chunkSize: 1000, readUsers: 3276)
+            let reads = PatternGenerator.readSegments(n, chunkSize: 1000, readUsers: 3276)
             #expect(reads.flatMap { Array($0) } == Array(0..<n))
             #expect(reads.allSatisfy { !$0.isEmpty && $0.count <= 3 })
             #expect(n < 2 || (reads.first?.count == 1 && reads.last?.count == 1))
@@ -205,16 +205,16 @@ import Testing
               (\(users[5]), '2026-02-01T00:00:00Z'), (\(users[6]), '2026-01-10T00:00:00Z')
             """)
         func candidates(since: Date, wholeTable: Bool) throws -> [String] {
-            try db.query(PatternPhase.candidatesQuery(since: since, wholeTable: wholeTable)).map {
+            try db.query(PatternGenerator.candidatesQuery(since: since, wholeTable: wholeTable)).map {
                 [$0[0].uuid?.lowercased ?? "", $0[1].string ?? "", $0[2].string ?? "", $0[3].string ?? ""].joined(separator: " ")
             }.sorted()
         }
-        for since in [Date.distantPast.addingTimeInterval(-PatternPhase.rescanMargin), instant("2026-01-15T00:00:00Z"),
+        for since in [Date.distantPast.addingTimeInterval(-PatternGenerator.rescanMargin), instant("2026-01-15T00:00:00Z"),
                       instant("2026-01-24T00:00:00Z"), instant("2026-03-01T00:00:00Z")] {
             let byIndex = try candidates(since: since, wholeTable: false)
             #expect(try candidates(since: since, wholeTable: true) == byIndex, "since \(since)")
         }
-        let all = try candidates(since: Date.distantPast.addingTimeInterval(-PatternPhase.rescanMargin), wholeTable: true)
+        let all = try candidates(since: Date.distantPast.addingTimeInterval(-PatternGenerator.rescanMargin), wholeTable: true)
         #expect(all.count == 6)  // not user 4 (every row at -infinity) nor user 5 (evaluated since)
         #expect(all.contains { $0.hasPrefix(users[0].lowercased + " 2026-01-20 2026-01-25") })
     }

@@ -84,7 +84,7 @@ import Testing
             select \(a), 'daily', 'daily', '09:00' from generate_series(1, 5)
             """)
         try db.execute("analyze reminders")
-        let query = ReminderPhase.dueRemindersQuery(now: Date())
+        let query = ReminderGenerator.dueRemindersQuery(now: Date())
         let plan = try db.query("explain " + query).map { $0[0].string ?? "" }.joined(separator: "\n")
         #expect(plan.contains("reminders_active"), "plan:\n\(plan)")
         #expect(!plan.contains("Seq Scan on reminders"), "plan:\n\(plan)")
@@ -92,8 +92,8 @@ import Testing
 
         // A follower's run at a one-off reminder's instant reads the one-off reminders only.
         try db.execute("insert into reminders (user_id, schedule, reminder_type, at) values (\(a), 'once', 'test_start', now())")
-        let oneOff = ReminderPhase.dueRemindersQuery(now: Date().addingTimeInterval(1), oneOffOnly: true)
+        let oneOff = ReminderGenerator.dueRemindersQuery(now: Date().addingTimeInterval(1), oneOffOnly: true)
         #expect(try db.query(oneOff).map { $0["schedule"].string } == ["once"])
-        #expect(try db.query(ReminderPhase.dueRemindersQuery(now: Date().addingTimeInterval(1))).count == 6)
+        #expect(try db.query(ReminderGenerator.dueRemindersQuery(now: Date().addingTimeInterval(1))).count == 6)
     }
 }

@@ -82,7 +82,7 @@ import Testing
         let retimedDaily = try reminder("insert into reminders (user_id, schedule, reminder_type, local_time) values (\(p), 'daily', 'daily', '10:00') returning id")
 
         let now = instant("2026-01-25T12:00:00Z")
-        let phase = ReminderPhase(db: db, passId: "test-pass", now: now, logger: Logger(label: "test"))
+        let phase = ReminderGenerator(db: db, passId: "test-pass", now: now, logger: Logger(label: "test"))
         let plan = try phase.plan()
         #expect(plan.due.count == 6)
         // The app, between the read and the write.

@@ -3,7 +3,7 @@ import HeraldCore
 import Testing
 @testable import HeraldWorker
 
-/// The summary's maps are keyed by types (`GeneratedCount`, `PassStep`, `RowChannel`), and print under the
+/// The summary's maps are keyed by types (`GeneratedCount`, `ErrorSource`, `RowChannel`), and print under the
 /// names its JSON and metrics file have always had: a dashboard, an alert or a script reading them needs
 /// no change. The names are written out here, not derived from the types.
 @Suite struct SummaryKeysTests {

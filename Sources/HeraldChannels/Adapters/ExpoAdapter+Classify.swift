@@ -119,7 +119,7 @@ extension ExpoAdapter {
     ///   project"); the rest retry at once, sent again without them. On a tie nothing is told apart: every
     ///   message retries with its backoff (`requestError`). The retry is an attempt like any other and
     ///   counts as a transient failure for the pass's circuit breaker: a "not sent" answer, with no attempt
-    ///   charged, is the pass's to give (DeliveryPass `JobResult.notSent`), not an adapter's.
+    ///   charged, is the pass's to give (`AnswerPolicy.Outcome.notSent`), not an adapter's.
     /// - VALIDATION_ERROR in a request of several messages (a code not in providers.md: unconfirmed): the
     ///   message Expo's text names, by its place (`"[3].to"`, as Joi paths read; unconfirmed) or by its
     ///   token, fails (permanent); the others retry at once, sent again without it. When none is named,

@@ -175,7 +175,7 @@ public enum DeliveryFold {
 
     /// Back to the queue; the destinations already delivered are not sent again. The attempt is given
     /// back only when nothing was delivered: the next claim looks up delivered destinations only for
-    /// rows past their first attempt (BatchContext), so a row that reached someone must come back as
+    /// rows past their first attempt (`QueueStore.loadContext`), so a row that reached someone must come back as
     /// attempt 2 or later.
     static func released(_ sent: SentRow, _ t: Tally, now: Date) -> RowRecord {
         var r = RowRecord(id: sent.item.id, status: .pending, event: .released)

@@ -12,7 +12,7 @@ public struct PlanInput: Sendable {
 }
 
 /// What the decisions of one batch read, loaded by the worker in a fixed number of queries
-/// (`BatchContext`, copied here so the plan stays pure).
+/// (`QueueStore.loadContext`); the plan only reads it, so it stays pure.
 public struct DeliveryContext: Sendable {
     public var profiles: [UUID: Preferences] = [:]
     public var alerts: [UUID: AlertState] = [:]

@@ -70,7 +70,7 @@ public enum OperatorAction: Sendable, Equatable {
         switch self {
         case .retry:
             // A row that reached a destination keeps one attempt: the next claim makes it attempt 2,
-            // so its delivered destinations are looked up and not sent to again (BatchContext).
+            // so its delivered destinations are looked up and not sent to again (`QueueStore.loadContext`).
             """
             status = 'pending', permanent = false, run_after = now(), scheduled_at = now(), skip_reason = null,
             attempts = case when exists (select from notification_deliveries d

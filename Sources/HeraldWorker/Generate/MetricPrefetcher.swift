@@ -69,7 +69,7 @@ final class MetricPrefetcher: @unchecked Sendable {  // every var is read and wr
             let result = Result<PatternEvaluations, any Error> {
                 if db == nil { db = try Runner.connect(url, applicationName: applicationName) }
                 let windows = try MetricWindows.read(users: next.users, latest: next.latest,
-                                                     metrics: PatternPhase.metrics(of: next.thresholds), db: db!)
+                                                     metrics: PatternGenerator.metrics(of: next.thresholds), db: db!)
                 return PatternEvaluations(windows, latest: next.latest, thresholds: next.thresholds)
             }
             if case .failure = result { db?.close(); db = nil }

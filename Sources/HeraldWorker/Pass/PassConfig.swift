@@ -50,7 +50,7 @@ public struct PassConfig {
             heartbeatURL: settings["HERALD_HEARTBEAT_URL"],
             pushgatewayURL: options.pushgateway ?? settings["HERALD_PUSHGATEWAY_URL"],
             pushgatewayInstance: settings["HERALD_PUSHGATEWAY_INSTANCE"],
-            eventKeys: try ProviderEventsPhase.keys(settings))
+            eventKeys: try ProviderEventsTruth.keys(settings))
     }
 
     /// HERALD_CA_FILE (readable) and HERALD_CONNECTIONS_PER_HOST (1…1000).

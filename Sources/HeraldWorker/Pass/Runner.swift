@@ -25,10 +25,10 @@ public enum ExitCode: Int32, Sendable {
 ///
 ///     let (summary, code) = Runner(settings: try Settings.load(), options: options, logger: logger).run()
 public struct Runner {
-    /// The phases, in the order a pass runs them (`Phase.allCases`).
-    static let phases: [any PassPhase] = [
-        PatternsGenerator(), ForecastsGenerator(), PromptsGenerator(), RemindersGenerator(),
-        DeliverPhase(), ReceiptsStep(), EventsStep(), StatusesStep(),
+    /// The steps, one per phase, in the order a pass runs them (`Phase.allCases`).
+    static let steps: [any PassStep] = [
+        PatternsStep(), ForecastsStep(), PromptsStep(), RemindersStep(),
+        DeliverStep(), ReceiptsStep(), EventsStep(), StatusesStep(),
     ]
 
     /// A connection of the pass, with its per-transaction timeouts (statement 60 s, lock 10 s, idle in
@@ -137,7 +137,7 @@ public struct Runner {
     /// goes on until the deadline (`Follower`). A pass that a stop signal reached, whenever it came, is
     /// interrupted (exit 3): a follower stopped between its phases and its following is one too.
     func runPhases(_ pass: PassContext, _ summary: inout Summary) throws {
-        try runEachPhase(pass, &summary)
+        try runEachStep(pass, &summary)
         if options.follow && !options.dryRun && options.phases.contains(.deliver) && !StopSignal.requested
             && pass.clock.elapsed < options.deadline {
             try Follower(pass: pass, summary: summary).run(&summary)
@@ -145,22 +145,22 @@ public struct Runner {
         if StopSignal.requested { summary.interrupted = true }
     }
 
-    private func runEachPhase(_ pass: PassContext, _ summary: inout Summary) throws {
-        for phase in Self.phases where options.phases.contains(phase.phase) {
-            if phase is any GeneratorPhase && StopSignal.requested {
+    private func runEachStep(_ pass: PassContext, _ summary: inout Summary) throws {
+        for step in Self.steps where options.phases.contains(step.phase) {
+            if step is any GeneratorStep && StopSignal.requested {
                 summary.interrupted = true
                 continue
             }
-            guard phase.runs(in: pass, summary: summary) else { continue }
+            guard step.runs(in: pass, summary: summary) else { continue }
             if !pass.db.isOpen {  // an earlier phase's connection ended under it
                 try pass.reconnector.restore(pass.db, "pass", after: PGError(isConnectionFailure: true, message: "the connection ended"))
             }
-            if phase.isolated {
-                Self.isolated(.phase(phase.phase), db: pass.db, logger: pass.logger, summary: &summary) { summary in
-                    try phase.run(pass, summary: &summary)
+            if step.isolated {
+                Self.isolated(.phase(step.phase), db: pass.db, logger: pass.logger, summary: &summary) { summary in
+                    try step.run(pass, summary: &summary)
                 }
             } else {
-                try phase.run(pass, summary: &summary)
+                try step.run(pass, summary: &summary)
             }
         }
     }
@@ -168,15 +168,15 @@ public struct Runner {
     /// Runs one phase so that its failure stops only that phase: the error is logged, counted in
     /// `phase_errors` (summary and metrics file), and the pass goes on; the exit code becomes 4.
     /// Its open transaction (or, in a dry run, its savepoint) is rolled back.
-    static func isolated(_ step: PassStep, db: PGConnection, logger: Logger, summary: inout Summary,
+    static func isolated(_ source: ErrorSource, db: PGConnection, logger: Logger, summary: inout Summary,
                          _ body: (inout Summary) throws -> Void) {
         let wasIdle = !db.inTransaction
         do {
             try db.savepointIfInTransaction { try body(&summary) }
         } catch {
-            summary.phaseErrors[step] = "\(error)"
+            summary.phaseErrors[source] = "\(error)"
             logger.error("a phase failed; the pass goes on without it", metadata: [
-                "phase": .string(step.name), "error": .string("\(error)")])
+                "phase": .string(source.name), "error": .string("\(error)")])
             // A transaction the phase left open is rolled back; an outer one (a dry run's) is kept.
             if wasIdle { db.rollbackIfInTransaction() }
         }

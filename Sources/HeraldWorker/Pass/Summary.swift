@@ -39,7 +39,7 @@ public struct Summary: Sendable {
     /// What the generators and the steps after delivery did, by what they count.
     public var generated: [GeneratedCount: Int] = [:]
     /// Phases and housekeeping steps that failed while the pass went on: their errors.
-    public var phaseErrors: [PassStep: String] = [:]
+    public var phaseErrors: [ErrorSource: String] = [:]
     public var deliveries = 0
     /// Sends by channel, provider and outcome (`delivered`, `retry`, `permanent`, `destination_invalid`).
     public var sends: [SendKey: Int] = [:]
@@ -119,7 +119,7 @@ public struct Summary: Sendable {
                 (channel.name, .object(Dictionary(uniqueKeysWithValues: counts.map { ($0.key.rawValue, .number(Double($0.value))) })))
             })),
             "generated": .object(Dictionary(uniqueKeysWithValues: generated.map { ($0.key.rawValue, .number(Double($0.value))) })),
-            "phase_errors": .object(PassStep.byName(phaseErrors).mapValues { .string($0) }),
+            "phase_errors": .object(ErrorSource.byName(phaseErrors).mapValues { .string($0) }),
             "config_suspect": .object(Dictionary(uniqueKeysWithValues: configSuspect.map { ($0.key.rawValue, .number(Double($0.value))) })),
             "breaker_open": .array(breakerOpen.sorted().map { .string($0.rawValue) }),
             "credentials_refused": .array(credentialsRefused.sorted().map { .string($0.rawValue) }),

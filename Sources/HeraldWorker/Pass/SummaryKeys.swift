@@ -85,7 +85,7 @@ public enum ProviderEventOutcome: String, CaseIterable, Sendable {
 
 /// A part of a pass whose failure the pass outlives (`phase_errors`, the metric
 /// `herald_pass_phase_errors{phase=…}`): one of its phases, or a housekeeping step before them.
-public enum PassStep: Hashable, Sendable {
+public enum ErrorSource: Hashable, Sendable {
     case phase(Phase)
     case housekeeping(HousekeepingStep)
 
@@ -99,7 +99,7 @@ public enum PassStep: Hashable, Sendable {
 
     /// `errors` by name; the phase `reminders` and the housekeeping step of the same name share theirs,
     /// joined in the order the pass runs them (housekeeping first).
-    static func byName(_ errors: [PassStep: String]) -> [String: String] {
+    static func byName(_ errors: [ErrorSource: String]) -> [String: String] {
         let ordered = errors.sorted { a, b in
             switch (a.key, b.key) {
             case (.housekeeping, .phase): true

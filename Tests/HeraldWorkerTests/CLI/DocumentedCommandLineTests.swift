@@ -5,7 +5,7 @@ import Testing
 
 /// What the design and the architecture say of the command line and the pass is what the binary and the
 /// runner have: design.md §1 names every command and every flag of `herald run`; architecture.md names
-/// the generator phases `Runner.phases` runs.
+/// the generator phases `Runner.steps` runs.
 @Suite struct DocumentedCommandLineTests {
     /// The text of a doc's section, from its heading to the next one of the same level.
     static func section(_ file: String, _ heading: String) throws -> String {
@@ -44,10 +44,10 @@ import Testing
         }
     }
 
-    /// architecture.md's walk through a pass names each generator `Runner.phases` runs by its type.
+    /// architecture.md's walk through a pass names each generator `Runner.steps` runs by its type.
     @Test func theArchitectureNamesTheGeneratorsTheRunnerRuns() throws {
         let walk = try Self.section("docs/architecture.md", "## One pass, as data")
-        let generators = Runner.phases.filter { $0 is any GeneratorPhase }.map { String(describing: type(of: $0)) }
+        let generators = Runner.steps.filter { $0 is any GeneratorStep }.map { String(describing: type(of: $0)) }
         #expect(generators.count == 4)
         for name in generators {
             let named = walk.contains("`\(name)`")

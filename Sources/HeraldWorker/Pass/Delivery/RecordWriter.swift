@@ -10,13 +10,13 @@ import HeraldPostgres
 ///     for (batch, recorded) in try writer.finish() { count(batch, recorded) }
 ///
 /// A pass that drains several batches keeps one writer, on a connection of its own, across batches
-/// (`DeliveryPass.run`): batch N is recorded while batch N+1 is claimed and decided.
+/// (`Recorder`, the pipeline): batch N is recorded while batch N+1 is claimed and decided.
 ///
 ///     let writer = RecordWriter(store: QueueStore(db: second, passId: id))
 ///     writer.submit(batchN); writer.waitUntilPickedUp(); claim(N+1) …; for (b, r) in writer.takeResults() { … }
 ///
 /// Flushes queued while one is being written are merged into the next transaction. A flush whose
-/// transaction was rolled back for a reason that passes (a deadlock, a serialization failure, a lock
+/// transaction was lost to contention (`PGError.isContention`: a deadlock, a serialization failure, a lock
 /// wait past `lock_timeout`, such as a migration holding a table) is written again after a pause, a few
 /// times: its rows were sent, and unrecorded they would go out again once their lease expires. Once a
 /// flush fails for good, nothing more is written (those rows stay leased and come back when the lease
@@ -35,14 +35,10 @@ final class RecordWriter: @unchecked Sendable {  // every var is read and writte
     private var finished = false
     private var error: (any Error)?
     private var results: [(RecordBatch, Set<UUID>)] = []
-    /// The pauses before each new try of a flush rolled back for a passing reason.
+    /// The pauses before each new try of a flush lost to contention.
     let retryDelays: [TimeInterval]
     /// Opens the writer's connection again when it ends; nil: a flush whose connection ended fails.
     let reconnector: Reconnector?
-
-    /// SQLSTATEs after which the same flush is simply written again: the transaction was rolled back
-    /// whole, so nothing of it was written, and the fence still holds the rows for this pass.
-    static let passingErrors: Set<String> = [PGError.deadlockDetected, PGError.serializationFailure, PGError.lockNotAvailable]
 
     init(store: QueueStore, retryDelays: [TimeInterval] = [0.2, 0.5, 1, 2], reconnector: Reconnector? = nil) {
         self.store = store
@@ -135,15 +131,16 @@ final class RecordWriter: @unchecked Sendable {  // every var is read and writte
         }
     }
 
-    /// Records `batch`, again after each pause of `retryDelays` while it fails for a passing reason, and
-    /// again on a new connection when its connection ended.
+    /// Records `batch`, again after each pause of `retryDelays` while it is lost to contention
+    /// (`PGError.isContention`), and again on a new connection when its connection ended.
     private func write(_ batch: RecordBatch) throws -> Set<UUID> {
         var delays = retryDelays[...]
         while true {
             do {
                 guard let reconnector else { return try store.record(batch) }
                 return try reconnector.retrying(store.db, "records") { try store.record(batch) }
-            } catch let error as PGError where Self.passingErrors.contains(error.sqlState ?? "") && !delays.isEmpty {
+            } catch let error as PGError where error.isContention && !delays.isEmpty {
+                // Rolled back whole: nothing of it was written, and the fence still holds its rows.
                 Thread.sleep(forTimeInterval: delays.removeFirst())
             }
         }

@@ -24,18 +24,18 @@ final class FollowGenerators {
 
     /// Nil when the follower runs no time-driven generator (`--only deliver`).
     init?(pass: PassContext) {
-        let generators = TimedGenerator.allCases.filter { g in pass.options.phases.contains(Self.phase(g).phase) }
+        let generators = TimedGenerator.allCases.filter { g in pass.options.phases.contains(Self.step(g).phase) }
         guard !generators.isEmpty else { return nil }
         self.pass = pass
         schedule = GeneratorSchedule(generators: generators, since: pass.clock.start)  // the phases ran since
     }
 
-    /// The phase a generator runs as.
-    static func phase(_ generator: TimedGenerator) -> any GeneratorPhase {
+    /// The step a generator runs as.
+    static func step(_ generator: TimedGenerator) -> any GeneratorStep {
         switch generator {
-        case .forecasts: ForecastsGenerator()
-        case .prompts: PromptsGenerator()
-        case .reminders: RemindersGenerator()
+        case .forecasts: ForecastsStep()
+        case .prompts: PromptsStep()
+        case .reminders: RemindersStep()
         }
     }
 
@@ -116,10 +116,7 @@ final class FollowGenerators {
     /// Runs one generator as of `now`; `oneOffOnly`: for one-off instants alone (the reminders phase
     /// then reads the one-off reminders only, not every daily one).
     private func run(_ g: TimedGenerator, now: Date, oneOffOnly: Bool, into made: inout Summary) throws {
-        let context = GeneratorContext(db: pass.db, passId: pass.passId, now: now, logger: pass.logger,
-                                       transport: pass.transport, options: pass.options, settings: pass.settings,
-                                       oneOffOnly: oneOffOnly)
-        try Self.phase(g).run(context, summary: &made)
+        try Self.step(g).run(pass, at: now, oneOffOnly: oneOffOnly, summary: &made)
         pass.logger.debug("ran a generator at its time", metadata: [
             "phase": .string(g.rawValue), "one_off_only": "\(oneOffOnly)", "generated": .string("\(made.generated)")])
     }

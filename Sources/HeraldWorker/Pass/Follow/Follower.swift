@@ -39,14 +39,9 @@ final class Follower {
 
     init(pass: PassContext, summary: Summary) {
         self.pass = pass
-        delivery = DeliveryPass(store: pass.store, routes: pass.config.routes, transport: pass.transport,
-                                options: pass.options, clock: pass.clock, logger: pass.logger,
-                                outbox: pass.outbox, summary: summary)
-        let (url, name) = (pass.config.databaseURL, "herald \(pass.passId) records")
-        delivery.openRecordConnection = { try Runner.connect(url, applicationName: name) }
-        delivery.reconnector = pass.reconnector
+        delivery = DeliveryPass(pass: pass, summary: summary)
         generators = FollowGenerators(pass: pass)
-        let (listener, why) = QueueListener.open(pass.options.followListen, url: url, passId: pass.passId,
+        let (listener, why) = QueueListener.open(pass.options.followListen, url: pass.config.databaseURL, passId: pass.passId,
                                                  probeThrough: pass.db, generators: generators != nil)
         self.listener = listener
         report = FollowReport(mode: listener == nil ? .poll : .listen)

@@ -5,7 +5,7 @@ import Logging
 
 /// One batch of the patterns phase: lock the users, evaluate their metrics against their episodes,
 /// write the changes, tell the admins, and mark the users evaluated — all in one transaction.
-extension PatternPhase {
+extension PatternGenerator {
     /// One batch of users, inside one transaction. `evaluations`, read before the lock, must hold
     /// every user of `chunk` (they are read after the candidates, so they are at least as new as the
     /// scan's marks); nil reads and evaluates them here.

@@ -19,7 +19,7 @@ import Logging
 /// `prompt_schedules` records each day with the settings it was planned with and its plan number
 /// (`revision`); concurrent passes record a plan only against the number they read, so one of them
 /// plans, and dedupe keys make a repeat a no-op.
-struct PromptPhase {
+struct PromptGenerator {
     let db: PGConnection
     let passId: String
     let now: Date

@@ -5,15 +5,15 @@ import HeraldPostgres
 /// A batch's context when one recipient's cannot be loaded: that recipient's rows fail, their
 /// batch-mates' are decided and sent.
 public struct RecipientContexts: Sendable {
-    public var context: BatchContext
+    public var context: DeliveryContext
     /// The recipients whose context could not be loaded, each with why (the database's error, cut to
     /// `QueueStore.unloadableErrorLength` characters).
     public var unloadable: [UUID: String]
 }
 
-extension BatchContext {
+extension DeliveryContext {
     /// Adds another load's context (of other recipients) to this one.
-    mutating func merge(_ other: BatchContext) {
+    mutating func merge(_ other: DeliveryContext) {
         profiles.merge(other.profiles) { mine, _ in mine }
         alerts.merge(other.alerts) { mine, _ in mine }
         deviceTokens.merge(other.deviceTokens) { mine, _ in mine }
@@ -44,7 +44,7 @@ extension QueueStore {
         }
         if Self.isConnectionFailure(batchError) { throw batchError }
         let byRecipient = Dictionary(grouping: items, by: \.recipientUserId)
-        var loaded = RecipientContexts(context: BatchContext(), unloadable: [:])
+        var loaded = RecipientContexts(context: DeliveryContext(), unloadable: [:])
         for (recipient, rows) in byRecipient {
             do {
                 loaded.context.merge(try loadContext(for: rows, now: now))

@@ -4,7 +4,7 @@ import HeraldPostgres
 import Logging
 
 /// The thresholds the patterns phase evaluates: the rows of `pattern_thresholds` of its version.
-extension PatternPhase {
+extension PatternGenerator {
     /// The configured thresholds whose metric is a numeric column of wearable_daily_metrics.
     func thresholds() throws -> [PatternThreshold] {
         // The catalog itself, not information_schema's views: those cost a pass with nothing to do

@@ -5,7 +5,9 @@ import HeraldHTTP
 import HeraldPostgres
 import Logging
 
-/// The phases of a pass (`--only`), in the order a pass runs them.
+/// The phases of a pass (`--only`, `phase_errors`), in the order a pass runs them. A phase is what an
+/// operator selects and reads about; the code that runs one is its `PassStep`, and the generators'
+/// workers are `…Generator`s (Generate/).
 public enum Phase: String, CaseIterable, Sendable {
     /// Generators fill the queue from the data the apps write: pattern alerts, daily forecasts,
     /// prompts, reminders. `deliver` claims and sends. `receipts` checks push tickets; `events` and
@@ -13,7 +15,7 @@ public enum Phase: String, CaseIterable, Sendable {
     case patterns, forecasts, prompts, reminders, deliver, receipts, events, statuses
 }
 
-/// What every phase is given: the pass's connection and queue, its configuration, clock, log and
+/// What every step is given: the pass's connection and queue, its configuration, clock, log and
 /// transport.
 struct PassContext {
     let db: PGConnection
@@ -31,12 +33,13 @@ struct PassContext {
     var passId: String { store.passId }
 }
 
-/// One phase of a pass. The runner runs each selected phase in `Runner.phases`' order: an isolated one
-/// (every phase but delivery) in a savepoint of its own, so that its failure is logged, counted in
-/// `phase_errors` and the pass goes on (exit 4); delivery's failure is the pass's (exit 2).
+/// One step of a pass: the code that runs one phase. The runner runs the step of each selected phase in
+/// `Runner.steps`' order: an isolated one (every step but delivery's) in a savepoint of its own, so
+/// that its failure is logged, counted in `phase_errors` and the pass goes on (exit 4); delivery's
+/// failure is the pass's (exit 2).
 ///
-/// Adding one: its case in `Phase`, a type conforming here, and its place in `Runner.phases`.
-protocol PassPhase: Sendable {
+/// Adding one: its case in `Phase`, a type conforming here, and its place in `Runner.steps`.
+protocol PassStep: Sendable {
     var phase: Phase { get }
     /// False when a failure of this phase must end the pass.
     var isolated: Bool { get }
@@ -47,48 +50,42 @@ protocol PassPhase: Sendable {
     func run(_ pass: PassContext, summary: inout Summary) throws
 }
 
-extension PassPhase {
+extension PassStep {
     var isolated: Bool { true }
 }
 
-/// The phases that learn after delivery run only in a real pass that was not interrupted.
-protocol AfterDeliveryPhase: PassPhase {}
+/// The steps that learn after delivery (the truth steps) run only in a real pass that was not
+/// interrupted.
+protocol AfterDeliveryStep: PassStep {}
 
-extension AfterDeliveryPhase {
+extension AfterDeliveryStep {
     func runs(in pass: PassContext, summary: Summary) -> Bool {
         !pass.options.dryRun && !summary.interrupted
     }
 }
 
-/// The `deliver` phase: claim, decide, send, record (see `DeliveryPass`). A dry run prints what each due
-/// row would become.
-struct DeliverPhase: PassPhase {
+/// The `deliver` phase's step: claim, decide, send, record (see `DeliveryPass`). A dry run prints what
+/// each due row would become.
+struct DeliverStep: PassStep {
     var phase: Phase { .deliver }
     var isolated: Bool { false }
 
     func runs(in pass: PassContext, summary: Summary) -> Bool { true }
 
     func run(_ pass: PassContext, summary: inout Summary) throws {
-        let delivery = DeliveryPass(store: pass.store, routes: pass.config.routes, transport: pass.transport,
-                                    options: pass.options, clock: pass.clock, logger: pass.logger,
-                                    outbox: pass.outbox, summary: summary)
+        let delivery = DeliveryPass(pass: pass, summary: summary)
         defer { summary = delivery.summary }
-        delivery.reconnector = pass.reconnector
-        if !pass.options.dryRun {
-            let (url, name) = (pass.config.databaseURL, "herald \(pass.passId) records")
-            delivery.openRecordConnection = { try Runner.connect(url, applicationName: name) }
-        }
         try delivery.run()
     }
 }
 
 /// `receipts`: the push tickets of providers that check acceptances later (Expo).
-struct ReceiptsStep: AfterDeliveryPhase {
+struct ReceiptsStep: AfterDeliveryStep {
     var phase: Phase { .receipts }
 
     func run(_ pass: PassContext, summary: inout Summary) throws {
         for checker in pass.config.routes[.push]?.receiptCheckers ?? [] where !summary.interrupted {
-            let r = try ReceiptsPhase(db: pass.db, now: pass.clock.now(), logger: pass.logger,
+            let r = try ReceiptsTruth(db: pass.db, now: pass.clock.now(), logger: pass.logger,
                                       transport: pass.transport, checker: checker).run()
             summary.generated[.receiptsChecked] = (summary.generated[.receiptsChecked] ?? 0) + r.checked
             if r.deactivated > 0 {

@@ -1,77 +1,41 @@
 import Foundation
 import HeraldChannels
 import HeraldCore
+import Logging
 
-/// One send to one destination through one provider's adapter.
-struct Job {
-    /// The row's place in its batch's flights.
-    var flight: Int
-    var envelope: Envelope
-    var adapter: any ProviderAdapter
-    var maxAttempts: Int
-    /// Times this destination went again after its connection ended before the answer.
-    var resends = 0
-
-    /// The row has a try left for this destination: its claim's attempt and each resend are tries.
-    var mayResend: Bool { envelope.item.attempts + resends < maxAttempts }
-}
-
-/// What became of one job.
-enum JobResult {
-    case answered(provider: Provider, ClassifiedResponse)
-    /// Never sent; may be tried again from `until` (nil: at once).
-    case notSent(until: Date?, reason: ReleaseReason)
-    /// A transient failure after which the destination moved to the channel's next provider: recorded
-    /// as a delivery attempt, not as the destination's outcome.
-    case failedOver(provider: Provider, ClassifiedResponse)
-    /// The answer was lost with its connection and the request goes again at once on a new one:
-    /// recorded as a delivery attempt, and the row charged a try.
-    case answerLost(provider: Provider, ClassifiedResponse)
-}
-
-/// A row being sent: what the fold will need, gathered as its destinations answer.
-struct InFlight {
-    var sent: SentRow
-    var expected: Int
-    var inbox: InboxRecord?
-    var done: Bool { sent.answers.count + sent.unsent.count >= expected }
-
-    /// Takes a job's result. True when it is the destination's last word (an answer, or not sent);
-    /// false while the destination is still on its way (failed over, or sent again).
-    mutating func take(_ job: Job, _ result: JobResult) -> Bool {
-        let destination = job.envelope.destination
-        switch result {
-        case .answered(let provider, let answer):
-            sent.answers.append(DestinationAnswer(destination: destination, provider: provider, response: answer,
-                                                  resends: job.resends))
-            return true
-        case .notSent(let until, let reason):
-            sent.unsent.append(UnsentDestination(destination: destination, until: until, reason: reason))
-            return true
-        case .failedOver(let provider, let answer):
-            sent.failedOver.append(DestinationAnswer(destination: destination, provider: provider, response: answer,
-                                                     resends: job.resends))
-            return false
-        case .answerLost(let provider, let answer):
-            sent.lostAnswers.append(DestinationAnswer(destination: destination, provider: provider, response: answer,
-                                                      resends: job.resends))
-            return false
-        }
+/// The planning step: each claimed row planned (`DeliveryPlanner`, pure, a row at a time: a large batch
+/// never holds every row's plan at once), rendered, its log and inbox destinations delivered at once,
+/// its provider sends made jobs. It owns what planning reads across batches: the notification types
+/// (read when the phase starts and at each round of a follower) and the renderer.
+final class BatchPlanner {
+    let store: QueueStore
+    let routes: ChannelRoutes
+    let options: PassOptions
+    let clock: PassClock
+    let logger: Logger
+    let outbox: Outbox
+    private(set) var renderer: Renderer
+    /// The notification types (`notification_types`) the decisions and the rendering use.
+    var types = NotificationTypes.builtIn {
+        didSet { renderer.options.types = types }
     }
-}
 
-/// A batch after planning: the records known before any request, the rows with sends, the sends.
-struct BatchWork {
-    var flights: [InFlight] = []
-    var jobs: [Job] = []
-}
+    init(store: QueueStore, routes: ChannelRoutes, options: PassOptions, clock: PassClock, logger: Logger,
+         outbox: Outbox) {
+        self.store = store
+        self.routes = routes
+        self.options = options
+        self.clock = clock
+        self.logger = logger
+        self.outbox = outbox
+        renderer = Renderer(options: options.render)
+    }
 
-extension DeliveryPass {
-    /// Plans every row of the batch (`DeliveryPlanner`, a row at a time: a large batch never holds every
-    /// row's plan at once), renders what is sent, delivers log and inbox routes at once, and returns the
-    /// provider sends. Rows whose fate is known before any network I/O are recorded first, a chunk at a
-    /// time.
-    func plan(_ batch: [Claimed]) throws -> BatchWork {
+    /// Plans every row of the batch and returns the provider sends. Rows whose fate is known before any
+    /// network I/O are handed to `flush` first, a chunk at a time; a row whose destinations all answered
+    /// at once (log, inbox) is settled (`settle`) with them.
+    func plan(_ batch: [Claimed], settle: (InFlight) -> RecordBatch,
+              flush: (inout RecordBatch) throws -> Void) throws -> BatchWork {
         let (firstPlanner, unloadable) = try plannerAndUnloadable(for: batch)
         var planner = firstPlanner
         var immediate = RecordBatch()
@@ -85,23 +49,34 @@ extension DeliveryPass {
             switch row.action {
             case .record(let record, let escalation):
                 immediate.rows.append(record)
-                if let escalation { immediate.escalations.append(newNotification(escalating: row.item, escalation)) }
+                if let escalation {
+                    immediate.escalations.append(NewNotification(escalating: row.item, escalation, at: clock.now()))
+                }
                 if case .fail(let message) = row.result.decision {
                     logger.warning("row failed permanently", metadata: [
                         "queue_id": .string(row.item.id.lowercased), "error": .string(message)])
                 }
             case .send(let todo, let previouslyDelivered):
                 if let flight = route(row, todo: todo, previouslyDelivered: previouslyDelivered, jobs: &work.jobs,
-                                      index: work.flights.count) {
-                    if flight.done { immediate.append(finish(flight)) } else { work.flights.append(flight) }
+                                      index: work.flights.nextIndex) {
+                    if flight.done { immediate.append(settle(flight)) } else { work.flights.add(flight) }
                 } else {
                     immediate.rows.append(Self.unroutable(row.item))
                 }
             }
-            if immediate.rows.count >= options.recordChunk * 5 { try flush(&immediate, channelOf: channelOf) }
+            if immediate.rows.count >= options.recordChunk * 5 { try flush(&immediate) }
         }
-        try flush(&immediate, channelOf: channelOf)
+        try flush(&immediate)
         return work
+    }
+
+    /// `--dry-run`: what each due row would become; nothing is sent.
+    func dryRun(_ batch: [Claimed]) throws -> [(item: QueueItem, result: DecisionResult, destinations: Int)] {
+        var planner = try planner(for: batch)
+        return batch.map { claimed in
+            let row = planner.plan(PlanInput(item: claimed.item, maxAttempts: claimed.maxAttempts))
+            return (row.item, row.result, row.destinations.count)
+        }
     }
 
     /// The batch's planner: its context loaded in one set of queries, the routes, the time.
@@ -123,9 +98,9 @@ extension DeliveryPass {
         return (planner(context: loaded.context, now: now), loaded.unloadable)
     }
 
-    private func planner(context: BatchContext, now: Date) -> DeliveryPlanner {
+    private func planner(context: DeliveryContext, now: Date) -> DeliveryPlanner {
         DeliveryPlanner(
-            context: DeliveryContext(context), routes: routes.facts,
+            context: context, routes: routes.facts,
             options: DecisionOptions(maxAge: options.maxAge, types: types, now: now),
             escalation: options.escalation)
     }
@@ -178,5 +153,36 @@ extension DeliveryPass {
         r.permanent = true
         r.lastError = "no route for channel '\(item.channelRaw)'"
         return r
+    }
+}
+
+extension NewNotification {
+    /// The row an escalation enqueues: the same notification on the next channel, linked to the
+    /// original. Its preferences, quiet hours and limits apply to it as to any row; its dedupe key makes
+    /// it once per channel.
+    init(escalating item: QueueItem, _ step: EscalationStep, at now: Date) {
+        self.init(
+            recipient: item.recipientUserId, member: item.memberUserId, alertStateId: item.alertStateId,
+            channel: step.channel.rawValue, kind: item.kindRaw, severity: item.severity, priority: item.priority,
+            payload: .object(item.payload ?? [:]), scheduledAt: now, dedupeKey: step.dedupeKey, reason: step.reason)
+        escalatedFrom = item.id
+        group = item.notificationGroup  // still one notification for the rate limits
+    }
+}
+
+extension ChannelRoutes {
+    /// What the plan needs to know of each channel's route: log, inbox, or its providers in failover
+    /// order and the providers' own address (the webhook's URL).
+    var facts: [Channel: RouteFacts] {
+        routes.mapValues { route in
+            switch route {
+            case .log: return RouteFacts(mode: .log)
+            case .inbox: return RouteFacts(mode: .inbox)
+            case .providers(let adapters, let order):
+                let ordered = order.filter { adapters[$0] != nil } + adapters.keys.sorted().filter { !order.contains($0) }
+                return RouteFacts(mode: .providers, providers: ordered,
+                                  providerAddress: ordered.lazy.compactMap { adapters[$0]?.providerAddress }.first)
+            }
+        }
     }
 }

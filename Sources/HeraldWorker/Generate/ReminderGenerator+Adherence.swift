@@ -4,7 +4,7 @@ import HeraldPostgres
 
 /// Adaptive frequency's reads: each person's logs and doses of the period, counted in the database, so
 /// what the phase reads is bounded by people × days however many dose events an app inserted.
-extension ReminderPhase {
+extension ReminderGenerator {
     /// The adherence of each person and the frequency it recommends, from three queries for all of
     /// them: their logs of the period's days, their judged doses counted per day (`DoseDay`), and their
     /// latest judged doses (`AdherenceAnalyzer.consistentDoses` each). `rowsRead` counts the rows read.

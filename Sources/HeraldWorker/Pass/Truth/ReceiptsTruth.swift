@@ -11,8 +11,8 @@ import Logging
 /// records them, and deactivates the tokens reported as not registered. Tickets whose receipt never
 /// comes (Expo keeps them about a day) are closed as expired.
 ///
-///     let r = try ReceiptsPhase(db: db, now: now, logger: logger, transport: transport, checker: expo).run()
-struct ReceiptsPhase {
+///     let r = try ReceiptsTruth(db: db, now: now, logger: logger, transport: transport, checker: expo).run()
+struct ReceiptsTruth {
     let db: PGConnection
     let now: Date
     let logger: Logger

@@ -8,19 +8,19 @@ import Logging
 /// unless in shadow mode — tell the family's admins when an episode's level rises.
 ///
 /// Candidates come from the metrics updated since the last complete scan (`pattern_scan_state`),
-/// found through the updated_at index (`PatternPhase+Scan`). They are taken in batches with SKIP
+/// found through the updated_at index (`PatternGenerator+Scan`). They are taken in batches with SKIP
 /// LOCKED on `pattern_evaluations`, so concurrent passes split the work; each batch is one
 /// transaction, so a user's episodes, notifications and raised levels commit together
-/// (`PatternPhase+Evaluate`, `PatternPhase+Alerts`). Dedupe keys (episode + level + recipient +
+/// (`PatternGenerator+Evaluate`, `PatternGenerator+Alerts`). Dedupe keys (episode + level + recipient +
 /// channel) make a repeat a no-op. The metrics are read in segments of one or more batches, each one
 /// streamed statement, and evaluated where they are read: while one segment's batches are planned and
 /// written, the next ones are read and evaluated on two more connections, taking turns
-/// (`PatternPhase+ReadAhead`, `MetricPrefetcher`).
+/// (`PatternGenerator+ReadAhead`, `MetricPrefetcher`).
 ///
-///     var phase = PatternPhase(db: db, passId: passId, now: now, logger: logger)
+///     var phase = PatternGenerator(db: db, passId: passId, now: now, logger: logger)
 ///     phase.readerURL = databaseURL
 ///     let result = try phase.run()   // result.users, result.episodesOpened, result.enqueued, …
-struct PatternPhase {
+struct PatternGenerator {
     let db: PGConnection
     let passId: String
     let now: Date

@@ -4,7 +4,7 @@ import HeraldPostgres
 
 /// The alerts of the patterns phase: when an episode's level rises, each admin of the member's
 /// family is told on every channel they enabled.
-extension PatternPhase {
+extension PatternGenerator {
     /// An episode whose new level is to be told, with what the app gets (`alertPayload`).
     struct AlertNotice {
         var episode: UUID

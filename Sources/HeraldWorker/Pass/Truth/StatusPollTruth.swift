@@ -15,8 +15,8 @@ import Logging
 /// `truth_checked_at` under SKIP LOCKED, so concurrent passes poll different messages.
 ///
 ///     let pollers = routes.statusPollers
-///     try StatusPollPhase(db: db, now: now, logger: logger, transport: transport, pollers: pollers).run()
-struct StatusPollPhase {
+///     try StatusPollTruth(db: db, now: now, logger: logger, transport: transport, pollers: pollers).run()
+struct StatusPollTruth {
     let db: PGConnection
     let now: Date
     let logger: Logger
@@ -176,7 +176,7 @@ struct StatusPollPhase {
 
 
 /// `statuses` in a pass: the status pollers of the configured providers, when there are any.
-struct StatusesStep: AfterDeliveryPhase {
+struct StatusesStep: AfterDeliveryStep {
     var phase: Phase { .statuses }
 
     func runs(in pass: PassContext, summary: Summary) -> Bool {
@@ -184,7 +184,7 @@ struct StatusesStep: AfterDeliveryPhase {
     }
 
     func run(_ pass: PassContext, summary: inout Summary) throws {
-        let r = try StatusPollPhase(db: pass.db, now: pass.clock.now(), logger: pass.logger, transport: pass.transport,
+        let r = try StatusPollTruth(db: pass.db, now: pass.clock.now(), logger: pass.logger, transport: pass.transport,
                                     pollers: pass.config.routes.statusPollers).run()
         if r.checked > 0 { summary.generated[.statusesChecked] = r.checked }
         if r.final > 0 { summary.generated[.statusesFinal] = r.final }

@@ -6,11 +6,11 @@ import Logging
 
 /// Forecasts made from the weather, one request per place: the candidates with a location and no
 /// forecast made are grouped into cells (`WeatherCells`); each cell's weather is an answer a pass stored
-/// within `reuseFor` (`ForecastPhase+Cells.swift`), or one request for the cell's centre; each person's
+/// within `reuseFor` (`ForecastGenerator+Cells.swift`), or one request for the cell's centre; each person's
 /// risk is read from it at their own notification instant, and their row stored with their hours, the
 /// conditions now and the seven days from their date, on their own clock. A person whose coordinates
 /// are junk, or a cell whose answer fails, fails those people alone.
-extension ForecastPhase {
+extension ForecastGenerator {
     /// Makes the forecasts of `missing` from their cells' weather, fetching (concurrently, while
     /// `mayStart` allows) the cells no stored answer serves; stores the forecasts in `daily_forecasts`
     /// and counts cells and people in `result`. Returns whether it stored any.

@@ -13,7 +13,7 @@ import Logging
 /// delivery of herald's has that message id), `ignored` (verified, but no final status in it: opens,
 /// clicks, `sent`), `rejected` (signature missing or wrong), `unverified` (the provider's key is not
 /// configured), `invalid` (not what the provider sends). Processed rows are deleted after the retention.
-struct ProviderEventsPhase {
+struct ProviderEventsTruth {
     let db: PGConnection
     let now: Date
     let logger: Logger
@@ -183,11 +183,11 @@ struct ProviderEventsPhase {
 }
 
 /// `events` in a pass: what providers posted to the app's endpoint (they need no network).
-struct EventsStep: AfterDeliveryPhase {
+struct EventsStep: AfterDeliveryStep {
     var phase: Phase { .events }
 
     func run(_ pass: PassContext, summary: inout Summary) throws {
-        var events = ProviderEventsPhase(db: pass.db, now: pass.clock.now(), logger: pass.logger, keys: pass.config.eventKeys)
+        var events = ProviderEventsTruth(db: pass.db, now: pass.clock.now(), logger: pass.logger, keys: pass.config.eventKeys)
         events.retentionDays = pass.options.retentionDays
         let r = try events.run()
         if r.processed > 0 {

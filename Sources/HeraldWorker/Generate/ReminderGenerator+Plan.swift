@@ -5,7 +5,7 @@ import Logging
 
 /// Planning the reminders phase: which reminders are due at `now`, the rows they make, and what
 /// adaptive frequency holds back. Nothing is written here (see `write`).
-extension ReminderPhase {
+extension ReminderGenerator {
     /// Reads the reminders due at `now` and makes their rows (no lock is held: see `write`).
     func plan() throws -> Plan {
         var plan = Plan()
@@ -125,16 +125,16 @@ extension ReminderPhase {
     }
 }
 
-extension ReminderPhase.Plan {
+extension ReminderGenerator.Plan {
     /// Sets one of `reminder`'s marks; the first also records the reminder as read, since `write`
     /// acts on it only while it is still so.
-    mutating func mark(_ reminder: ReminderPhase.ReminderRow, _ key: String, _ value: JSONValue) {
+    mutating func mark(_ reminder: ReminderGenerator.ReminderRow, _ key: String, _ value: JSONValue) {
         if marks[reminder.id] == nil { marks[reminder.id] = reminder.asRead() }
         marks[reminder.id]?[key] = value
     }
 }
 
-extension ReminderPhase {
+extension ReminderGenerator {
     /// One row of `dueRemindersQuery`: a reminder, with what each of its queue rows carries.
     ///
     ///     guard let reminder = ReminderRow(row) else { continue }   // nil without an id or user

@@ -4,11 +4,11 @@ import Logging
 
 /// Reading ahead in the patterns phase: the chunks' metrics are read in segments, and the coming
 /// segments are read and evaluated on connections of their own while the pass writes the current one.
-extension PatternPhase {
+extension PatternGenerator {
     /// The chunks of each metric read, as ranges of chunk indices: the first alone, then as many as
     /// `readUsers` users allow (at least one).
     ///
-    ///     PatternPhase.segments(10, chunkSize: 1000, readUsers: 3276)   // [0..<1, 1..<4, 4..<7, 7..<10]
+    ///     PatternGenerator.segments(10, chunkSize: 1000, readUsers: 3276)   // [0..<1, 1..<4, 4..<7, 7..<10]
     static func segments(_ chunks: Int, chunkSize: Int, readUsers: Int) -> [Range<Int>] {
         guard chunks > 0 else { return [] }
         let per = max(1, readUsers / max(1, chunkSize))
@@ -19,7 +19,7 @@ extension PatternPhase {
     /// too. The pass starts writing after a read of one chunk and ends with the writes of one chunk;
     /// in between, each segment's writes overlap the next one's read.
     ///
-    ///     PatternPhase.readSegments(10, chunkSize: 1000, readUsers: 3276)   // [0..<1, 1..<4, 4..<7, 7..<9, 9..<10]
+    ///     PatternGenerator.readSegments(10, chunkSize: 1000, readUsers: 3276)   // [0..<1, 1..<4, 4..<7, 7..<9, 9..<10]
     static func readSegments(_ chunks: Int, chunkSize: Int, readUsers: Int) -> [Range<Int>] {
         var out = segments(chunks, chunkSize: chunkSize, readUsers: readUsers)
         if let last = out.last, last.count > 1 {
@@ -45,7 +45,7 @@ extension PatternPhase {
         private let scan: Scan
         private let logger: Logger
 
-        init(_ phase: PatternPhase, segments: [Range<Int>], chunks: [[UUID]], scan: Scan) {
+        init(_ phase: PatternGenerator, segments: [Range<Int>], chunks: [[UUID]], scan: Scan) {
             (self.segments, self.chunks, self.scan, logger) = (segments, chunks, scan, phase.logger)
             if segments.count > 1, let readerURL = phase.readerURL {
                 readers = (0..<min(max(1, phase.readers), segments.count)).map {

@@ -6,7 +6,7 @@ import HeraldPostgres
 /// as `CellWeather.stored` writes it, serves the forecasts of every pass for `reuseFor` (an hour) after
 /// it was fetched; so the people of a place whose notification times are spread over the morning still
 /// share one request an hour. Answers older than two days are deleted.
-extension ForecastPhase {
+extension ForecastGenerator {
     /// The stored answers of `cells` fetched within `reuseFor` before `now`, by cell key. A stored answer
     /// that no longer reads as weather is left out (and fetched again).
     func storedWeather(of cells: [WeatherCell]) throws -> [String: CellWeather] {

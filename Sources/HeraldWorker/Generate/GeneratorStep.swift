@@ -4,50 +4,38 @@ import HeraldHTTP
 import HeraldPostgres
 import Logging
 
-/// What every generator phase is given: the connection, the pass, its time and options.
-struct GeneratorContext {
-    var db: PGConnection
-    var passId: String
-    var now: Date
-    var logger: Logger
-    var transport: HTTPTransport
-    var options: PassOptions
-    var settings: Settings
-    /// The run is for instants alone (a follower's, at a one-off reminder's time): the reminders phase
-    /// reads the one-off reminders only.
-    var oneOffOnly = false
-}
-
-/// A phase that fills the queue from the data the apps write. A stop signal ends the generators: the
-/// ones not yet run are left for the next pass.
+/// The step of a phase that fills the queue from the data the apps write: it sets up its generator
+/// (`PatternGenerator`, `ForecastGenerator`, `PromptGenerator`, `ReminderGenerator`) from the pass's
+/// options, runs it, and counts what it made. A stop signal ends the generators: the ones not yet run
+/// are left for the next pass.
 ///
-/// Adding one: a type conforming here, its `Phase` case, and its place in `Runner.phases`.
-protocol GeneratorPhase: PassPhase, Sendable {
-    /// Runs the phase and counts what it did in `summary.generated`.
-    func run(_ context: GeneratorContext, summary: inout Summary) throws
+/// Adding one: a generator, a step conforming here, its `Phase` case, and its place in `Runner.steps`.
+protocol GeneratorStep: PassStep, Sendable {
+    /// Runs the phase for the pass as of `now` and counts what it did in `summary.generated`.
+    /// `oneOffOnly`: the run is for instants alone (a follower's, at a one-off reminder's time): the
+    /// reminders phase reads the one-off reminders only.
+    func run(_ pass: PassContext, at now: Date, oneOffOnly: Bool, summary: inout Summary) throws
 }
 
-extension GeneratorPhase {
+extension GeneratorStep {
     func runs(in pass: PassContext, summary: Summary) -> Bool { true }
 
     func run(_ pass: PassContext, summary: inout Summary) throws {
-        let context = GeneratorContext(db: pass.db, passId: pass.passId, now: pass.clock.now(), logger: pass.logger,
-                                       transport: pass.transport, options: pass.options, settings: pass.settings)
-        try run(context, summary: &summary)
+        try run(pass, at: pass.clock.now(), oneOffOnly: false, summary: &summary)
     }
 }
 
-/// Pattern evaluation: episodes opened and resolved, alerts enqueued (PatternPhase).
-struct PatternsGenerator: GeneratorPhase {
+/// Pattern evaluation: episodes opened and resolved, alerts enqueued (PatternGenerator).
+struct PatternsStep: GeneratorStep {
     var phase: Phase { .patterns }
 
-    func run(_ c: GeneratorContext, summary: inout Summary) throws {
-        var p = PatternPhase(db: c.db, passId: c.passId, now: c.now, logger: c.logger)
-        p.shadowMode = c.options.shadowMode
-        p.thresholdsVersion = c.options.thresholdsVersion
-        p.readerURL = try c.settings.databaseURL()
-        p.batchSize = max(1, c.options.patternChunk)
-        p.readers = max(1, c.options.patternReaders)
+    func run(_ pass: PassContext, at now: Date, oneOffOnly: Bool, summary: inout Summary) throws {
+        var p = PatternGenerator(db: pass.db, passId: pass.passId, now: now, logger: pass.logger)
+        p.shadowMode = pass.options.shadowMode
+        p.thresholdsVersion = pass.options.thresholdsVersion
+        p.readerURL = try pass.settings.databaseURL()
+        p.batchSize = max(1, pass.options.patternChunk)
+        p.readers = max(1, pass.options.patternReaders)
         let r = try p.run()
         summary.generated[.patterns] = r.enqueued
         summary.generated[.patternsUsers] = r.users
@@ -58,20 +46,20 @@ struct PatternsGenerator: GeneratorPhase {
 }
 
 /// Daily forecasts, made within the lead before each notification time; the weather and the insight
-/// service are asked unless the pass is a dry run (ForecastPhase).
-struct ForecastsGenerator: GeneratorPhase {
+/// service are asked unless the pass is a dry run (ForecastGenerator).
+struct ForecastsStep: GeneratorStep {
     var phase: Phase { .forecasts }
 
-    func run(_ c: GeneratorContext, summary: inout Summary) throws {
-        var f = ForecastPhase(db: c.db, passId: c.passId, now: c.now, logger: c.logger, transport: c.transport)
-        f.weatherURL = c.options.dryRun ? nil : c.options.weatherURL
-        f.insight = c.options.dryRun ? nil : c.options.forecastInsight
-        f.notesMisses = !c.options.dryRun
-        f.fetchBudget = c.options.weatherBudget
-        f.lead = c.options.forecastLead
-        f.cellSize = c.options.weatherCellSize
-        f.reuseFor = c.options.weatherReuse
-        f.chunkSize = c.options.forecastChunk
+    func run(_ pass: PassContext, at now: Date, oneOffOnly: Bool, summary: inout Summary) throws {
+        var f = ForecastGenerator(db: pass.db, passId: pass.passId, now: now, logger: pass.logger, transport: pass.transport)
+        f.weatherURL = pass.options.dryRun ? nil : pass.options.weatherURL
+        f.insight = pass.options.dryRun ? nil : pass.options.forecastInsight
+        f.notesMisses = !pass.options.dryRun
+        f.fetchBudget = pass.options.weatherBudget
+        f.lead = pass.options.forecastLead
+        f.cellSize = pass.options.weatherCellSize
+        f.reuseFor = pass.options.weatherReuse
+        f.chunkSize = pass.options.forecastChunk
         let r = try f.run()
         summary.generated[.forecasts] = r.enqueued
         if r.missed > 0 { summary.generated[.forecastsMissed] = r.missed }
@@ -91,12 +79,12 @@ struct ForecastsGenerator: GeneratorPhase {
     }
 }
 
-/// Scheduled prompts, and days planned again after a change of settings (PromptPhase).
-struct PromptsGenerator: GeneratorPhase {
+/// Scheduled prompts, and days planned again after a change of settings (PromptGenerator).
+struct PromptsStep: GeneratorStep {
     var phase: Phase { .prompts }
 
-    func run(_ c: GeneratorContext, summary: inout Summary) throws {
-        let r = try PromptPhase(db: c.db, passId: c.passId, now: c.now, logger: c.logger).run()
+    func run(_ pass: PassContext, at now: Date, oneOffOnly: Bool, summary: inout Summary) throws {
+        let r = try PromptGenerator(db: pass.db, passId: pass.passId, now: now, logger: pass.logger).run()
         summary.generated[.prompts] = r.enqueued
         if r.replanned > 0 {
             summary.generated[.promptsReplanned] = r.replanned
@@ -106,13 +94,13 @@ struct PromptsGenerator: GeneratorPhase {
     }
 }
 
-/// Reminders (ReminderPhase).
-struct RemindersGenerator: GeneratorPhase {
+/// Reminders (ReminderGenerator).
+struct RemindersStep: GeneratorStep {
     var phase: Phase { .reminders }
 
-    func run(_ c: GeneratorContext, summary: inout Summary) throws {
-        var p = ReminderPhase(db: c.db, passId: c.passId, now: c.now, logger: c.logger)
-        p.oneOffOnly = c.oneOffOnly
+    func run(_ pass: PassContext, at now: Date, oneOffOnly: Bool, summary: inout Summary) throws {
+        var p = ReminderGenerator(db: pass.db, passId: pass.passId, now: now, logger: pass.logger)
+        p.oneOffOnly = oneOffOnly
         let r = try p.run()
         summary.generated[.reminders] = r.enqueued
         r.unknownZones.count(in: &summary, as: .remindersUnknownZoneUsers)

@@ -4,7 +4,7 @@ import HeraldPostgres
 
 /// The scan of the patterns phase: which users have metrics to evaluate since the last complete
 /// scan, and the watermark (`pattern_scan_state.scanned_through`) that moves once they all are.
-extension PatternPhase {
+extension PatternGenerator {
     /// What one run works from: the thresholds, the candidates and their marks, and the times that
     /// bound the scan.
     ///

@@ -8,7 +8,7 @@ import Logging
 /// time with words it may use (`ForecastInsight.parse`), else herald's own in the person's language
 /// (`ForecastWords.templated`). The requests are made first, concurrently and outside any transaction;
 /// then one statement stores the words.
-extension ForecastPhase {
+extension ForecastGenerator {
     /// Gives every forecast of `wordless` its words and stores them; returns whether it stored any.
     func writeWords(_ wordless: [Candidate], _ forecasts: Forecasts, started: Date, result: inout Result) throws -> Bool {
         var words = askInsight(wordless, forecasts, started: started, result: &result)

@@ -11,11 +11,11 @@ import Logging
 /// 1. the forecast is the `daily_forecasts` row for the date; where there is none (or it has neither a
 ///    risk level nor a pressure change) and a location is known, it is made from the weather of the
 ///    person's place cell (`WeatherCells`: everyone in a cell shares one Open-Meteo-style request at
-///    `WEATHER_URL`, or the cell's answer stored by a pass within `reuseFor`; `ForecastPhase+Weather.swift`),
+///    `WEATHER_URL`, or the cell's answer stored by a pass within `reuseFor`; `ForecastGenerator+Weather.swift`),
 ///    read at the person's own notification instant, and stored with the conditions now and the seven
 ///    days ahead. A fetch that fails is tried again by each pass until it comes;
 /// 2. a forecast without words gets them from the team's insight service, or herald's own templates in
-///    the person's language (`ForecastPhase+Words.swift`): no forecast goes out without words;
+///    the person's language (`ForecastGenerator+Words.swift`): no forecast goes out without words;
 /// 3. its push is enqueued with `run_after` at the notification time, so it goes out on time and the
 ///    app opens the stored forecast (`get_daily_forecast`) without a fetch.
 ///
@@ -23,13 +23,13 @@ import Logging
 /// together; a place whose people fall in two chunks is asked once (`PassWeather`).
 ///
 /// A forecast that could not be made by its notification time is counted and logged, once
-/// (`ForecastPhase+Misses.swift`); it is still made and sent if the weather comes later that local
+/// (`ForecastGenerator+Misses.swift`); it is still made and sent if the weather comes later that local
 /// day, and never for a date that has passed. Every request is made outside any transaction.
 ///
-///     var phase = ForecastPhase(db: db, passId: passId, now: now, logger: logger, transport: transport)
+///     var phase = ForecastGenerator(db: db, passId: passId, now: now, logger: logger, transport: transport)
 ///     phase.weatherURL = "https://api.open-meteo.com"
 ///     let result = try phase.run()   // result.enqueued, result.fetched, result.missed, …
-struct ForecastPhase {
+struct ForecastGenerator {
     let db: PGConnection
     let passId: String
     let now: Date
@@ -94,7 +94,7 @@ struct ForecastPhase {
         var locale: String
 
         /// The key of its forecast in `Forecasts`.
-        var forecastKey: String { ForecastPhase.forecastKey(user, date.description) }
+        var forecastKey: String { ForecastGenerator.forecastKey(user, date.description) }
     }
 
     /// A day's forecast for one user, as `daily_forecasts` holds it.

@@ -8,7 +8,7 @@ import Logging
 /// `forecast_misses`, counted (`generated.forecasts_missed`, the metric `herald_pass_forecasts_missed`)
 /// and logged as a warning. The next passes keep trying that local day; a date that has passed is never
 /// sent.
-extension ForecastPhase {
+extension ForecastGenerator {
     /// Notes `late`, returning how many were noted for the first time (each logged).
     func noteMisses(_ late: [Candidate]) throws -> Int {
         guard !late.isEmpty else { return 0 }

@@ -4,7 +4,7 @@ import HeraldPostgres
 import Logging
 
 /// The `reminders` phase: every reminder type becomes queue rows when due, once each. `plan` reads
-/// what is due (`ReminderPhase+Plan.swift`), `write` marks the reminders and enqueues their rows.
+/// what is due (`ReminderGenerator+Plan.swift`), `write` marks the reminders and enqueues their rows.
 ///
 /// | type | due at | payload adds |
 /// |---|---|---|
@@ -22,7 +22,7 @@ import Logging
 /// Adaptive frequency: for people with `adaptive_frequency_enabled` and a daily or dose reminder due,
 /// the phase scores their adherence (`AdherenceAnalyzer`) from `daily_logs` and `dose_events`, stores
 /// `current_frequency` and the score, and records a reminder it holds back as skipped `adaptive_frequency`.
-struct ReminderPhase {
+struct ReminderGenerator {
     let db: PGConnection
     let passId: String
     let now: Date

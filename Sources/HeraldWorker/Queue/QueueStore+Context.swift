@@ -2,34 +2,15 @@ import Foundation
 import HeraldCore
 import HeraldPostgres
 
-/// Everything the decisions of one batch need, loaded in a fixed number of queries (one per table,
-/// for the whole batch), never one query per row.
-public struct BatchContext: Sendable {
-    public var profiles: [UUID: Preferences] = [:]
-    public var alerts: [UUID: AlertState] = [:]
-    /// Active push tokens per user.
-    public var deviceTokens: [UUID: [Destination]] = [:]
-    /// Per user, why active tokens cannot be used (an unknown or non-push provider).
-    public var unusableTokens: [UUID: [String]] = [:]
-    public var unreadInApp: [UUID: Int] = [:]
-    /// Recent sends of the batch's recipients, for the rate limits.
-    public var history: [SentRecord] = []
-    /// Destinations already delivered by an earlier attempt of a row: a retry skips them.
-    public var delivered: [UUID: Set<String>] = [:]
-    /// For the batch's family alerts: each member's family admins as they are now (a removed admin's
-    /// rows are skipped `not_family_admin`).
-    public var familyAdmins: [UUID: Set<UUID>] = [:]
-
-    public init() {}
-}
-
 extension QueueStore {
-    /// Loads the context of a claimed batch. `now` bounds the history window of the rate limits.
+    /// Loads the context of a claimed batch (`DeliveryContext`, what its decisions read) in a fixed
+    /// number of queries, one per table for the whole batch, never one per row. `now` bounds the
+    /// history window of the rate limits.
     ///
     ///     let context = try store.loadContext(for: claimed.map(\.item), now: now)
     ///     context.profiles[item.recipientUserId]   // their preferences, if they have a profile
-    public func loadContext(for items: [QueueItem], now: Date) throws -> BatchContext {
-        var ctx = BatchContext()
+    public func loadContext(for items: [QueueItem], now: Date) throws -> DeliveryContext {
+        var ctx = DeliveryContext()
         guard !items.isEmpty else { return ctx }
         let recipients = Array(Set(items.map(\.recipientUserId)))
         let alertIds = Array(Set(items.compactMap(\.alertStateId)))
@@ -145,7 +126,7 @@ extension QueueStore {
     /// person's devices, the most recently used, however many active rows were written. A token longer
     /// than `longestTokenRead` is not read (no push could carry it), and a token's locale is read to 35
     /// characters, as its CHECK holds it.
-    private func loadDeviceTokens(of recipients: [UUID], into ctx: inout BatchContext) throws {
+    private func loadDeviceTokens(of recipients: [UUID], into ctx: inout DeliveryContext) throws {
         for row in try db.query("""
             select id, user_id, case when char_length(device_token) <= \(Self.longestTokenRead) then device_token end as device_token,
                    provider, left(locale, 35) as locale
