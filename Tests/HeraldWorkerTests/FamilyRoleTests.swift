@@ -86,4 +86,28 @@ import Testing
         #expect(try f.count("select count(*)::int from inbox where delivered_at is not null or queue_id in (select id from notification_queue where status = 'sent')") == 1,
                 "only the admin who stays has it in their list")
     }
+
+    /// A family alert in a batch whose context is loaded recipient by recipient (another recipient's
+    /// could not be read) still finds the family's admins: the admin gets it, only the unreadable
+    /// recipient's row fails.
+    @Test func aFamilyAlertBesideAnUnreadableRecipientStillReachesItsAdmin() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        let f = Fixtures(db: db)
+        let (member, admin, broken) = (try f.profile(), try f.profile(), try f.profile(push: true))
+        try f.family(member, admins: [admin])
+        try f.token(broken)
+        let episode = try f.alert(member: member, level: 7, severity: "attention")
+        let alert = try f.enqueue(to: admin, kind: "pattern_alert", member: member, alert: episode,
+                                  payload: #"{"level":7}"#, at: seedInstant)
+        let unreadable = try f.enqueue(to: broken, channel: "push", kind: "message", at: seedInstant)
+        try RecipientContextTests.failContextLoad(of: [broken], in: db)
+
+        let (summary, code) = Worker(url: tdb.url, settings: ["HERALD_CHANNEL_PUSH": "log"]).run(now: seedInstant)
+        #expect(code == .ok)
+        #expect(summary.skipReasons[.notFamilyAdmin] == nil, "\(summary)")
+        #expect(try f.row(alert)["status"].string == "sent")
+        #expect(try f.row(unreadable)["status"].string == "failed")
+    }
 }

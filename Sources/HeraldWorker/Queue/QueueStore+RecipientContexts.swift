@@ -21,6 +21,7 @@ extension DeliveryContext {
         unreadInApp.merge(other.unreadInApp) { mine, _ in mine }
         history += other.history
         delivered.merge(other.delivered) { mine, _ in mine }
+        familyAdmins.merge(other.familyAdmins) { mine, theirs in mine.union(theirs) }
     }
 }
 
