@@ -19,6 +19,8 @@ public struct BatchContext: Sendable {
     /// For the batch's family alerts: each member's family admins as they are now (a removed admin's
     /// rows are skipped `not_family_admin`).
     public var familyAdmins: [UUID: Set<UUID>] = [:]
+    /// The batch's rows whose notification the person has read or acted on since it was enqueued.
+    public var readElsewhere: Set<UUID> = []
 
     public init() {}
 }
@@ -47,6 +49,7 @@ extension QueueStore {
         if !retried.isEmpty { ctx.delivered = try deliveredDestinations(of: retried) }
         let members = Array(Set(items.filter { $0.kind == .patternAlert && $0.isAboutAnotherMember }.compactMap(\.memberUserId)))
         if !members.isEmpty { ctx.familyAdmins = try familyAdmins(of: members) }
+        ctx.readElsewhere = try readElsewhere(items.map(\.id))
         return ctx
     }
 

@@ -13,6 +13,7 @@ extension DeliveryContext {
         history = ctx.history
         delivered = ctx.delivered
         familyAdmins = ctx.familyAdmins
+        readElsewhere = ctx.readElsewhere
     }
 }
 
