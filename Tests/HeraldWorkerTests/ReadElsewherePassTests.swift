@@ -69,6 +69,25 @@ import Testing
         #expect(try s.badgeRows("pending") == 1)
     }
 
+    /// A badge correction shows nothing and plays nothing: quiet hours (here all day, at the level that
+    /// lets nothing through) do not hold it, while they would hold a notification.
+    @Test func quietHoursDoNotHoldTheSilentBadgeCorrection() throws {
+        let s = try ReadElsewhereScene()
+        defer { s.cleanup() }
+        let now = ProviderPass.now()
+        let n = try s.notification(now: now, smsIn: 600)
+        s.pass(now)
+        try s.db.execute("""
+            update user_profiles set quiet_hours_start = '00:00', quiet_hours_end = '23:59:59',
+                   quiet_hours_notification_level = 'none', quiet_hours_action = 'skip'
+             where user_id = \(s.person)
+            """)
+        try s.read([n.push])
+        s.pass(now.addingTimeInterval(30))
+        #expect(try s.badgeRows("sent") == 1)
+        #expect(s.silentPushes.count == 2)
+    }
+
     /// Twenty reads one after another, each its own request, send one silent update per device, due
     /// a few seconds after the first: the one waiting correction absorbs the rest. It carries the
     /// count as it is when sent (one of the twenty left unread).
