@@ -76,11 +76,15 @@ public struct Renderer: Sendable {
         data["deep_link"] = draft.deepLink.map(JSONValue.string) ?? .null
         let extras = Extras(payload, customSound: options.customSound)
         extras.add(to: &data)
+        let silent = isSilent(item, payload)
+        let badge = extras.badge(unreadInApp: unreadInApp)
+        // A silent push sets no badge itself: the app sets its icon's from `data.badge`.
+        if silent { data["badge"] = .number(Double(badge)) }
         return RenderedNotification(
             title: draft.title, body: draft.body, data: data, deepLink: draft.deepLink, category: category,
-            badge: extras.badge(unreadInApp: unreadInApp), locale: lang.rawValue,
+            badge: badge, locale: lang.rawValue,
             sound: extras.sound(priority: item.priority),
-            silent: isSilent(item, payload), imageURL: rich.imageURL, actions: rich.actions,
+            silent: silent, imageURL: rich.imageURL, actions: rich.actions,
             androidChannel: type?.androidChannelId)
     }
 

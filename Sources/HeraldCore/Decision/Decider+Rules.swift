@@ -35,6 +35,8 @@ extension Decider {
     func holdBack(_ row: CheckedRow, _ local: LocalView, trail: inout Trail) -> Verdict? {
         // 1. Expired.
         if isExpired(row, local) { return .skip(.expired) }
+        // 1. Read or acted on elsewhere: the person has seen it.
+        if row.context.readElsewhere { return .skip(.readElsewhere) }
         // 2. The alert episode.
         if let verdict = Self.episodeRule(row, local) { return verdict }
         // 3. The type's toggle.
@@ -49,11 +51,12 @@ extension Decider {
         }
         // 5. Somewhere to deliver it.
         if row.context.destinations.isEmpty { return .skip(.noDestination) }
-        // 6. Quiet hours.
-        return local.inQuiet ? quietHours(row, local, trail: &trail) : nil
+        // 6. Quiet hours; a badge correction makes no sound and shows nothing, so they do not hold it.
+        return local.inQuiet && row.item.kindRaw != NotificationType.badgeSync ? quietHours(row, local, trail: &trail) : nil
     }
 
     /// Rule 1: older than `maxAge`, or a daily forecast for another date than the recipient's today.
+    /// (Rule 1 also skips a row whose notification the person read or acted on: `read_elsewhere`.)
     func isExpired(_ row: CheckedRow, _ local: LocalView) -> Bool {
         if options.now.timeIntervalSince(row.item.scheduledAt) > options.maxAge { return true }
         if let date = row.forecastDate, date != local.wall.date { return true }

@@ -11,13 +11,14 @@ import Foundation
 /// Rules, in order; the first that applies wins:
 /// 0. validation: unknown channel or notification type, payload not an object, no profile, unknown timezone,
 ///    linked episode missing → fail (`CheckedRow`)
-/// 1. expired: older than `maxAge`, or a daily forecast for another local date
+/// 1. expired: older than `maxAge`, or a daily forecast for another local date; read_elsewhere: the
+///    person read or acted on the notification (its entry) on another channel or device
 /// 2. a family's alert whose recipient is no longer an admin of the member's family; alert episode:
 ///    dismissed, snoozed, resolved, superseded by a higher level
 /// 3. the type's toggle is off (a reminder type, forecasts, prompts) → type_disabled
 /// 4. the channel's toggle is off → channel_disabled
 /// 5. no destination
-/// 6. quiet hours: a dose reminder whose dose is within the hour goes through when
+/// 6. quiet hours (never for a `badge_sync` row, which shows nothing): a dose reminder whose dose is within the hour goes through when
 ///    `quiet_hours_allow_critical` (the dose override); otherwise the quiet level (`all`,
 ///    `critical_only`, `none`) decides; a held-back row is skipped or deferred to the window's end —
 ///    a critical reminder is always deferred, never skipped

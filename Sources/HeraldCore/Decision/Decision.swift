@@ -23,14 +23,18 @@ public struct DecisionContext: Sendable {
     /// False for a family's alert (a pattern alert about another member) whose recipient is, at send
     /// time, no longer an admin of a family of that member; true otherwise.
     public var recipientIsFamilyAdmin: Bool
+    /// The person has read or acted on this notification (its entry), on any channel or device: a copy
+    /// not yet sent is not sent.
+    public var readElsewhere: Bool
 
     public init(preferences: Preferences?, alert: AlertState? = nil, destinations: [Destination] = [],
-                unreadInApp: Int = 0, recipientIsFamilyAdmin: Bool = true) {
+                unreadInApp: Int = 0, recipientIsFamilyAdmin: Bool = true, readElsewhere: Bool = false) {
         self.preferences = preferences
         self.alert = alert
         self.destinations = destinations
         self.unreadInApp = unreadInApp
         self.recipientIsFamilyAdmin = recipientIsFamilyAdmin
+        self.readElsewhere = readElsewhere
     }
 }
 

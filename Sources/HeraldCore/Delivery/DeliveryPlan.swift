@@ -29,6 +29,8 @@ public struct DeliveryContext: Sendable {
     /// For the batch's family alerts (pattern alerts about another member): each member's current
     /// family admins, read when the batch is sent.
     public var familyAdmins: [UUID: Set<UUID>] = [:]
+    /// The batch's rows whose notification the person has read or acted on (skipped `read_elsewhere`).
+    public var readElsewhere: Set<UUID> = []
 
     public init() {}
 
@@ -139,7 +141,8 @@ public struct DeliveryPlanner: Sendable {
         let destinations = prefs.map { Self.destinationsOf(item, prefs: $0, route: route, tokens: ctx.deviceTokens) } ?? []
         let decisionContext = DecisionContext(
             preferences: prefs, alert: item.alertStateId.flatMap { ctx.alerts[$0] },
-            destinations: destinations, unreadInApp: unread, recipientIsFamilyAdmin: ctx.recipientIsFamilyAdmin(item))
+            destinations: destinations, unreadInApp: unread, recipientIsFamilyAdmin: ctx.recipientIsFamilyAdmin(item),
+            readElsewhere: ctx.readElsewhere.contains(item.id))
         let result = decider.decide(item, decisionContext)
         let action = Self.action(item, result, prefs: prefs, route: route, destinations: destinations,
                                  delivered: ctx.delivered[item.id] ?? [], escalation: escalation,

@@ -36,6 +36,10 @@ public struct NotificationType: Sendable, Equatable {
 
     /// The built-in kind of this name, if it is one of herald's own.
     public var kind: Kind? { Kind(rawValue: name) }
+
+    /// The type of a badge correction (sql/058_quiet_once_read.sql): a silent push, asked for when the
+    /// person reads or acts on a notification, whose `data.badge` is their unread count.
+    public static let badgeSync = "badge_sync"
 }
 
 /// The types a pass knows, by name: read from `notification_types` once a pass.
@@ -64,6 +68,7 @@ public struct NotificationTypes: Sendable, Equatable {
         NotificationType("calendar"),
         NotificationType("signal", priority: .high),
         NotificationType("message"),
+        NotificationType(NotificationType.badgeSync, priority: .low, limits: .exempt),
     ])
 
     /// Every type given `limits` (a test's relaxed limits, or a table of one policy).

@@ -83,6 +83,9 @@ public enum SkipReason: String, CaseIterable, Sendable, Codable {
     /// Withdrawn before it was sent: its reminder was cancelled, disabled, deleted or rescheduled, or an
     /// operator cancelled it.
     case cancelled
+    /// A copy on another channel, withdrawn because the person read or acted on the notification
+    /// elsewhere (sql/058_quiet_once_read.sql), or found read when a pass decides it.
+    case readElsewhere = "read_elsewhere"
 }
 
 /// The reminder types (`reminders.reminder_type`, and `reminder_type` in a reminder row's payload).

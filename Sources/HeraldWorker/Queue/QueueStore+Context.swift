@@ -28,6 +28,7 @@ extension QueueStore {
         if !retried.isEmpty { ctx.delivered = try deliveredDestinations(of: retried) }
         let members = Array(Set(items.filter { $0.kind == .patternAlert && $0.isAboutAnotherMember }.compactMap(\.memberUserId)))
         if !members.isEmpty { ctx.familyAdmins = try familyAdmins(of: members) }
+        ctx.readElsewhere = try readElsewhere(items)
         return ctx
     }
 

@@ -22,6 +22,7 @@ extension DeliveryContext {
         history += other.history
         delivered.merge(other.delivered) { mine, _ in mine }
         familyAdmins.merge(other.familyAdmins) { mine, theirs in mine.union(theirs) }
+        readElsewhere.formUnion(other.readElsewhere)
     }
 }
 
