@@ -83,6 +83,9 @@ public enum SkipReason: String, CaseIterable, Sendable, Codable {
     /// Withdrawn before it was sent: its reminder was cancelled, disabled, deleted or rescheduled, or an
     /// operator cancelled it.
     case cancelled
+    /// Collected into its type's digest (`notification_type_digests`): the digest's own row carries it;
+    /// recorded when the row is written, never by the decision.
+    case digested
 }
 
 /// The reminder types (`reminders.reminder_type`, and `reminder_type` in a reminder row's payload).
