@@ -537,64 +537,11 @@ end
 $_$;
 
 --
--- Name: notification_queue; Type: TABLE; Schema: public
--- Last defined in sql/047_bounded_app_text.sql
---
-
-CREATE TABLE public.notification_queue (
-    id uuid DEFAULT (encode(set_bit(set_bit(OVERLAY(uuid_send(gen_random_uuid()) PLACING SUBSTRING(int8send((floor((EXTRACT(epoch FROM clock_timestamp()) * (1000)::numeric)))::bigint) FROM 3) FROM 1 FOR 6), (52)::bigint, 1), (53)::bigint, 1), 'hex'::text))::uuid NOT NULL,
-    recipient_user_id uuid NOT NULL,
-    member_user_id uuid,
-    alert_state_id uuid,
-    channel text NOT NULL,
-    kind text DEFAULT 'system'::text NOT NULL,
-    severity text,
-    priority text NOT NULL,
-    priority_rank smallint GENERATED ALWAYS AS (
-CASE priority
-    WHEN 'high'::text THEN 0
-    WHEN 'normal'::text THEN 1
-    ELSE 2
-END) STORED,
-    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
-    status text DEFAULT 'pending'::text NOT NULL,
-    attempts integer DEFAULT 0 NOT NULL,
-    max_attempts integer DEFAULT 5 NOT NULL,
-    permanent boolean DEFAULT false NOT NULL,
-    last_error text,
-    skip_reason text,
-    scheduled_at timestamp with time zone DEFAULT now() NOT NULL,
-    run_after timestamp with time zone DEFAULT now() NOT NULL,
-    locked_until timestamp with time zone,
-    locked_by text,
-    dedupe_key text,
-    provider_message_id text,
-    sent_at timestamp with time zone,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    escalated_from uuid,
-    related_entity_type text,
-    related_entity_id text,
-    notification_group text,
-    reminder_id uuid,
-    CONSTRAINT notification_queue_dedupe_key_length CHECK ((char_length(dedupe_key) <= 512)),
-    CONSTRAINT notification_queue_max_attempts_check CHECK ((max_attempts > 0)),
-    CONSTRAINT notification_queue_notification_group_length CHECK ((char_length(notification_group) <= 256)),
-    CONSTRAINT notification_queue_payload_size CHECK ((pg_column_size(payload) <= 65536)),
-    CONSTRAINT notification_queue_priority_check CHECK ((priority = ANY (ARRAY['high'::text, 'normal'::text, 'low'::text]))),
-    CONSTRAINT notification_queue_related_entity_id_length CHECK ((char_length(related_entity_id) <= 256)),
-    CONSTRAINT notification_queue_related_entity_type_length CHECK ((char_length(related_entity_type) <= 64)),
-    CONSTRAINT notification_queue_severity_check CHECK ((severity = ANY (ARRAY['watch'::text, 'attention'::text, 'critical'::text]))),
-    CONSTRAINT notification_queue_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'processing'::text, 'sent'::text, 'failed'::text, 'skipped'::text])))
-)
-WITH (autovacuum_vacuum_scale_factor='0.02', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0', fillfactor='45');
-
---
--- Name: herald_digest_join(public.notification_queue); Type: FUNCTION; Schema: public
+-- Name: herald_digest_join(record); Type: FUNCTION; Schema: public
 -- Last defined in sql/059_digests.sql
 --
 
-CREATE FUNCTION public.herald_digest_join(item public.notification_queue) RETURNS uuid
+CREATE FUNCTION public.herald_digest_join(item record) RETURNS uuid
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
@@ -3499,6 +3446,59 @@ CREATE TABLE public.notification_history (
 );
 
 --
+-- Name: notification_queue; Type: TABLE; Schema: public
+-- Last defined in sql/047_bounded_app_text.sql
+--
+
+CREATE TABLE public.notification_queue (
+    id uuid DEFAULT (encode(set_bit(set_bit(OVERLAY(uuid_send(gen_random_uuid()) PLACING SUBSTRING(int8send((floor((EXTRACT(epoch FROM clock_timestamp()) * (1000)::numeric)))::bigint) FROM 3) FROM 1 FOR 6), (52)::bigint, 1), (53)::bigint, 1), 'hex'::text))::uuid NOT NULL,
+    recipient_user_id uuid NOT NULL,
+    member_user_id uuid,
+    alert_state_id uuid,
+    channel text NOT NULL,
+    kind text DEFAULT 'system'::text NOT NULL,
+    severity text,
+    priority text NOT NULL,
+    priority_rank smallint GENERATED ALWAYS AS (
+CASE priority
+    WHEN 'high'::text THEN 0
+    WHEN 'normal'::text THEN 1
+    ELSE 2
+END) STORED,
+    payload jsonb DEFAULT '{}'::jsonb NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    max_attempts integer DEFAULT 5 NOT NULL,
+    permanent boolean DEFAULT false NOT NULL,
+    last_error text,
+    skip_reason text,
+    scheduled_at timestamp with time zone DEFAULT now() NOT NULL,
+    run_after timestamp with time zone DEFAULT now() NOT NULL,
+    locked_until timestamp with time zone,
+    locked_by text,
+    dedupe_key text,
+    provider_message_id text,
+    sent_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    escalated_from uuid,
+    related_entity_type text,
+    related_entity_id text,
+    notification_group text,
+    reminder_id uuid,
+    CONSTRAINT notification_queue_dedupe_key_length CHECK ((char_length(dedupe_key) <= 512)),
+    CONSTRAINT notification_queue_max_attempts_check CHECK ((max_attempts > 0)),
+    CONSTRAINT notification_queue_notification_group_length CHECK ((char_length(notification_group) <= 256)),
+    CONSTRAINT notification_queue_payload_size CHECK ((pg_column_size(payload) <= 65536)),
+    CONSTRAINT notification_queue_priority_check CHECK ((priority = ANY (ARRAY['high'::text, 'normal'::text, 'low'::text]))),
+    CONSTRAINT notification_queue_related_entity_id_length CHECK ((char_length(related_entity_id) <= 256)),
+    CONSTRAINT notification_queue_related_entity_type_length CHECK ((char_length(related_entity_type) <= 64)),
+    CONSTRAINT notification_queue_severity_check CHECK ((severity = ANY (ARRAY['watch'::text, 'attention'::text, 'critical'::text]))),
+    CONSTRAINT notification_queue_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'processing'::text, 'sent'::text, 'failed'::text, 'skipped'::text])))
+)
+WITH (autovacuum_vacuum_scale_factor='0.02', autovacuum_analyze_scale_factor='0.02', autovacuum_vacuum_cost_delay='0', fillfactor='45');
+
+--
 -- Name: notification_send_windows; Type: TABLE; Schema: public
 -- Last defined in sql/036_send_notification.sql
 --
@@ -5300,19 +5300,12 @@ REVOKE ALL ON FUNCTION public.herald_device_token_written() FROM PUBLIC;
 GRANT ALL ON FUNCTION public.herald_device_token_written() TO service_role;
 
 --
--- Name: TABLE notification_queue; Type: ACL; Schema: public
--- Last defined in sql/008_security.sql
---
-
-GRANT ALL ON TABLE public.notification_queue TO service_role;
-
---
--- Name: FUNCTION herald_digest_join(item public.notification_queue); Type: ACL; Schema: public
+-- Name: FUNCTION herald_digest_join(item record); Type: ACL; Schema: public
 -- Last defined in sql/059_digests.sql
 --
 
-REVOKE ALL ON FUNCTION public.herald_digest_join(item public.notification_queue) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.herald_digest_join(item public.notification_queue) TO service_role;
+REVOKE ALL ON FUNCTION public.herald_digest_join(item record) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.herald_digest_join(item record) TO service_role;
 
 --
 -- Name: FUNCTION herald_digest_json(entry_id uuid); Type: ACL; Schema: public
@@ -6090,6 +6083,13 @@ GRANT ALL ON SEQUENCE public.notification_events_id_seq TO service_role;
 --
 
 GRANT ALL ON TABLE public.notification_history TO service_role;
+
+--
+-- Name: TABLE notification_queue; Type: ACL; Schema: public
+-- Last defined in sql/008_security.sql
+--
+
+GRANT ALL ON TABLE public.notification_queue TO service_role;
 
 --
 -- Name: TABLE notification_send_windows; Type: ACL; Schema: public

@@ -266,8 +266,9 @@ $$;
 
 -- One item joins its window: one insert-or-update under notification_digests_open. The window that
 -- opens enqueues the digest's row; a join rewrites its texts while no pass has claimed it, else closes
--- the window it found (taking its count back) and joins the next.
-create or replace function public.herald_digest_join(item public.notification_queue) returns uuid
+-- the window it found (taking its count back) and joins the next. `item` is a queue row, taken as a
+-- record so that herald_partition_queue may replace the table.
+create or replace function public.herald_digest_join(item record) returns uuid
 language plpgsql
 set search_path = pg_catalog, pg_temp
 as $$

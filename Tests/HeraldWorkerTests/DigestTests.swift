@@ -188,6 +188,21 @@ import Testing
         #expect(try Fixtures(db: db).count("select count(*) from notification_digest_items") == 0)
     }
 
+    /// A queue split into partitions by recipient (`herald migrate --queue-partitions`) digests as the
+    /// plain one: partitioning keeps the digest trigger, and a full window's next row opens another.
+    @Test func aPartitionedQueueDigestsAsThePlainOne() throws {
+        let tdb = try TestDatabase.create()
+        defer { tdb.drop() }
+        let db = try tdb.connect()
+        _ = try db.transaction { try $0.query("select herald_partition_queue(4)") }
+        let user = try Fixtures(db: db).profile()
+        try db.execute("insert into notification_type_digests (type, window_kind, window_seconds, max_items) values ('message', 'fixed', 900, 3)")
+        let t0 = instant("2026-03-10T09:00:00Z")
+        for n in 0..<5 { try Self.item(db, user, at: t0.addingTimeInterval(Double(n))) }
+        #expect(try Self.windows(db, user).map(\.count) == [3, 2])
+        #expect(try Fixtures(db: db).count("select count(*) from notification_queue where dedupe_key like 'digest:%'") == 2)
+    }
+
     /// Rows written at the same time on eight connections meet in one window: one open window, one
     /// digest row, every row counted once.
     @Test func concurrentWritersOpenOneWindow() throws {
