@@ -31,12 +31,15 @@ import Logging
 ///      adds to an insert;
 ///   9. a morning: 100,000 people whose forecasts are due at 08:00 in 500 places, primed by passes in
 ///      the hour before and delivered at 08:00 by a follower through APNs and FCM fakes — beside h2load
-///      against the same fakes (the providers' ceiling) and the bare claim + record (the database's floor).
+///      against the same fakes (the providers' ceiling) and the bare claim + record (the database's floor);
+///  11. a digest join per notification, one row per transaction and 20,000 in a statement — beside the
+///      plain enqueue, and an undigested type's enqueue beside the same without the digest machinery.
 ///
 /// Each section has a file of its own: `Bench+ClaimDecideRecord` (1, with `Bench+Floors`,
 /// `Bench+DurableWAL`, `Bench+Growth` and `Bench+EnqueueCost`), `Bench+Webhooks` (2), `Bench+IdlePass` (3),
 /// `Bench+PeakMemory` (4), `Bench+APNs` (5), `Bench+Patterns` (6), `Bench+ConnectionEnds` (7) and
-/// `Bench+Follow` (8, with `LatencyRun` and `Bench+FollowReminders`) and `Bench+Morning` (9, with `H2Load`).
+/// `Bench+Follow` (8, with `LatencyRun` and `Bench+FollowReminders`), `Bench+Morning` (9, with `H2Load`)
+/// and `Bench+Digests` (11).
 /// This file holds what they share.
 @main
 struct Bench {
@@ -55,6 +58,7 @@ struct Bench {
             (1, "claim", bench.claimDecideRecord), (2, "webhooks", bench.webhookFanOut), (3, "idle", bench.idlePass),
             (4, "memory", bench.peakMemory), (5, "apns", bench.apnsPushes), (6, "patterns", bench.patterns),
             (7, "connection-ends", bench.apnsConnectionEnds), (8, "follow", bench.followLatency), (9, "morning", bench.morning),
+            (11, "digests", bench.digests),
         ]
         for (n, name, run) in sections where only.isEmpty || only.contains("\(n)") || only.contains(name) { try run() }
     }

@@ -62,6 +62,7 @@ public struct Renderer: Sendable {
         ]
         let draft: Draft
         switch item.kind {
+        case _ where Renderer.isDigest(payload): draft = digestDraft(payload, lang, data: &data)
         case .patternAlert: draft = alertDraft(item, payload, lang, data: &data)
         case .dailyForecast: draft = forecastDraft(payload, lang, data: &data)
         case .prompt: draft = promptDraft(lang)

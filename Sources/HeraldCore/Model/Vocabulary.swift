@@ -86,6 +86,9 @@ public enum SkipReason: String, CaseIterable, Sendable, Codable {
     /// A copy on another channel, withdrawn because the person read or acted on the notification
     /// elsewhere (sql/058_quiet_once_read.sql), or found read when a pass decides it.
     case readElsewhere = "read_elsewhere"
+    /// Collected into its type's digest (`notification_type_digests`): the digest's own row carries it;
+    /// recorded when the row is written, never by the decision.
+    case digested
 }
 
 /// The reminder types (`reminders.reminder_type`, and `reminder_type` in a reminder row's payload).
