@@ -65,11 +65,12 @@ import Testing
         defer { tdb.drop() }
         let f = Fixtures(db: try tdb.connect())
         let id = try f.enqueue(to: try f.profile(), at: seedInstant)
+        let later = ClockShift()
         let a = QueueStore(db: try tdb.connect(), passId: "pass-a")
-        let b = QueueStore(db: try tdb.connect(), passId: "pass-b")
+        let b = QueueStore(db: try tdb.connect(), passId: "pass-b", clock: PassClock(now: seedInstant, shift: later))
         #expect(try a.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 1).map(\.item.id) == [id])
         #expect(try b.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 60).isEmpty)
-        sleep(2)
+        later.advance(by: 2)
         #expect(try b.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 60).map(\.item.attempts) == [2])
         var late = RecordBatch()
         late.rows.append(RowRecord(id: id, status: .skipped, event: .skipped))
@@ -87,7 +88,8 @@ import Testing
         let f = Fixtures(db: db)
         let recipients = try (0..<6).map { _ in try f.profile() }
         try f.enqueueMany(6, to: recipients, channel: "in_app", at: seedInstant)
-        let store = QueueStore(db: try tdb.connect(), passId: "new-pass")
+        let later = ClockShift()
+        let store = QueueStore(db: try tdb.connect(), passId: "new-pass", clock: PassClock(now: seedInstant, shift: later))
         let mine = try store.claimRows(limit: 3, now: seedInstant, channels: [.inApp], leaseSeconds: 600).map(\.item.id)
         #expect(mine.count == 3)
 
@@ -98,7 +100,7 @@ import Testing
         #expect(try store.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 600).isEmpty)
         #expect(try Status.report(db, now: seedInstant)["depth"]?["processing"]?["in_app"]?.intValue == 6)
 
-        sleep(2)
+        later.advance(by: 2)
         #expect(try store.recoverExpiredLeases(now: seedInstant) == 3)
         #expect(try f.count("select count(*)::int from notification_queue where status = 'processing'") == 0)
         #expect(Set(try store.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 600).map(\.item.id))

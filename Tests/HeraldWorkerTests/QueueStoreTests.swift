@@ -13,14 +13,15 @@ import Testing
         let f = Fixtures(db: try tdb.connect())
         let id = try f.enqueue(to: try f.profile(), at: seedInstant)
         let a = QueueStore(db: try tdb.connect(), passId: "pass-a")
-        let b = QueueStore(db: try tdb.connect(), passId: "pass-b")
+        let later = ClockShift()
+        let b = QueueStore(db: try tdb.connect(), passId: "pass-b", clock: PassClock(now: seedInstant, shift: later))
 
         let claimedA = try a.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 1)
         #expect(claimedA.map(\.item.id) == [id])
         // While A holds the lease, B can neither claim nor recover the row.
         #expect(try b.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 60).isEmpty)
         #expect(try b.recoverExpiredLeases() == 0)
-        sleep(2)
+        later.advance(by: 2)
         #expect(try b.recoverExpiredLeases() == 1)
         let claimedB = try b.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 60)
         #expect(claimedB.first?.item.attempts == 2)

@@ -85,13 +85,31 @@ import Testing
             let store = SharedCredentials(url: tdb.url, passId: "racer-\(i)", logger: Logger(label: "test"))
             defer { store.close() }
             let shared = try? store.credential("apns:T:K", now: now, usable: { $0.expiresAt > now }) {
-                usleep(300_000)  // long enough for the other pass to arrive meanwhile
+                // The other pass has arrived: it waits for this one's lock on the key.
+                let waited = try Self.waitForAWaiter(tdb.url)
+                #expect(waited, "the other pass never waited for the lock")
                 return SharedCredential(token: "jwt-\(mints.increment())", issuedAt: now, expiresAt: now.addingTimeInterval(3000))
             }
             tokens.add(shared?.token)
         }
         #expect(mints.value == 1)
         #expect(tokens.all == ["jwt-1", "jwt-1"])
+    }
+
+    /// Whether a session waits for a lock on a shared credential's key, polled until one does (false
+    /// after 20 s).
+    static func waitForAWaiter(_ url: String) throws -> Bool {
+        let observer = try PGConnection(url, applicationName: "herald-tests")
+        defer { observer.close() }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if try observer.query("""
+                select 1 from pg_locks
+                 where locktype = 'advisory' and not granted and classid::int8 = \(Int(SharedCredentials.lockClass))
+                """).count > 0 { return true }
+            usleep(10_000)
+        }
+        return false
     }
 
     final class Counter: @unchecked Sendable {

@@ -89,7 +89,6 @@ import Testing
         sends.add(inFlight)
         try f.enqueueMany(10, to: Array(users[50..<60]), channel: "in_app", at: seedInstant)
         let dead = try PreviousRelease.claim(db, passId: "old-dead", limit: 10, now: seedInstant, leaseSeconds: 2)
-        let deadExpires = Date().addingTimeInterval(3)
         #expect(history.count == 40 && inFlight.count == 10 && dead.count == 10)
         try f.enqueueMany(240, to: users, channel: "in_app", at: seedInstant)
 
@@ -109,8 +108,8 @@ import Testing
         let worker = Worker(url: tdb.url, settings: ["HERALD_CHANNEL_IN_APP": "log", "HERALD_LOG_ADAPTER_FILE": log])
         inParallel(2) { _ in _ = worker.run(now: seedInstant, batchSize: 25, drain: true) }
         for pass in previous { pass.stop() }
-        Thread.sleep(until: deadExpires)
-        let (last, code) = worker.run(now: seedInstant, batchSize: 100, drain: true)
+        // 3 s later, on the clock: the dead pass's lease of 2 s has expired.
+        let (last, code) = worker.run(now: seedInstant, batchSize: 100, drain: true) { $0.clockShift = ClockShift(3) }
         #expect(code == .ok, "\(last.error ?? "")")
 
         // Exactly once: every row went out once, whichever release sent it, and is recorded sent.

@@ -144,13 +144,14 @@ import Testing
         settings["WEBHOOK_TIMEOUT_SECONDS"] = "10"
         settings["HERALD_LEASE_SECONDS"] = "13"         // no request starts 13 − 10 − 1 = 2 s after the claim
         let worker = Worker(url: tdb.url, settings: settings)
+        let shift = ClockShift()
         let pass = InBackground {
-            worker.run(now: seedInstant, batchSize: 6) { $0.deadline = 0.5 }
+            worker.run(now: seedInstant, batchSize: 6) { $0.deadline = 0.5; $0.clockShift = shift }
         }
-        // The first request went out after the claim; its answer goes 2.5 s after that, when the
-        // lease can no longer cover another send.
+        // The first request went out after the claim; its answer goes 2.5 s after that on the pass's
+        // clock, when the lease can no longer cover another send.
         #expect(gate.waitUntilHeld(1))
-        Thread.sleep(forTimeInterval: 2.5)
+        shift.advance(by: 2.5)
         gate.open()
         let (summary, code) = pass.value()
         #expect(code == .ok, "\(summary.error ?? "")")
@@ -291,8 +292,8 @@ import Testing
         let worker = Worker(url: tdb.url, settings: ["WEBHOOK_URL": server.baseURL + "/hooks", "WEBHOOK_SECRET": Self.secret])
         let early = worker.run(now: seedInstant, batchSize: 100)
         #expect(early.0.processed == 0)
-        sleep(4)
-        let (later, code) = worker.run(now: seedInstant, batchSize: 100)
+        // 4 s later, on the clock: the killed pass's leases of 3 s have expired.
+        let (later, code) = worker.run(now: seedInstant, batchSize: 100) { $0.clockShift = ClockShift(4) }
         #expect(code == .ok)
         #expect(later.recovered == 40)
         #expect(later.sent == 40)
