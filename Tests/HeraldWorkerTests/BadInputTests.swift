@@ -67,7 +67,7 @@ import Testing
     }
 
     @Test func badSettingsNameTheVariable() throws {
-        try withTestDatabase { tdb in
+        try withTestDatabase { (tdb) throws in
             let cases: [([String: String], String)] = [
                 (["WEBHOOK_URL": "ftp://x", "WEBHOOK_SECRET": WebhookDeliveryTests.secret], "WEBHOOK_URL"),
                 (["WEBHOOK_URL": "https://x.example", "WEBHOOK_SECRET": "whsec_!!!"], "WEBHOOK_SECRET"),
@@ -91,7 +91,7 @@ import Testing
     /// refused naming the variable.
     @Test(arguments: ["0", "-3", "301", "100000000000000000"])
     func aWebhookTimeoutOutsideItsRangeIsAConfigurationError(_ seconds: String) throws {
-        try withTestDatabase { tdb in
+        try withTestDatabase { (tdb) throws in
             let (summary, code) = Worker(url: tdb.url, settings: [
                 "WEBHOOK_URL": "https://x.example", "WEBHOOK_SECRET": WebhookDeliveryTests.secret,
                 "WEBHOOK_TIMEOUT_SECONDS": seconds,

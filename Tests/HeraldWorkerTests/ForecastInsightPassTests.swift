@@ -94,7 +94,7 @@ import Testing
     /// The service's URL without its secret (or the other way round) is a configuration error: exit 1,
     /// nothing touched.
     @Test func theServiceNeedsItsSigningSecret() throws {
-        try withTestDatabase { tdb in
+        try withTestDatabase { (tdb) throws in
             for settings in [["HERALD_FORECAST_INSIGHT_URL": "https://insight.example/forecast"],
                              ["HERALD_FORECAST_INSIGHT_SECRET": Self.secret],
                              ["HERALD_FORECAST_INSIGHT_URL": "ftp://insight.example", "HERALD_FORECAST_INSIGHT_SECRET": Self.secret],

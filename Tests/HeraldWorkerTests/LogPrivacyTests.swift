@@ -125,7 +125,7 @@ private func runHerald(_ args: [String], env: [String: String]) throws -> (stder
     }
 
     @Test func aBadWebhookURLIsNotQuoted() throws {
-        try withTestDatabase { tdb in
+        try withTestDatabase { (tdb) throws in
             let (summary, code) = Worker(url: tdb.url, settings: [
                 "WEBHOOK_URL": "ftp://hook-user:\(Self.password)@hooks.example.com/x", "WEBHOOK_SECRET": WebhookDeliveryTests.secret,
             ]).run(now: seedInstant)

@@ -52,7 +52,7 @@ import Testing
     /// Two passes that both find no usable token at the same moment mint one: the second waits for the
     /// first's and takes it (each pass has a store of its own, on a connection of its own).
     @Test func passesRacingForANewTokenMintOne() throws {
-        try withTestDatabase { tdb in
+        try withTestDatabase { (tdb) throws in
             let mints = Counter()
             let tokens = Tokens()
             let now = Date()

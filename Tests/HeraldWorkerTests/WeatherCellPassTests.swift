@@ -201,7 +201,7 @@ import Testing
         ("HERALD_WEATHER_REUSE_MINUTES", "-1"), ("HERALD_WEATHER_REUSE_MINUTES", "1441"), ("HERALD_WEATHER_REUSE_MINUTES", "soon"),
     ])
     func aWeatherSettingOutsideItsRangeIsRefused(_ setting: String, _ value: String) throws {
-        try withTestDatabase { tdb in
+        try withTestDatabase { (tdb) throws in
             let (summary, code) = Worker(url: tdb.url, settings: [setting: value]).run(now: seedInstant)
             #expect(code == .configuration)
             #expect(summary.error?.contains(setting) == true, "\(summary.error ?? "")")
