@@ -68,6 +68,7 @@ struct ForecastsGenerator: GeneratorPhase {
         f.insight = c.options.dryRun ? nil : c.options.forecastInsight
         f.notesMisses = !c.options.dryRun
         f.fetchBudget = c.options.weatherBudget
+        f.clock = PassClock(now: c.now, shift: c.options.clockShift)
         f.lead = c.options.forecastLead
         f.cellSize = c.options.weatherCellSize
         f.reuseFor = c.options.weatherReuse
