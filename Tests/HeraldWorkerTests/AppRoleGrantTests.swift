@@ -37,62 +37,63 @@ import Testing
 
     /// The database as herald migrated it where the app roles did not exist yet: they hold nothing on
     /// its objects (roles belong to the whole server, so other tests' roles are stripped here).
-    static func migratedBeforeTheRoles() throws -> (TestDB, PGConnection) {
-        let tdb = try TestDatabase.create()
-        let db = try tdb.connect()
-        try SecurityTests.prepareLikeSupabase(db)  // the roles exist on the server from here on
-        try db.executeScript("""
-            revoke all on all tables in schema public from anon, authenticated, service_role;
-            revoke all on all sequences in schema public from anon, authenticated, service_role;
-            revoke all on all functions in schema public from anon, authenticated, service_role;
-            revoke all on schema auth from anon, authenticated, service_role;
-            """)
-        return (tdb, db)
+    static func migratedBeforeTheRoles(_ body: (TestDB, PGConnection) throws -> Void) throws {
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            try SecurityTests.prepareLikeSupabase(db)  // the roles exist on the server from here on
+            try db.executeScript("""
+                revoke all on all tables in schema public from anon, authenticated, service_role;
+                revoke all on all sequences in schema public from anon, authenticated, service_role;
+                revoke all on all functions in schema public from anon, authenticated, service_role;
+                revoke all on schema auth from anon, authenticated, service_role;
+                """)
+            try body(tdb, db)
+        }
     }
 
     /// Roles made after `herald migrate` hold nothing, and a second `herald migrate` has nothing to
     /// apply; once the operator calls `herald_grant_app_roles()`, `authenticated` and `anon` hold exactly
     /// what they hold on a database prepared before migrating, and the RPCs answer.
     @Test func appRolesMadeAfterHeraldWasMigratedAreGrantedWhenTheOperatorAsks() throws {
-        let (tdb, db) = try Self.migratedBeforeTheRoles()
-        defer { tdb.drop() }
-        let user = UUID()
-        try db.execute("insert into user_profiles (user_id) values (\(user))")
-        try SecurityTests.act(db, as: "authenticated", user, claimsJSON: true)
-        SecurityTests.refused(db, "select get_notifications()", "the list before the grants")
-        try SecurityTests.owner(db)
-        #expect(try Migrator(directory: TestDatabase.migrationsDirectory).migrate(db).isEmpty)
-        #expect(try Self.held(db, "authenticated").isEmpty)
+        try Self.migratedBeforeTheRoles { tdb, db in
+            let user = UUID()
+            try db.execute("insert into user_profiles (user_id) values (\(user))")
+            try SecurityTests.act(db, as: "authenticated", user, claimsJSON: true)
+            SecurityTests.refused(db, "select get_notifications()", "the list before the grants")
+            try SecurityTests.owner(db)
+            #expect(try Migrator(directory: TestDatabase.migrationsDirectory).migrate(db).isEmpty)
+            #expect(try Self.held(db, "authenticated").isEmpty)
 
-        let found = try db.query("select herald_grant_app_roles()::text as r").first?["r"].string
-        #expect(found == "{anon,authenticated,service_role}")
-        let (reference, referenceDB) = try SecurityTests.supabase()
-        defer { reference.drop() }
-        for role in ["anon", "authenticated"] {
-            #expect(try Self.held(db, role) == Self.held(referenceDB, role), "\(role)")
+            let found = try db.query("select herald_grant_app_roles()::text as r").first?["r"].string
+            #expect(found == "{anon,authenticated,service_role}")
+            try SecurityTests.supabase { reference, referenceDB in
+                for role in ["anon", "authenticated"] {
+                    #expect(try Self.held(db, role) == Self.held(referenceDB, role), "\(role)")
+                }
+                #expect(try Self.held(db, "anon").isEmpty)
+
+                try SecurityTests.act(db, as: "authenticated", user, claimsJSON: true)
+                #expect(try db.query("select get_notifications() ->> 'total_count' as n").first?["n"].string == "0")
+                SecurityTests.refused(db, "select herald_grant_app_roles()", "the grant itself", message: "permission denied")
+                try SecurityTests.act(db, as: "service_role", nil, claimsJSON: true)
+                SecurityTests.refused(db, "select send_notification('{}')", "send without a request", state: "PT400")
+                #expect(try db.execute("insert into notification_types (type) values ('appointment')") == 1)
+                try SecurityTests.act(db, as: "anon", nil)
+                SecurityTests.refused(db, "select get_notifications()", "anon")
+            }
         }
-        #expect(try Self.held(db, "anon").isEmpty)
-
-        try SecurityTests.act(db, as: "authenticated", user, claimsJSON: true)
-        #expect(try db.query("select get_notifications() ->> 'total_count' as n").first?["n"].string == "0")
-        SecurityTests.refused(db, "select herald_grant_app_roles()", "the grant itself", message: "permission denied")
-        try SecurityTests.act(db, as: "service_role", nil, claimsJSON: true)
-        SecurityTests.refused(db, "select send_notification('{}')", "send without a request", state: "PT400")
-        #expect(try db.execute("insert into notification_types (type) values ('appointment')") == 1)
-        try SecurityTests.act(db, as: "anon", nil)
-        SecurityTests.refused(db, "select get_notifications()", "anon")
     }
 
     /// The recipe's script, run again after migrating, grants the roles too; and run again on a
     /// database whose roles hold their grants, it changes nothing.
     @Test func theRecipeRunAfterMigratingGrantsTheRolesAndRunAgainChangesNothing() throws {
-        let (tdb, db) = try Self.migratedBeforeTheRoles()
-        defer { tdb.drop() }
-        try SecurityTests.prepareLikeSupabase(db)
-        let granted = try ["anon", "authenticated", "service_role"].map { try Self.held(db, $0) }
-        #expect(granted[1].contains("get_notifications(integer,integer,text,boolean) EXECUTE"))
-        #expect(granted[2].contains("send_notification(jsonb) EXECUTE"))
-        try SecurityTests.prepareLikeSupabase(db)
-        #expect(try ["anon", "authenticated", "service_role"].map { try Self.held(db, $0) } == granted)
+        try Self.migratedBeforeTheRoles { tdb, db in
+            try SecurityTests.prepareLikeSupabase(db)
+            let granted = try ["anon", "authenticated", "service_role"].map { try Self.held(db, $0) }
+            #expect(granted[1].contains("get_notifications(integer,integer,text,boolean) EXECUTE"))
+            #expect(granted[2].contains("send_notification(jsonb) EXECUTE"))
+            try SecurityTests.prepareLikeSupabase(db)
+            #expect(try ["anon", "authenticated", "service_role"].map { try Self.held(db, $0) } == granted)
+        }
     }
 }

@@ -9,81 +9,81 @@ import Testing
 /// touched; an unreachable database is exit code 2.
 @Suite struct BadInputTests {
     @Test func badRowsFailAloneAndThePassGoesOn() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        // PostgreSQL accepts the POSIX zone 'UTC+3', which is not an IANA zone herald can apply.
-        // A zone written before migration 031, which now refuses it: the row is there, and must not stop the pass.
-        try f.db.execute("alter table user_profiles disable trigger user_profiles_timezone_check")
-        let oddZone = try f.profile(timezone: "UTC+3")
-        try f.db.execute("alter table user_profiles enable trigger user_profiles_timezone_check")
-        let good = try f.profile()
-        let badZone = try f.enqueue(to: oddZone, at: seedInstant)
-        let badPayload = try f.enqueue(to: good, payload: #"["not", "an", "object"]"#, at: seedInstant)
-        let badChannel = try f.enqueue(to: good, channel: "pigeon", at: seedInstant)
-        let noProfile = try f.enqueue(to: UUID(), at: seedInstant)
-        let fine = try f.enqueue(to: good, kind: "reminder", at: seedInstant)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            // PostgreSQL accepts the POSIX zone 'UTC+3', which is not an IANA zone herald can apply.
+            // A zone written before migration 031, which now refuses it: the row is there, and must not stop the pass.
+            try f.db.execute("alter table user_profiles disable trigger user_profiles_timezone_check")
+            let oddZone = try f.profile(timezone: "UTC+3")
+            try f.db.execute("alter table user_profiles enable trigger user_profiles_timezone_check")
+            let good = try f.profile()
+            let badZone = try f.enqueue(to: oddZone, at: seedInstant)
+            let badPayload = try f.enqueue(to: good, payload: #"["not", "an", "object"]"#, at: seedInstant)
+            let badChannel = try f.enqueue(to: good, channel: "pigeon", at: seedInstant)
+            let noProfile = try f.enqueue(to: UUID(), at: seedInstant)
+            let fine = try f.enqueue(to: good, kind: "reminder", at: seedInstant)
 
-        let (summary, code) = Worker(url: tdb.url).run(now: seedInstant)
-        #expect(code == .ok)
-        #expect(try f.row(fine)["status"].string == "sent")
-        for (id, words) in [(badZone, "UTC+3"), (badPayload, "payload"), (noProfile, "profile"), (badChannel, "pigeon")] {
-            let row = try f.row(id)
-            #expect(row["status"].string == "failed", "\(words)")
-            #expect(row["permanent"].bool == true, "\(words)")
-            #expect((row["last_error"].string ?? "").contains(words), "last_error should mention \(words): \(row["last_error"].string ?? "nil")")
+            let (summary, code) = Worker(url: tdb.url).run(now: seedInstant)
+            #expect(code == .ok)
+            #expect(try f.row(fine)["status"].string == "sent")
+            for (id, words) in [(badZone, "UTC+3"), (badPayload, "payload"), (noProfile, "profile"), (badChannel, "pigeon")] {
+                let row = try f.row(id)
+                #expect(row["status"].string == "failed", "\(words)")
+                #expect(row["permanent"].bool == true, "\(words)")
+                #expect((row["last_error"].string ?? "").contains(words), "last_error should mention \(words): \(row["last_error"].string ?? "nil")")
+            }
+            #expect(summary.unroutable.isEmpty)
+            #expect(summary.failed == 4)
+            #expect(summary.sent == 1)
         }
-        #expect(summary.unroutable.isEmpty)
-        #expect(summary.failed == 4)
-        #expect(summary.sent == 1)
     }
 
     @Test func knownChannelWithoutAdapterStaysPendingAndIsReported() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let f = Fixtures(db: try tdb.connect())
-        let id = try f.enqueue(to: try f.profile(sms: true), channel: "sms", at: seedInstant)
-        let (s, code) = Worker(url: tdb.url).run(now: seedInstant)
-        #expect(code == .ok)
-        #expect(s.unroutable["sms"] == 1)
-        let row = try f.row(id)
-        #expect(row["status"].string == "pending")
-        #expect(row["attempts"].int == 0)
+        try withTestDatabase { tdb in
+            let f = Fixtures(db: try tdb.connect())
+            let id = try f.enqueue(to: try f.profile(sms: true), channel: "sms", at: seedInstant)
+            let (s, code) = Worker(url: tdb.url).run(now: seedInstant)
+            #expect(code == .ok)
+            #expect(s.unroutable["sms"] == 1)
+            let row = try f.row(id)
+            #expect(row["status"].string == "pending")
+            #expect(row["attempts"].int == 0)
+        }
     }
 
     @Test func missingSecretStopsBeforeAnyRowIsTouched() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let f = Fixtures(db: try tdb.connect())
-        let id = try f.enqueue(to: try f.profile(), at: seedInstant)
-        let (summary, code) = Worker(url: tdb.url, settings: ["WEBHOOK_URL": "https://hooks.example.com/x"]).run(now: seedInstant)
-        #expect(code == .configuration)
-        #expect((summary.error ?? "").contains("WEBHOOK_SECRET"))
-        let row = try f.row(id)
-        #expect(row["status"].string == "pending")
-        #expect(row["attempts"].int == 0)
-        #expect(try f.count("select count(*)::int from herald_passes") == 0)
+        try withTestDatabase { tdb in
+            let f = Fixtures(db: try tdb.connect())
+            let id = try f.enqueue(to: try f.profile(), at: seedInstant)
+            let (summary, code) = Worker(url: tdb.url, settings: ["WEBHOOK_URL": "https://hooks.example.com/x"]).run(now: seedInstant)
+            #expect(code == .configuration)
+            #expect((summary.error ?? "").contains("WEBHOOK_SECRET"))
+            let row = try f.row(id)
+            #expect(row["status"].string == "pending")
+            #expect(row["attempts"].int == 0)
+            #expect(try f.count("select count(*)::int from herald_passes") == 0)
+        }
     }
 
     @Test func badSettingsNameTheVariable() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let cases: [([String: String], String)] = [
-            (["WEBHOOK_URL": "ftp://x", "WEBHOOK_SECRET": WebhookDeliveryTests.secret], "WEBHOOK_URL"),
-            (["WEBHOOK_URL": "https://x.example", "WEBHOOK_SECRET": "whsec_!!!"], "WEBHOOK_SECRET"),
-            (["WEBHOOK_URL": "https://x.example", "WEBHOOK_SECRET_FILE": "/nonexistent/secret"], "WEBHOOK_SECRET_FILE"),
-            (["HERALD_CA_FILE": "/nonexistent/ca.pem"], "HERALD_CA_FILE"),
-            (["HERALD_CHANNEL_PUSH": "carrier-pigeon"], "HERALD_CHANNEL_PUSH"),
-            (["HERALD_CONNECTIONS_PER_HOST": "0"], "HERALD_CONNECTIONS_PER_HOST"),
-            (["HERALD_CONNECTIONS_PER_HOST": "many"], "HERALD_CONNECTIONS_PER_HOST"),
-            (["HERALD_RETENTION_DAYS": "0"], "HERALD_RETENTION_DAYS"),
-            (["HERALD_AUDIT_RETENTION_DAYS": "36501"], "HERALD_AUDIT_RETENTION_DAYS"),
-        ]
-        for (settings, variable) in cases {
-            let (summary, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant)
-            #expect(code == .configuration, "\(variable)")
-            #expect((summary.error ?? "").contains(variable), "error should name \(variable): \(summary.error ?? "nil")")
+        try withTestDatabase { (tdb) throws in
+            let cases: [([String: String], String)] = [
+                (["WEBHOOK_URL": "ftp://x", "WEBHOOK_SECRET": WebhookDeliveryTests.secret], "WEBHOOK_URL"),
+                (["WEBHOOK_URL": "https://x.example", "WEBHOOK_SECRET": "whsec_!!!"], "WEBHOOK_SECRET"),
+                (["WEBHOOK_URL": "https://x.example", "WEBHOOK_SECRET_FILE": "/nonexistent/secret"], "WEBHOOK_SECRET_FILE"),
+                (["HERALD_CA_FILE": "/nonexistent/ca.pem"], "HERALD_CA_FILE"),
+                (["HERALD_CHANNEL_PUSH": "carrier-pigeon"], "HERALD_CHANNEL_PUSH"),
+                (["HERALD_CONNECTIONS_PER_HOST": "0"], "HERALD_CONNECTIONS_PER_HOST"),
+                (["HERALD_CONNECTIONS_PER_HOST": "many"], "HERALD_CONNECTIONS_PER_HOST"),
+                (["HERALD_RETENTION_DAYS": "0"], "HERALD_RETENTION_DAYS"),
+                (["HERALD_AUDIT_RETENTION_DAYS": "36501"], "HERALD_AUDIT_RETENTION_DAYS"),
+            ]
+            for (settings, variable) in cases {
+                let (summary, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant)
+                #expect(code == .configuration, "\(variable)")
+                #expect((summary.error ?? "").contains(variable), "error should name \(variable): \(summary.error ?? "nil")")
+            }
         }
     }
 
@@ -91,14 +91,14 @@ import Testing
     /// refused naming the variable.
     @Test(arguments: ["0", "-3", "301", "100000000000000000"])
     func aWebhookTimeoutOutsideItsRangeIsAConfigurationError(_ seconds: String) throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let (summary, code) = Worker(url: tdb.url, settings: [
-            "WEBHOOK_URL": "https://x.example", "WEBHOOK_SECRET": WebhookDeliveryTests.secret,
-            "WEBHOOK_TIMEOUT_SECONDS": seconds,
-        ]).run(now: seedInstant)
-        #expect(code == .configuration)
-        #expect(summary.error?.contains("WEBHOOK_TIMEOUT_SECONDS must be between 1 and 300") == true, "\(summary.error ?? "")")
+        try withTestDatabase { (tdb) throws in
+            let (summary, code) = Worker(url: tdb.url, settings: [
+                "WEBHOOK_URL": "https://x.example", "WEBHOOK_SECRET": WebhookDeliveryTests.secret,
+                "WEBHOOK_TIMEOUT_SECONDS": seconds,
+            ]).run(now: seedInstant)
+            #expect(code == .configuration)
+            #expect(summary.error?.contains("WEBHOOK_TIMEOUT_SECONDS must be between 1 and 300") == true, "\(summary.error ?? "")")
+        }
     }
 
     /// Another driver's URL is a configuration slip: exit 1 before connecting, from a pass and from

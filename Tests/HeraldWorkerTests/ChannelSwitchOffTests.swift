@@ -15,25 +15,25 @@ import Testing
     }
 
     @Test func aWordAboutTheRecipientsOwnAddressSwitchesTheChannelOff() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        let ada = try f.profile(email: "Ada@Example.com", phone: "+15550001111", emailOn: true, sms: true)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            let ada = try f.profile(email: "Ada@Example.com", phone: "+15550001111", emailOn: true, sms: true)
 
-        #expect(try Self.switchOff(db, ada, "sms", "+15559999999", "twilio 21610: STOP") == 0, "an old number")
-        #expect(try Self.switchOff(db, ada, "email", "ada@example.com", "sendgrid bounce") == 1, "case aside")
-        #expect(try Self.switchOff(db, ada, "sms", "+15550001111", "twilio 21610: STOP") == 1)
-        #expect(try Self.switchOff(db, ada, "sms", "+15550001111", "later word") == 0, "already off")
-        let row = try #require(try db.query("""
-            select notify_sms, notify_sms_disabled_reason as sms_reason, notify_email, champion_notify_email,
-                   notify_email_disabled_reason as email_reason
-              from user_profiles where user_id = \(ada)
-            """).first)
-        #expect(row["notify_sms"].bool == false)
-        #expect(row["sms_reason"].string == "twilio 21610: STOP", "the first reason is kept")
-        #expect(row["notify_email"].bool == false && row["champion_notify_email"].bool == false)
-        #expect(row["email_reason"].string == "sendgrid bounce")
+            #expect(try Self.switchOff(db, ada, "sms", "+15559999999", "twilio 21610: STOP") == 0, "an old number")
+            #expect(try Self.switchOff(db, ada, "email", "ada@example.com", "sendgrid bounce") == 1, "case aside")
+            #expect(try Self.switchOff(db, ada, "sms", "+15550001111", "twilio 21610: STOP") == 1)
+            #expect(try Self.switchOff(db, ada, "sms", "+15550001111", "later word") == 0, "already off")
+            let row = try #require(try db.query("""
+                select notify_sms, notify_sms_disabled_reason as sms_reason, notify_email, champion_notify_email,
+                       notify_email_disabled_reason as email_reason
+                  from user_profiles where user_id = \(ada)
+                """).first)
+            #expect(row["notify_sms"].bool == false)
+            #expect(row["sms_reason"].string == "twilio 21610: STOP", "the first reason is kept")
+            #expect(row["notify_email"].bool == false && row["champion_notify_email"].bool == false)
+            #expect(row["email_reason"].string == "sendgrid bounce")
+        }
     }
 }
 

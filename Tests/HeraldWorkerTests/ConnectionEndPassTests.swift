@@ -45,87 +45,81 @@ import Testing
     @Test(arguments: [ConnectionEnding.abort(afterRequests: 500), .reset(afterRequests: 500),
                       .goAway(afterRequests: 500)])
     func everyPushIsDeliveredWhenAPNsEndsConnectionsEvery500Requests(_ ending: ConnectionEnding) throws {
-        let lab = try ProviderPass.Lab()
-        defer { lab.cleanup() }
-        let apns = try FakeAPNs(certificates: lab.certificates, latency: 0.02, threads: 2, ending: ending)
-        defer { apns.shutdown() }
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let now = ProviderPass.now()
-        try Self.fillPush(db, rows: 3000, at: now.addingTimeInterval(-60))
-        let settings = lab.base.merging(try lab.apns(apns)) { $1 }
+        try withProviderLab { lab in
+            let apns = try FakeAPNs(certificates: lab.certificates, latency: 0.02, threads: 2, ending: ending)
+            defer { apns.shutdown() }
+            let now = ProviderPass.now()
+            try Self.fillPush(lab.db, rows: 3000, at: now.addingTimeInterval(-60))
+            let settings = lab.base.merging(try lab.settings(apns)) { $1 }
 
-        let (first, code) = Self.drain(tdb.url, settings, now: now)
-        #expect(code == .ok, "\(first.phaseErrors)")
-        #expect(first.sent >= 2700, "one pass sent \(first.sent) of 3,000")
-        #expect(first.breakerOpen.isEmpty, "a connection's end opened the breaker")
-        let (second, _) = Self.drain(tdb.url, settings, now: now.addingTimeInterval(3600))
-        #expect(second.breakerOpen.isEmpty)
-        let sent = try db.query("select count(*)::int as n from notification_queue where status = 'sent'").first?["n"].int
-        #expect(sent == 3000, "\(first.sent) + \(second.sent) sent")
+            let (first, code) = Self.drain(lab.url, settings, now: now)
+            #expect(code == .ok, "\(first.phaseErrors)")
+            #expect(first.sent >= 2700, "one pass sent \(first.sent) of 3,000")
+            #expect(first.breakerOpen.isEmpty, "a connection's end opened the breaker")
+            let (second, _) = Self.drain(lab.url, settings, now: now.addingTimeInterval(3600))
+            #expect(second.breakerOpen.isEmpty)
+            let sent = try lab.db.query("select count(*)::int as n from notification_queue where status = 'sent'").first?["n"].int
+            #expect(sent == 3000, "\(first.sent) + \(second.sent) sent")
 
-        // Every copy of one notification carries one collapse id: its own queue id (the apns-id).
-        var copies: [String: Set<String>] = [:]
-        for request in apns.requests where request.path.hasPrefix("/3/device/") {
-            copies[request.header("apns-id") ?? "", default: []].insert(request.header("apns-collapse-id") ?? "none")
-        }
-        #expect(copies.count == 3000)
-        #expect(copies.allSatisfy { $0.value == [$0.key] }, "a copy without its notification's collapse id")
+            // Every copy of one notification carries one collapse id: its own queue id (the apns-id).
+            var copies: [String: Set<String>] = [:]
+            for request in apns.requests where request.path.hasPrefix("/3/device/") {
+                copies[request.header("apns-id") ?? "", default: []].insert(request.header("apns-collapse-id") ?? "none")
+            }
+            #expect(copies.count == 3000)
+            #expect(copies.allSatisfy { $0.value == [$0.key] }, "a copy without its notification's collapse id")
 
-        let resent = try db.query("""
-            select count(*)::int as n from notification_deliveries where provider_error_code = 'connection_lost'
-            """).first?["n"].int ?? -1
-        #expect(resent == first.resent + second.resent)
-        // After a GOAWAY, a push processed twice is one whose earlier try was recorded as such (its answer
-        // lost or timed out), never a stream refused or beyond the GOAWAY. (After a reset, libcurl itself
-        // sends again, once, what got nothing back on a reused connection: not charged, not counted.)
-        let processed = apns.requests.reduce(into: [String: Int]()) { $0[$1.header("apns-id") ?? "", default: 0] += 1 }
-        for (id, times) in processed where times > 1 && ending == .goAway(afterRequests: 500) {
-            let tries = try db.query("""
-                select count(*)::int as n from notification_deliveries where queue_id = \(id)::uuid
-                """).first?["n"].int ?? 0
-            #expect(tries >= times, "\(id) processed \(times) times over \(tries) recorded tries")
-        }
-        if ending != .goAway(afterRequests: 500) {
-            #expect(resent > 0, "no answer was lost")
-            // A row sent again is charged a try per resend, and its trail says why.
-            let charged = try db.query("""
-                select count(*)::int as n from notification_queue q
-                 where q.attempts > 1 and exists (select 1 from notification_trail e
-                        where e.queue_id = q.id and e.details ? 'resent_after_connection_ended')
-                """).first?["n"].int ?? 0
-            #expect(charged > 0)
+            let resent = try lab.db.query("""
+                select count(*)::int as n from notification_deliveries where provider_error_code = 'connection_lost'
+                """).first?["n"].int ?? -1
+            #expect(resent == first.resent + second.resent)
+            // After a GOAWAY, a push processed twice is one whose earlier try was recorded as such (its answer
+            // lost or timed out), never a stream refused or beyond the GOAWAY. (After a reset, libcurl itself
+            // sends again, once, what got nothing back on a reused connection: not charged, not counted.)
+            let processed = apns.requests.reduce(into: [String: Int]()) { $0[$1.header("apns-id") ?? "", default: 0] += 1 }
+            for (id, times) in processed where times > 1 && ending == .goAway(afterRequests: 500) {
+                let tries = try lab.db.query("""
+                    select count(*)::int as n from notification_deliveries where queue_id = \(id)::uuid
+                    """).first?["n"].int ?? 0
+                #expect(tries >= times, "\(id) processed \(times) times over \(tries) recorded tries")
+            }
+            if ending != .goAway(afterRequests: 500) {
+                #expect(resent > 0, "no answer was lost")
+                // A row sent again is charged a try per resend, and its trail says why.
+                let charged = try lab.db.query("""
+                    select count(*)::int as n from notification_queue q
+                     where q.attempts > 1 and exists (select 1 from notification_trail e
+                            where e.queue_id = q.id and e.details ? 'resent_after_connection_ended')
+                    """).first?["n"].int ?? 0
+                #expect(charged > 0)
+            }
         }
     }
 
     /// The same through Expo, whose requests carry up to 100 messages: a chunk whose answer was lost goes
     /// again whole, every message keeps its collapse id, and nothing fails.
     @Test func everyExpoMessageIsDeliveredWhenExpoDropsConnections() throws {
-        let lab = try ProviderPass.Lab()
-        defer { lab.cleanup() }
-        let expo = try FakeExpo(tls: lab.certificates, ending: .abort(afterRequests: 4))
-        defer { expo.shutdown() }
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let now = ProviderPass.now()
-        try Self.fillPush(db, rows: 1000, at: now.addingTimeInterval(-60), provider: "expo")
+        try withProviderLab { lab in
+            let expo = try FakeExpo(tls: lab.certificates, ending: .abort(afterRequests: 4))
+            defer { expo.shutdown() }
+            let now = ProviderPass.now()
+            try Self.fillPush(lab.db, rows: 1000, at: now.addingTimeInterval(-60), provider: "expo")
 
-        let (summary, code) = Self.drain(tdb.url, lab.base.merging(lab.expo(expo)) { $1 }, now: now)
-        #expect(code == .ok, "\(summary.phaseErrors)")
-        #expect(summary.sent == 1000)
-        #expect(summary.breakerOpen.isEmpty)
-        #expect(expo.server.connectionCount > 1, "the fake never ended a connection")
-        var collapse: [String: Set<String>] = [:]
-        for request in expo.sendRequests {
-            guard case .array(let messages)? = try? JSONValue.parse(Data(request.body)) else { continue }
-            for m in messages {
-                collapse[m["to"]?.stringValue ?? "", default: []].insert(m["collapseId"]?.stringValue ?? "none")
+            let (summary, code) = Self.drain(lab.url, lab.base.merging(lab.settings(expo)) { $1 }, now: now)
+            #expect(code == .ok, "\(summary.phaseErrors)")
+            #expect(summary.sent == 1000)
+            #expect(summary.breakerOpen.isEmpty)
+            #expect(expo.server.connectionCount > 1, "the fake never ended a connection")
+            var collapse: [String: Set<String>] = [:]
+            for request in expo.sendRequests {
+                guard case .array(let messages)? = try? JSONValue.parse(Data(request.body)) else { continue }
+                for m in messages {
+                    collapse[m["to"]?.stringValue ?? "", default: []].insert(m["collapseId"]?.stringValue ?? "none")
+                }
             }
+            #expect(collapse.count == 1000)
+            #expect(collapse.values.allSatisfy { $0.count == 1 && !$0.contains("none") })
         }
-        #expect(collapse.count == 1000)
-        #expect(collapse.values.allSatisfy { $0.count == 1 && !$0.contains("none") })
     }
 
     /// A webhook receiver on HTTP/1.1 that closes each connection after its response, with no warning:
@@ -135,21 +129,21 @@ import Testing
             FakeResponse(status: 204, delay: 0.002)
         }
         defer { server.shutdown() }
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let f = Fixtures(db: try tdb.connect())
-        var recipients: [UUID] = []
-        for _ in 0..<300 { recipients.append(try f.profile()) }
-        try f.enqueueMany(300, to: recipients, channel: "webhook", at: seedInstant.addingTimeInterval(-60))
-        let worker = Worker(url: tdb.url, settings: WebhookDeliveryTests.settings(server))
+        try withTestDatabase { tdb in
+            let f = Fixtures(db: try tdb.connect())
+            var recipients: [UUID] = []
+            for _ in 0..<300 { recipients.append(try f.profile()) }
+            try f.enqueueMany(300, to: recipients, channel: "webhook", at: seedInstant.addingTimeInterval(-60))
+            let worker = Worker(url: tdb.url, settings: WebhookDeliveryTests.settings(server))
 
-        let (summary, code) = worker.run(now: seedInstant, batchSize: 300)
+            let (summary, code) = worker.run(now: seedInstant, batchSize: 300)
 
-        #expect(code == .ok)
-        #expect(summary.sent == 300)
-        #expect(summary.resent == 0)
-        let ids = server.requests.compactMap { $0.header("webhook-id") }
-        #expect(ids.count == 300 && Set(ids).count == 300, "a webhook was delivered twice")
-        #expect(try f.count("select count(*)::int from notification_queue where attempts <> 1") == 0)
+            #expect(code == .ok)
+            #expect(summary.sent == 300)
+            #expect(summary.resent == 0)
+            let ids = server.requests.compactMap { $0.header("webhook-id") }
+            #expect(ids.count == 300 && Set(ids).count == 300, "a webhook was delivered twice")
+            #expect(try f.count("select count(*)::int from notification_queue where attempts <> 1") == 0)
+        }
     }
 }

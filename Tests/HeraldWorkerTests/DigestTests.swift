@@ -37,189 +37,189 @@ import Testing
     /// what is wrong: a window of zero or less, an unknown window kind, a local time missing, a sliding
     /// cap below its window, max_items below 1 or above 100, a critical type, a template without en.
     @Test func aPolicyThatCannotWorkIsRefusedWhenTheTypeIsWritten() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        try db.execute("insert into notification_types (type, critical) values ('alarm', true)")
-        let refused: [(SQL, String)] = [
-            ("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'fixed', 0)",
-             "window_seconds must be from 1 to 604800"),
-            ("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'fixed', -60)",
-             "window_seconds must be from 1 to 604800"),
-            ("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'weekly', 60)",
-             "window_kind must be fixed, sliding or local_time"),
-            ("insert into notification_type_digests (type, window_kind) values ('message', 'local_time')",
-             "a local_time window needs send_at"),
-            ("insert into notification_type_digests (type, window_kind, window_seconds, max_wait_seconds) values ('message', 'sliding', 600, 60)",
-             "max_wait_seconds from window_seconds"),
-            ("insert into notification_type_digests (type, window_kind, window_seconds, max_items) values ('message', 'fixed', 60, 0)",
-             "max_items must be from 1 to 100"),
-            ("insert into notification_type_digests (type, window_kind, window_seconds, max_items) values ('message', 'fixed', 60, 2000000000)",
-             "max_items must be from 1 to 100"),
-            ("insert into notification_type_digests (type, window_kind, window_seconds) values ('alarm', 'fixed', 60)",
-             "a critical type is never digested"),
-            ("insert into notification_type_digests (type, window_kind, window_seconds, title_template) values ('message', 'fixed', 60, '{\"ar\": \"x\"}')",
-             "title_template must be an object of en"),
-        ]
-        for (sql, message) in refused {
-            do {
-                try db.execute(sql)
-                Issue.record("accepted: \(sql)")
-            } catch let error as PGError {
-                #expect(error.sqlState == "23514", "\(error)")
-                #expect("\(error)".contains(message), "\(error)")
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            try db.execute("insert into notification_types (type, critical) values ('alarm', true)")
+            let refused: [(SQL, String)] = [
+                ("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'fixed', 0)",
+                 "window_seconds must be from 1 to 604800"),
+                ("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'fixed', -60)",
+                 "window_seconds must be from 1 to 604800"),
+                ("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'weekly', 60)",
+                 "window_kind must be fixed, sliding or local_time"),
+                ("insert into notification_type_digests (type, window_kind) values ('message', 'local_time')",
+                 "a local_time window needs send_at"),
+                ("insert into notification_type_digests (type, window_kind, window_seconds, max_wait_seconds) values ('message', 'sliding', 600, 60)",
+                 "max_wait_seconds from window_seconds"),
+                ("insert into notification_type_digests (type, window_kind, window_seconds, max_items) values ('message', 'fixed', 60, 0)",
+                 "max_items must be from 1 to 100"),
+                ("insert into notification_type_digests (type, window_kind, window_seconds, max_items) values ('message', 'fixed', 60, 2000000000)",
+                 "max_items must be from 1 to 100"),
+                ("insert into notification_type_digests (type, window_kind, window_seconds) values ('alarm', 'fixed', 60)",
+                 "a critical type is never digested"),
+                ("insert into notification_type_digests (type, window_kind, window_seconds, title_template) values ('message', 'fixed', 60, '{\"ar\": \"x\"}')",
+                 "title_template must be an object of en"),
+            ]
+            for (sql, message) in refused {
+                do {
+                    try db.execute(sql)
+                    Issue.record("accepted: \(sql)")
+                } catch let error as PGError {
+                    #expect(error.sqlState == "23514", "\(error)")
+                    #expect("\(error)".contains(message), "\(error)")
+                }
             }
+            try db.execute("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'fixed', 60)")
+            SecurityTests.refused(db, "update notification_type_digests set window_seconds = 0", "a window of zero",
+                                  state: "23514")
+            #expect(try Fixtures(db: db).count("select count(*) from notification_type_digests") == 1)
         }
-        try db.execute("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'fixed', 60)")
-        SecurityTests.refused(db, "update notification_type_digests set window_seconds = 0", "a window of zero",
-                              state: "23514")
-        #expect(try Fixtures(db: db).count("select count(*) from notification_type_digests") == 1)
     }
 
     /// Rows of a digested type for one person join one open window, each once: a row written again
     /// with its dedupe key (a retried enqueue) adds nothing. The row itself is skipped `digested`, and
     /// the digest's own row is due at the window's end with the count and the first items.
     @Test func rowsJoinOneOpenWindowAndARetriedRowJoinsOnce() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let user = try Fixtures(db: db).profile(timezone: "Asia/Riyadh", locale: "ar")
-        try db.execute("insert into notification_type_digests (type, window_kind, window_seconds, shown_items) values ('message', 'fixed', 900, 2)")
-        let t0 = instant("2026-03-10T09:00:00Z")
-        for (n, key) in ["a", "b", "a", "c", "b"].enumerated() {
-            try Self.item(db, user, at: t0.addingTimeInterval(Double(n) * 60), key: key, title: "item \(key)")
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let user = try Fixtures(db: db).profile(timezone: "Asia/Riyadh", locale: "ar")
+            try db.execute("insert into notification_type_digests (type, window_kind, window_seconds, shown_items) values ('message', 'fixed', 900, 2)")
+            let t0 = instant("2026-03-10T09:00:00Z")
+            for (n, key) in ["a", "b", "a", "c", "b"].enumerated() {
+                try Self.item(db, user, at: t0.addingTimeInterval(Double(n) * 60), key: key, title: "item \(key)")
+            }
+            let windows = try Self.windows(db, user)
+            #expect(windows.count == 1 && windows.first?.count == 3 && windows.first?.open == true)
+            #expect(windows.first?.closes == t0.addingTimeInterval(900))
+            let digest = try #require(db.query("select * from notification_queue where dedupe_key like 'digest:%'").first)
+            #expect(digest["status"].string == "pending" && digest["run_after"].date == t0.addingTimeInterval(900))
+            let payload = try JSONValue.parse(digest["payload"].string ?? "")
+            #expect(payload["title_ar"]?.stringValue == "3 إشعارات جديدة" && payload["title_en"]?.stringValue == "3 new notifications")
+            #expect(payload["body_en"]?.stringValue == "12:00 PM item a\n12:01 PM item b\nand 1 more", "times in Riyadh")
+            #expect(payload["body_ar"]?.stringValue == "12:00 مرحبا item a\n12:01 مرحبا item b\nو1 غيرها")
+            #expect(try Fixtures(db: db).count("""
+                select count(*) from notification_queue where status = 'skipped' and skip_reason = 'digested'
+                """) == 3)
+            #expect(try Fixtures(db: db).count("""
+                select count(*) from notification_events where event = 'skipped' and reason = 'digested'
+                """) == 3)
         }
-        let windows = try Self.windows(db, user)
-        #expect(windows.count == 1 && windows.first?.count == 3 && windows.first?.open == true)
-        #expect(windows.first?.closes == t0.addingTimeInterval(900))
-        let digest = try #require(db.query("select * from notification_queue where dedupe_key like 'digest:%'").first)
-        #expect(digest["status"].string == "pending" && digest["run_after"].date == t0.addingTimeInterval(900))
-        let payload = try JSONValue.parse(digest["payload"].string ?? "")
-        #expect(payload["title_ar"]?.stringValue == "3 إشعارات جديدة" && payload["title_en"]?.stringValue == "3 new notifications")
-        #expect(payload["body_en"]?.stringValue == "12:00 PM item a\n12:01 PM item b\nand 1 more", "times in Riyadh")
-        #expect(payload["body_ar"]?.stringValue == "12:00 مرحبا item a\n12:01 مرحبا item b\nو1 غيرها")
-        #expect(try Fixtures(db: db).count("""
-            select count(*) from notification_queue where status = 'skipped' and skip_reason = 'digested'
-            """) == 3)
-        #expect(try Fixtures(db: db).count("""
-            select count(*) from notification_events where event = 'skipped' and reason = 'digested'
-            """) == 3)
     }
 
     /// Types without a digest are queued as before, and a critical row of a digested type (or any row
     /// of a type made critical) is never digested.
     @Test func undigestedTypesAndCriticalRowsAreQueuedAsBefore() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let user = try Fixtures(db: db).profile()
-        try db.execute("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'fixed', 900)")
-        let t0 = instant("2026-03-10T09:00:00Z")
-        try Self.item(db, user, at: t0, kind: "assignment")
-        try Self.item(db, user, at: t0, severity: "critical")
-        try db.execute("update notification_types set critical = true where type = 'message'")
-        try Self.item(db, user, at: t0)
-        #expect(try Fixtures(db: db).count("select count(*) from notification_queue where status = 'pending'") == 3)
-        #expect(try Self.windows(db, user).isEmpty)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let user = try Fixtures(db: db).profile()
+            try db.execute("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'fixed', 900)")
+            let t0 = instant("2026-03-10T09:00:00Z")
+            try Self.item(db, user, at: t0, kind: "assignment")
+            try Self.item(db, user, at: t0, severity: "critical")
+            try db.execute("update notification_types set critical = true where type = 'message'")
+            try Self.item(db, user, at: t0)
+            #expect(try Fixtures(db: db).count("select count(*) from notification_queue where status = 'pending'") == 3)
+            #expect(try Self.windows(db, user).isEmpty)
+        }
     }
 
     /// A sliding window ends its length after the latest row, never later than its cap after the first;
     /// a window that has ended takes no more rows (the next opens), and one that reaches max_items is
     /// due at once and closed.
     @Test func aSlidingWindowMovesUpToItsCapAndAFullWindowIsDueAtOnce() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let user = try Fixtures(db: db).profile()
-        try db.execute("""
-            insert into notification_type_digests (type, window_kind, window_seconds, max_wait_seconds, max_items)
-            values ('message', 'sliding', 300, 600, 4)
-            """)
-        let t0 = instant("2026-03-10T09:00:00Z")
-        try Self.item(db, user, at: t0)
-        try Self.item(db, user, at: t0.addingTimeInterval(240))
-        #expect(try Self.windows(db, user).first?.closes == t0.addingTimeInterval(540))
-        try Self.item(db, user, at: t0.addingTimeInterval(500))
-        #expect(try Self.windows(db, user).first?.closes == t0.addingTimeInterval(600), "capped")
-        try Self.item(db, user, at: t0.addingTimeInterval(700))
-        var windows = try Self.windows(db, user)
-        #expect(windows.map(\.count) == [3, 1] && windows.map(\.open) == [false, true])
-        for n in 1...3 { try Self.item(db, user, at: t0.addingTimeInterval(700 + Double(n))) }
-        windows = try Self.windows(db, user)
-        #expect(windows.map(\.count) == [3, 4] && windows.map(\.open) == [false, false])
-        #expect(windows.last?.closes == t0.addingTimeInterval(703))
-        let due = try db.query("select run_after from notification_queue where dedupe_key = \("digest:\(windows[1].id.lowercased)")")
-        #expect(due.first?["run_after"].date == t0.addingTimeInterval(703), "due at once")
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let user = try Fixtures(db: db).profile()
+            try db.execute("""
+                insert into notification_type_digests (type, window_kind, window_seconds, max_wait_seconds, max_items)
+                values ('message', 'sliding', 300, 600, 4)
+                """)
+            let t0 = instant("2026-03-10T09:00:00Z")
+            try Self.item(db, user, at: t0)
+            try Self.item(db, user, at: t0.addingTimeInterval(240))
+            #expect(try Self.windows(db, user).first?.closes == t0.addingTimeInterval(540))
+            try Self.item(db, user, at: t0.addingTimeInterval(500))
+            #expect(try Self.windows(db, user).first?.closes == t0.addingTimeInterval(600), "capped")
+            try Self.item(db, user, at: t0.addingTimeInterval(700))
+            var windows = try Self.windows(db, user)
+            #expect(windows.map(\.count) == [3, 1] && windows.map(\.open) == [false, true])
+            for n in 1...3 { try Self.item(db, user, at: t0.addingTimeInterval(700 + Double(n))) }
+            windows = try Self.windows(db, user)
+            #expect(windows.map(\.count) == [3, 4] && windows.map(\.open) == [false, false])
+            #expect(windows.last?.closes == t0.addingTimeInterval(703))
+            let due = try db.query("select run_after from notification_queue where dedupe_key = \("digest:\(windows[1].id.lowercased)")")
+            #expect(due.first?["run_after"].date == t0.addingTimeInterval(703), "due at once")
+        }
     }
 
     /// A window at a local time ends at that time in each person's zone: 19:00 in Tokyo and in New York
     /// for rows written at the same instant, and 19:00 on the day New York moves its clocks (23:00 UTC,
     /// not 00:00); a row after 19:00 waits for the next day's.
     @Test func aLocalTimeWindowEndsAtThatTimeInEachPersonsZoneAndOnADSTDay() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        let tokyo = try f.profile(timezone: "Asia/Tokyo")
-        let newYork = try f.profile(timezone: "America/New_York")
-        try db.execute("insert into notification_type_digests (type, window_kind, send_at) values ('message', 'local_time', '19:00')")
-        try Self.item(db, tokyo, at: instant("2026-03-08T06:00:00Z"))
-        try Self.item(db, newYork, at: instant("2026-03-08T06:00:00Z"))
-        #expect(try Self.windows(db, tokyo).first?.closes == instant("2026-03-08T10:00:00Z"))
-        #expect(try Self.windows(db, newYork).first?.closes == instant("2026-03-08T23:00:00Z"), "EDT from 02:00")
-        try Self.item(db, tokyo, at: instant("2026-03-08T10:30:00Z"))
-        #expect(try Self.windows(db, tokyo).map(\.closes) == [instant("2026-03-08T10:00:00Z"), instant("2026-03-09T10:00:00Z")])
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            let tokyo = try f.profile(timezone: "Asia/Tokyo")
+            let newYork = try f.profile(timezone: "America/New_York")
+            try db.execute("insert into notification_type_digests (type, window_kind, send_at) values ('message', 'local_time', '19:00')")
+            try Self.item(db, tokyo, at: instant("2026-03-08T06:00:00Z"))
+            try Self.item(db, newYork, at: instant("2026-03-08T06:00:00Z"))
+            #expect(try Self.windows(db, tokyo).first?.closes == instant("2026-03-08T10:00:00Z"))
+            #expect(try Self.windows(db, newYork).first?.closes == instant("2026-03-08T23:00:00Z"), "EDT from 02:00")
+            try Self.item(db, tokyo, at: instant("2026-03-08T10:30:00Z"))
+            #expect(try Self.windows(db, tokyo).map(\.closes) == [instant("2026-03-08T10:00:00Z"), instant("2026-03-09T10:00:00Z")])
+        }
     }
 
     /// A digest's window and its items go when its entry goes (the list's retention): nothing is
     /// left behind for a digest nobody can list.
     @Test func aDigestsWindowGoesWithItsEntry() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let user = try Fixtures(db: db).profile()
-        try db.execute("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'fixed', 60)")
-        let t0 = instant("2026-03-10T09:00:00Z")
-        for n in 0..<3 { try Self.item(db, user, at: t0.addingTimeInterval(Double(n))) }
-        try db.execute("delete from inbox where user_id = \(user) and notification_key not like 'digest:%'")
-        #expect(try Self.windows(db, user).count == 1, "an item's entry going leaves the digest")
-        try db.execute("delete from inbox where user_id = \(user)")
-        #expect(try Self.windows(db, user).isEmpty)
-        #expect(try Fixtures(db: db).count("select count(*) from notification_digest_items") == 0)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let user = try Fixtures(db: db).profile()
+            try db.execute("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'fixed', 60)")
+            let t0 = instant("2026-03-10T09:00:00Z")
+            for n in 0..<3 { try Self.item(db, user, at: t0.addingTimeInterval(Double(n))) }
+            try db.execute("delete from inbox where user_id = \(user) and notification_key not like 'digest:%'")
+            #expect(try Self.windows(db, user).count == 1, "an item's entry going leaves the digest")
+            try db.execute("delete from inbox where user_id = \(user)")
+            #expect(try Self.windows(db, user).isEmpty)
+            #expect(try Fixtures(db: db).count("select count(*) from notification_digest_items") == 0)
+        }
     }
 
     /// A queue split into partitions by recipient (`herald migrate --queue-partitions`) digests as the
     /// plain one: partitioning keeps the digest trigger, and a full window's next row opens another.
     @Test func aPartitionedQueueDigestsAsThePlainOne() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        _ = try db.transaction { try $0.query("select herald_partition_queue(4)") }
-        let user = try Fixtures(db: db).profile()
-        try db.execute("insert into notification_type_digests (type, window_kind, window_seconds, max_items) values ('message', 'fixed', 900, 3)")
-        let t0 = instant("2026-03-10T09:00:00Z")
-        for n in 0..<5 { try Self.item(db, user, at: t0.addingTimeInterval(Double(n))) }
-        #expect(try Self.windows(db, user).map(\.count) == [3, 2])
-        #expect(try Fixtures(db: db).count("select count(*) from notification_queue where dedupe_key like 'digest:%'") == 2)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            _ = try db.transaction { try $0.query("select herald_partition_queue(4)") }
+            let user = try Fixtures(db: db).profile()
+            try db.execute("insert into notification_type_digests (type, window_kind, window_seconds, max_items) values ('message', 'fixed', 900, 3)")
+            let t0 = instant("2026-03-10T09:00:00Z")
+            for n in 0..<5 { try Self.item(db, user, at: t0.addingTimeInterval(Double(n))) }
+            #expect(try Self.windows(db, user).map(\.count) == [3, 2])
+            #expect(try Fixtures(db: db).count("select count(*) from notification_queue where dedupe_key like 'digest:%'") == 2)
+        }
     }
 
     /// Rows written at the same time on eight connections meet in one window: one open window, one
     /// digest row, every row counted once.
     @Test func concurrentWritersOpenOneWindow() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let user = try Fixtures(db: db).profile()
-        try db.execute("insert into notification_type_digests (type, window_kind, window_seconds, max_items) values ('message', 'fixed', 900, 100)")
-        let t0 = instant("2026-03-10T09:00:00Z")
-        let url = tdb.url
-        inParallel(8) { n in
-            guard let c = try? PGConnection(url, applicationName: "herald-tests") else { return }
-            defer { c.close() }
-            for i in 0..<5 { try? Self.item(c, user, at: t0.addingTimeInterval(Double(i)), key: "w\(n)-\(i)") }
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let user = try Fixtures(db: db).profile()
+            try db.execute("insert into notification_type_digests (type, window_kind, window_seconds, max_items) values ('message', 'fixed', 900, 100)")
+            let t0 = instant("2026-03-10T09:00:00Z")
+            let url = tdb.url
+            inParallel(8) { n in
+                guard let c = try? PGConnection(url, applicationName: "herald-tests") else { return }
+                defer { c.close() }
+                for i in 0..<5 { try? Self.item(c, user, at: t0.addingTimeInterval(Double(i)), key: "w\(n)-\(i)") }
+            }
+            #expect(try Self.windows(db, user).map(\.count) == [40])
+            #expect(try Fixtures(db: db).count("select count(*) from notification_queue where dedupe_key like 'digest:%'") == 1)
+            #expect(try Fixtures(db: db).count("select count(*) from notification_digest_items") == 40)
         }
-        #expect(try Self.windows(db, user).map(\.count) == [40])
-        #expect(try Fixtures(db: db).count("select count(*) from notification_queue where dedupe_key like 'digest:%'") == 1)
-        #expect(try Fixtures(db: db).count("select count(*) from notification_digest_items") == 40)
     }
 }

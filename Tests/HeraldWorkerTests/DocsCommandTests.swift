@@ -39,30 +39,30 @@ struct DocsCommandTests {
     /// On a database `herald migrate` just made, the tour adds a person, enqueues their push, sends it,
     /// shows its text, and explains the id it printed.
     @Test func theReadmeTourRunsAsWrittenOnAFreshDatabase() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("herald-tour-\(UUID())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = ["-c", "set -euo pipefail\n" + (try Self.tour())]
-        p.currentDirectoryURL = dir
-        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }
-        env["DATABASE_URL"] = tdb.url
-        env["PATH"] = HeraldBinary.url.deletingLastPathComponent().path + ":" + (env["PATH"] ?? "/usr/bin:/bin")
-        p.environment = env
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0, "\(stderr)")
-        #expect(stdout.contains(#""title":"Time for a walk""#), "the content, where the reader sees it:\n\(stdout)")
-        #expect(stdout.contains("status sent"), "herald explain of the printed id:\n\(stdout)")
+        try withTestDatabase { tdb in
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("herald-tour-\(UUID())")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/bin/bash")
+            p.arguments = ["-c", "set -euo pipefail\n" + (try Self.tour())]
+            p.currentDirectoryURL = dir
+            var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }
+            env["DATABASE_URL"] = tdb.url
+            env["PATH"] = HeraldBinary.url.deletingLastPathComponent().path + ":" + (env["PATH"] ?? "/usr/bin:/bin")
+            p.environment = env
+            let out = Pipe(), err = Pipe()
+            p.standardOutput = out
+            p.standardError = err
+            p.standardInput = FileHandle.nullDevice
+            try p.run()
+            let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            #expect(p.terminationStatus == 0, "\(stderr)")
+            #expect(stdout.contains(#""title":"Time for a walk""#), "the content, where the reader sees it:\n\(stdout)")
+            #expect(stdout.contains("status sent"), "herald explain of the printed id:\n\(stdout)")
+        }
     }
 
     /// No shell example holds `…` where a value goes, nor a date before today.

@@ -15,8 +15,7 @@ import Testing
     /// their timing 100 over every judged dose, holds their pre-dose reminder back, and the other
     /// person's reminder goes.
     @Test func twoHundredThousandDoseEventsAreReadAsCountsPerDayAndEveryonesRemindersGo() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
+        try withTestDatabase { tdb in
         let db = try tdb.connect()
         let f = Fixtures(db: db)
         let now = instant("2026-02-20T07:30:00Z")
@@ -62,14 +61,14 @@ import Testing
         let stored = try JSONValue.parse(try db.query("select adherence_score::text as s from user_profiles where user_id = \(flooded)").first?["s"].string ?? "")
         #expect(stored["total_reminders"]?.intValue == AdherenceAnalyzer.periodDays + judged)
     }
+    }
 
     /// The app inserts its own dose events (row-level security lets it) at most 300 in any 24 hours per
     /// person, each dose's time within two days of now: a bulk insert, the 301st of a day, a dose far in
     /// the past or the future and a back-dated `created_at` are refused with a clear error. herald's own
     /// writes (the table's owner) are not held to it.
     @Test func theAppIsRefusedItsThreeHundredAndFirstDoseOfADayAndADoseFarFromNow() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
+        try SecurityTests.supabase { tdb, db in
         let user = UUID()
         try db.execute("insert into user_profiles (user_id) values (\(user))")
         try SecurityTests.act(db, as: "authenticated", user)
@@ -97,5 +96,6 @@ import Testing
         #expect(try db.query("select count(*)::int as n from dose_events where user_id = \(user) and created_at > now() - interval '1 hour'")
             .first?["n"].int == 300)
         #expect(try db.execute("insert into dose_events (user_id, scheduled_at) values (\(user), now() - interval '30 days')") == 1)
+    }
     }
 }

@@ -57,40 +57,37 @@ struct EarlyAnswerPassTests {
     /// One drain of `rows` pushes (every `badEvery`-th to a token nginx refuses) to nginx, which ends a
     /// connection after `keepaliveRequests`.
     static func drainEarlyAnswers(rows: Int = 3000, badEvery: Int = 0, keepaliveRequests: Int = 1000) throws -> Drain {
-        let lab = try ProviderPass.Lab()
-        defer { lab.cleanup() }
-        let nginx = try EarlyAnsweringNginx(certificates: lab.certificates, keepaliveRequests: keepaliveRequests)
-        defer { nginx.remove() }
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let now = ProviderPass.now()
-        try Self.fill(db, rows: rows, badEvery: badEvery, at: now.addingTimeInterval(-60))
+        return try withProviderLab { lab in
+            let nginx = try EarlyAnsweringNginx(certificates: lab.certificates, keepaliveRequests: keepaliveRequests)
+            defer { nginx.remove() }
+            let now = ProviderPass.now()
+            try Self.fill(lab.db, rows: rows, badEvery: badEvery, at: now.addingTimeInterval(-60))
 
-        let (summary, code) = ConnectionEndPassTests.drain(tdb.url, try Self.settings(lab, nginx.baseURL), now: now)
+            let (summary, code) = ConnectionEndPassTests.drain(lab.url, try Self.settings(lab.files, nginx.baseURL), now: now)
 
-        #expect(code == .ok, "\(summary.phaseErrors)")
-        var drain = Drain(summary: summary)
-        for row in try db.query("""
-            select q.id::text as id, coalesce(string_agg(d.error, '; '), '') as errors
-              from notification_queue q left join notification_deliveries d on d.queue_id = q.id
-             where not (q.status = 'sent' and q.attempts = 1
-                        and (select count(*) from notification_deliveries e where e.queue_id = q.id) = 1)
-               and not exists (select 1 from notification_deliveries e
-                                where e.queue_id = q.id and e.outcome = 'destination_invalid')
-             group by q.id
-            """) {
-            drain.amiss[row["id"].string ?? ""] = row["errors"].string ?? ""
+            #expect(code == .ok, "\(summary.phaseErrors)")
+            var drain = Drain(summary: summary)
+            for row in try lab.db.query("""
+                select q.id::text as id, coalesce(string_agg(d.error, '; '), '') as errors
+                  from notification_queue q left join notification_deliveries d on d.queue_id = q.id
+                 where not (q.status = 'sent' and q.attempts = 1
+                            and (select count(*) from notification_deliveries e where e.queue_id = q.id) = 1)
+                   and not exists (select 1 from notification_deliveries e
+                                    where e.queue_id = q.id and e.outcome = 'destination_invalid')
+                 group by q.id
+                """) {
+                drain.amiss[row["id"].string ?? ""] = row["errors"].string ?? ""
+            }
+            drain.refused = try Self.count(lab.db, """
+                select count(*)::int as n from notification_deliveries d join device_tokens t on t.id = d.device_token_id
+                 where d.outcome = 'destination_invalid' and d.http_status = 400 and d.provider_error_code = 'BadDeviceToken'
+                   and not t.is_active and t.deactivated_reason like '%BadDeviceToken%'
+                """)
+            nginx.stop()
+            let lines = nginx.requests.filter { $0.contains(" /3/device/") }.map { $0.split(separator: " ") }
+            drain.answered = Dictionary(grouping: lines) { String($0[3]) }
+            return drain
         }
-        drain.refused = try Self.count(db, """
-            select count(*)::int as n from notification_deliveries d join device_tokens t on t.id = d.device_token_id
-             where d.outcome = 'destination_invalid' and d.http_status = 400 and d.provider_error_code = 'BadDeviceToken'
-               and not t.is_active and t.deactivated_reason like '%BadDeviceToken%'
-            """)
-        nginx.stop()
-        let lines = nginx.requests.filter { $0.contains(" /3/device/") }.map { $0.split(separator: " ") }
-        drain.answered = Dictionary(grouping: lines) { String($0[3]) }
-        return drain
     }
 
     /// Nothing nginx answered is recorded as a failure or sent again by herald: a row not recorded sent on

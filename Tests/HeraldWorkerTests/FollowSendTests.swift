@@ -42,26 +42,26 @@ import Testing
     @Test func aSendReachesExpoWhileAFollowerListens() throws {
         let p = try SendPushTests.Providers()
         defer { p.shutdown() }
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let user = try Self.person(db)
-        let env = p.settings.merging(["DATABASE_URL": tdb.url, "HERALD_LOG_LEVEL": "debug"]) { $1 }
-            .merging(FollowTests.pollOnceADay) { $1 }
-        let follower = try FollowerProcess(env: env, deadline: 120)
-        #expect(follower.waitForWaits(1), "\(follower.logText)")
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let user = try Self.person(db)
+            let env = p.settings.merging(["DATABASE_URL": tdb.url, "HERALD_LOG_LEVEL": "debug"]) { $1 }
+                .merging(FollowTests.pollOnceADay) { $1 }
+            let follower = try FollowerProcess(env: env, deadline: 120)
+            #expect(follower.waitForWaits(1), "\(follower.logText)")
 
-        let id = try SendPushTests.send(db, SendNotificationTests.request(user, [:]))
-        let message = try #require(try Self.expoMessage(p.expo, id: id), "\(follower.logText)")
-        #expect(follower.process.isRunning, "sent by the follower, before its deadline")
-        #expect(message["data"]?["notification_type"]?.stringValue == "assignment")
-        #expect(message["priority"]?.stringValue == "high")
-        kill(follower.process.processIdentifier, SIGTERM)
-        let summary = follower.finish(seconds: 15)
-        #expect(summary["follow"]?["mode"]?.stringValue == "listen")
-        #expect((summary["follow"]?["notified"]?.intValue ?? 0) >= 1)
-        #expect(summary["sent"]?.intValue == 1)
-        #expect(try Fixtures(db: db).count("select count(*)::int from notification_queue where status = 'sent'") == 1)
+            let id = try SendPushTests.send(db, SendNotificationTests.request(user, [:]))
+            let message = try #require(try Self.expoMessage(p.expo, id: id), "\(follower.logText)")
+            #expect(follower.process.isRunning, "sent by the follower, before its deadline")
+            #expect(message["data"]?["notification_type"]?.stringValue == "assignment")
+            #expect(message["priority"]?.stringValue == "high")
+            kill(follower.process.processIdentifier, SIGTERM)
+            let summary = follower.finish(seconds: 15)
+            #expect(summary["follow"]?["mode"]?.stringValue == "listen")
+            #expect((summary["follow"]?["notified"]?.intValue ?? 0) >= 1)
+            #expect(summary["sent"]?.intValue == 1)
+            #expect(try Fixtures(db: db).count("select count(*)::int from notification_queue where status = 'sent'") == 1)
+        }
     }
 
     /// A follower decides each round with the types `notification_types` holds then: a type an app
@@ -70,22 +70,22 @@ import Testing
     @Test func aTypeAddedWhileAFollowerRunsIsDeliveredAtItsNextRound() throws {
         let p = try SendPushTests.Providers()
         defer { p.shutdown() }
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let user = try Self.person(db)
-        let env = p.settings.merging(["DATABASE_URL": tdb.url, "HERALD_LOG_LEVEL": "debug"]) { $1 }
-        let follower = try FollowerProcess(env: env, deadline: 120)
-        #expect(follower.waitForWaits(1), "\(follower.logText)")
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let user = try Self.person(db)
+            let env = p.settings.merging(["DATABASE_URL": tdb.url, "HERALD_LOG_LEVEL": "debug"]) { $1 }
+            let follower = try FollowerProcess(env: env, deadline: 120)
+            #expect(follower.waitForWaits(1), "\(follower.logText)")
 
-        try db.execute("insert into notification_types (type) values ('appointment')")
-        let id = try SendPushTests.send(db, SendNotificationTests.request(user, ["notification_type": "appointment"]))
-        let message = try #require(try Self.expoMessage(p.expo, id: id), "\(follower.logText)")
-        #expect(message["data"]?["notification_type"]?.stringValue == "appointment")
-        kill(follower.process.processIdentifier, SIGTERM)
-        let summary = follower.finish(seconds: 15)
-        #expect(summary["sent"]?.intValue == 1)
-        #expect(try Fixtures(db: db).row(try #require(UUID(uuidString: id)))["status"].string == "sent")
+            try db.execute("insert into notification_types (type) values ('appointment')")
+            let id = try SendPushTests.send(db, SendNotificationTests.request(user, ["notification_type": "appointment"]))
+            let message = try #require(try Self.expoMessage(p.expo, id: id), "\(follower.logText)")
+            #expect(message["data"]?["notification_type"]?.stringValue == "appointment")
+            kill(follower.process.processIdentifier, SIGTERM)
+            let summary = follower.finish(seconds: 15)
+            #expect(summary["sent"]?.intValue == 1)
+            #expect(try Fixtures(db: db).row(try #require(UUID(uuidString: id)))["status"].string == "sent")
+        }
     }
 
     /// Through PgBouncer in transaction mode no notification can reach the follower: it says it polls
@@ -94,23 +94,23 @@ import Testing
     func aSendReachesExpoThroughPgBouncerByPolling() throws {
         let p = try SendPushTests.Providers()
         defer { p.shutdown() }
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let bouncer = try PgBouncer(database: tdb.url, poolSize: 2)
-        defer { bouncer.stop() }
-        let user = try Self.person(db)
-        let env = p.settings.merging(["DATABASE_URL": bouncer.url(tdb.url), "HERALD_LOG_LEVEL": "debug"]) { $1 }
-        let follower = try FollowerProcess(env: env, deadline: 120)
-        #expect(follower.waitForLog(#""msg":"following the queue""#), "\(follower.logText)")
-        #expect(follower.logText.contains(#""mode":"poll""#), "\(follower.logText)")
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let bouncer = try PgBouncer(database: tdb.url, poolSize: 2)
+            defer { bouncer.stop() }
+            let user = try Self.person(db)
+            let env = p.settings.merging(["DATABASE_URL": bouncer.url(tdb.url), "HERALD_LOG_LEVEL": "debug"]) { $1 }
+            let follower = try FollowerProcess(env: env, deadline: 120)
+            #expect(follower.waitForLog(#""msg":"following the queue""#), "\(follower.logText)")
+            #expect(follower.logText.contains(#""mode":"poll""#), "\(follower.logText)")
 
-        let id = try SendPushTests.send(db, SendNotificationTests.request(user, [:]))
-        #expect(try Self.expoMessage(p.expo, id: id) != nil, "\(follower.logText)")
-        #expect(follower.process.isRunning, "sent by the follower, before its deadline")
-        kill(follower.process.processIdentifier, SIGTERM)
-        let summary = follower.finish(seconds: 15)
-        #expect(summary["follow"]?["mode"]?.stringValue == "poll")
-        #expect(summary["sent"]?.intValue == 1)
+            let id = try SendPushTests.send(db, SendNotificationTests.request(user, [:]))
+            #expect(try Self.expoMessage(p.expo, id: id) != nil, "\(follower.logText)")
+            #expect(follower.process.isRunning, "sent by the follower, before its deadline")
+            kill(follower.process.processIdentifier, SIGTERM)
+            let summary = follower.finish(seconds: 15)
+            #expect(summary["follow"]?["mode"]?.stringValue == "poll")
+            #expect(summary["sent"]?.intValue == 1)
+        }
     }
 }

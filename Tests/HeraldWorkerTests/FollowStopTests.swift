@@ -12,37 +12,31 @@ import Testing
     /// answer is held; SIGTERM arrives while it waits. Once the answer comes, the follower does not
     /// begin following, and exits 3.
     @Test func aStopBetweenAFollowersPhasesAndItsFollowingInterruptsIt() throws {
-        let lab = try ProviderPass.Lab()
-        defer { lab.cleanup() }
-        let expo = try FakeExpo(tls: lab.certificates)
-        defer { expo.shutdown() }
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let f = Fixtures(db: try tdb.connect())
+        try withProviderLab(.expo) { lab in
+            // A push sent 20 minutes ago: its receipt is due (Expo's receipts come 15 minutes after).
+            let sentAt = ProviderPass.now().addingTimeInterval(-20 * 60)
+            let user = try lab.f.profile()
+            try lab.f.token(user, "ExponentPushToken[\(UUID().uuidString.prefix(12))]", provider: "expo")
+            let row = try lab.f.enqueue(to: user, channel: "push", at: sentAt.addingTimeInterval(-10))
+            let settings = lab.settings
+            #expect(ProviderPass.pass(lab.url, settings, now: sentAt).1 == .ok)
+            #expect(try lab.f.row(row)["status"].string == "sent")
 
-        // A push sent 20 minutes ago: its receipt is due (Expo's receipts come 15 minutes after).
-        let sentAt = ProviderPass.now().addingTimeInterval(-20 * 60)
-        let user = try f.profile()
-        try f.token(user, "ExponentPushToken[\(UUID().uuidString.prefix(12))]", provider: "expo")
-        let row = try f.enqueue(to: user, channel: "push", at: sentAt.addingTimeInterval(-10))
-        let settings = lab.base.merging(lab.expo(expo)) { $1 }
-        #expect(ProviderPass.pass(tdb.url, settings, now: sentAt).1 == .ok)
-        #expect(try f.row(row)["status"].string == "sent")
+            let gate = FakeGate()
+            lab.expo.enqueue(FakeResponse(status: 200, body: Array(#"{"data":{}}"#.utf8), gate: gate))
+            let follower = try FollowerProcess(env: settings.merging(["DATABASE_URL": lab.url]) { $1 },
+                                               deadline: 120, only: "deliver,receipts")
+            #expect(gate.waitUntilHeld(1), "the receipts step never asked: \(follower.logText)")
+            kill(follower.process.processIdentifier, SIGTERM)
+            // The follower takes the signal on a dispatch queue, apart from the receipt's answer: the
+            // answer is held a moment longer, so the stop is taken while the step still waits.
+            Thread.sleep(forTimeInterval: 0.5)
+            gate.open()
+            let summary = follower.finish()
 
-        let gate = FakeGate()
-        expo.enqueue(FakeResponse(status: 200, body: Array(#"{"data":{}}"#.utf8), gate: gate))
-        let follower = try FollowerProcess(env: settings.merging(["DATABASE_URL": tdb.url]) { $1 },
-                                           deadline: 120, only: "deliver,receipts")
-        #expect(gate.waitUntilHeld(1), "the receipts step never asked: \(follower.logText)")
-        kill(follower.process.processIdentifier, SIGTERM)
-        // The follower takes the signal on a dispatch queue, apart from the receipt's answer: the
-        // answer is held a moment longer, so the stop is taken while the step still waits.
-        Thread.sleep(forTimeInterval: 0.5)
-        gate.open()
-        let summary = follower.finish()
-
-        #expect(follower.process.terminationStatus == 3, "\(follower.logText)")
-        #expect(summary["interrupted"]?.boolValue == true)
-        #expect(summary["follow"] == nil || summary["follow"] == .null, "it began following after the stop: \(follower.logText)")
+            #expect(follower.process.terminationStatus == 3, "\(follower.logText)")
+            #expect(summary["interrupted"]?.boolValue == true)
+            #expect(summary["follow"] == nil || summary["follow"] == .null, "it began following after the stop: \(follower.logText)")
+        }
     }
 }

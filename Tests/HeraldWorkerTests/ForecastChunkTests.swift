@@ -17,24 +17,24 @@ import Testing
         let weather = try FakeWeather()
         let insight = try FakeHTTPServer(tls: weather.certificates) { _ in .json(200, MorningFakes.insightAnswer, delay: 0.2) }
         defer { insight.shutdown() }
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let f = Fixtures(db: try tdb.connect())
-        _ = try WeatherCellPassTests.people(f, 12, near: 51.51, -0.19)
-        _ = try WeatherCellPassTests.people(f, 13, near: 53.41, -2.29)
-        let worker = WeatherCellPassTests.worker(tdb, weather, [
-            "HERALD_WEATHER_REUSE_MINUTES": "0", "HERALD_FORECAST_INSIGHT_URL": insight.baseURL + "/insight",
-            "HERALD_FORECAST_INSIGHT_SECRET": MorningFakes.insightSecret,
-        ])
-        let (s, code) = worker.run(now: instant("2026-01-25T07:05:00Z")) {
-            $0.phases = [.forecasts]
-            $0.forecastChunk = 10
+        try withTestDatabase { tdb in
+            let f = Fixtures(db: try tdb.connect())
+            _ = try WeatherCellPassTests.people(f, 12, near: 51.51, -0.19)
+            _ = try WeatherCellPassTests.people(f, 13, near: 53.41, -2.29)
+            let worker = WeatherCellPassTests.worker(tdb, weather, [
+                "HERALD_WEATHER_REUSE_MINUTES": "0", "HERALD_FORECAST_INSIGHT_URL": insight.baseURL + "/insight",
+                "HERALD_FORECAST_INSIGHT_SECRET": MorningFakes.insightSecret,
+            ])
+            let (s, code) = worker.run(now: instant("2026-01-25T07:05:00Z")) {
+                $0.phases = [.forecasts]
+                $0.forecastChunk = 10
+            }
+            #expect(code == .ok)
+            #expect(weather.requests.count == 2 && s.generated[.weatherFetched] == 2)
+            #expect(insight.requests.count == 25)
+            #expect(insight.peakInFlight <= 10, "\(insight.peakInFlight) requests held at once")
+            #expect(s.generated[.forecasts] == 25 && s.generated[.forecastInsights] == 25)
+            #expect(try f.count("select count(*)::int from daily_forecasts where forecast_summary like 'Pressure falls fast%'") == 25)
         }
-        #expect(code == .ok)
-        #expect(weather.requests.count == 2 && s.generated[.weatherFetched] == 2)
-        #expect(insight.requests.count == 25)
-        #expect(insight.peakInFlight <= 10, "\(insight.peakInFlight) requests held at once")
-        #expect(s.generated[.forecasts] == 25 && s.generated[.forecastInsights] == 25)
-        #expect(try f.count("select count(*)::int from daily_forecasts where forecast_summary like 'Pressure falls fast%'") == 25)
     }
 }

@@ -25,40 +25,40 @@ import Testing
         defer { weather.server.shutdown() }
         let insight = try FakeHTTPServer { _ in .json(200, Self.answer) }
         defer { insight.shutdown() }
-        let (tdb, f, worker, user, outbox) = try ForecastPrimingTests.setUp(weather, settings: Self.settings(insight))
-        defer { tdb.drop(); try? FileManager.default.removeItem(atPath: outbox) }
+        try ForecastPrimingTests.setUp(weather, settings: Self.settings(insight)) { tdb, f, worker, user, outbox in
 
-        let (primed, code) = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = [.forecasts] }
-        #expect(code == .ok && primed.generated[.forecastInsights] == 1 && primed.generated[.forecastTemplatedWords] == 0)
+            let (primed, code) = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = [.forecasts] }
+            #expect(code == .ok && primed.generated[.forecastInsights] == 1 && primed.generated[.forecastTemplatedWords] == 0)
 
-        // One signed POST with the date, place, weather and risk.
-        let request = try #require(insight.requests.first)
-        #expect(insight.requests.count == 1 && request.method == "POST" && request.path == "/insight")
-        let id = "forecast:\(user.lowercased):2026-01-25"
-        #expect(request.header("webhook-id") == id)
-        let timestamp = try #require(request.header("webhook-timestamp").flatMap(Int.init))
-        #expect(request.header("webhook-signature")
-                == (try WebhookSigner(secrets: Self.secret)).signature(id: id, timestamp: timestamp, body: request.body))
-        let body = try JSONValue.parse(request.text)
-        #expect(body["date"] == "2026-01-25" && body["locale"] == "en" && body["user_id"] == .string(user.lowercased))
-        #expect(body["place"]?["name"] == "London" && body["place"]?["latitude"]?.doubleValue == 51.5)
-        #expect(body["risk"]?["level"] == "HIGH" && body["risk"]?["pressure_change_hpa"]?.doubleValue == -12)
-        // The hours of the forecast's date and the next, on the person's clock.
-        #expect(body["weather"]?["hourly"]?["pressure_msl"]?.arrayValue?.count == 48)
-        #expect(body["weather"]?["hourly"]?["time"]?.arrayValue?.first == "2026-01-25T00:00")
+            // One signed POST with the date, place, weather and risk.
+            let request = try #require(insight.requests.first)
+            #expect(insight.requests.count == 1 && request.method == "POST" && request.path == "/insight")
+            let id = "forecast:\(user.lowercased):2026-01-25"
+            #expect(request.header("webhook-id") == id)
+            let timestamp = try #require(request.header("webhook-timestamp").flatMap(Int.init))
+            #expect(request.header("webhook-signature")
+                    == (try WebhookSigner(secrets: Self.secret)).signature(id: id, timestamp: timestamp, body: request.body))
+            let body = try JSONValue.parse(request.text)
+            #expect(body["date"] == "2026-01-25" && body["locale"] == "en" && body["user_id"] == .string(user.lowercased))
+            #expect(body["place"]?["name"] == "London" && body["place"]?["latitude"]?.doubleValue == 51.5)
+            #expect(body["risk"]?["level"] == "HIGH" && body["risk"]?["pressure_change_hpa"]?.doubleValue == -12)
+            // The hours of the forecast's date and the next, on the person's clock.
+            #expect(body["weather"]?["hourly"]?["pressure_msl"]?.arrayValue?.count == 48)
+            #expect(body["weather"]?["hourly"]?["time"]?.arrayValue?.first == "2026-01-25T00:00")
 
-        // Stored as the service gave them; the push's body is the summary.
-        let stored = try f.db.query("""
-            select forecast_summary, why_explanation, comfort_tip, daily_insight ->> 'sign_off' as sign_off, forecast_locale
-              from daily_forecasts where user_id = \(user)
-            """).first
-        #expect(stored?["forecast_summary"].string == Self.summary)
-        #expect(stored?["why_explanation"].string == "Falling pressure lets tissues swell.")
-        #expect(stored?["comfort_tip"].string == "Warm ginger tea keeps the qi moving.")
-        #expect(stored?["sign_off"].string == "Gently does it." && stored?["forecast_locale"].string == "en")
-        let (due, _) = worker.run(now: instant("2026-01-25T08:00:05Z"), drain: true) { $0.phases = [.forecasts, .deliver] }
-        #expect(due.sent == 1 && insight.requests.count == 1)
-        #expect(try ForecastPrimingTests.pushes(outbox).first?["body"] == .string("Today's flare risk: HIGH - " + Self.summary))
+            // Stored as the service gave them; the push's body is the summary.
+            let stored = try f.db.query("""
+                select forecast_summary, why_explanation, comfort_tip, daily_insight ->> 'sign_off' as sign_off, forecast_locale
+                  from daily_forecasts where user_id = \(user)
+                """).first
+            #expect(stored?["forecast_summary"].string == Self.summary)
+            #expect(stored?["why_explanation"].string == "Falling pressure lets tissues swell.")
+            #expect(stored?["comfort_tip"].string == "Warm ginger tea keeps the qi moving.")
+            #expect(stored?["sign_off"].string == "Gently does it." && stored?["forecast_locale"].string == "en")
+            let (due, _) = worker.run(now: instant("2026-01-25T08:00:05Z"), drain: true) { $0.phases = [.forecasts, .deliver] }
+            #expect(due.sent == 1 && insight.requests.count == 1)
+            #expect(try ForecastPrimingTests.pushes(outbox).first?["body"] == .string("Today's flare risk: HIGH - " + Self.summary))
+        }
     }
 
     /// Each way the service can let herald down leaves herald's own words, in the person's language
@@ -75,35 +75,34 @@ import Testing
         defer { weather.server.shutdown() }
         let insight = try FakeHTTPServer { _ in response }
         defer { insight.shutdown() }
-        let (tdb, f, worker, user, outbox) = try ForecastPrimingTests.setUp(weather, settings: Self.settings(insight, timeout: 1),
-                                                                            locale: "ar")
-        defer { tdb.drop(); try? FileManager.default.removeItem(atPath: outbox) }
+        try ForecastPrimingTests.setUp(weather, settings: Self.settings(insight, timeout: 1), locale: "ar") { tdb, f, worker, user, outbox in
 
-        let (primed, _) = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = [.forecasts] }
-        #expect(primed.generated[.forecastInsightFailed] == 1 && primed.generated[.forecastTemplatedWords] == 1, "\(what)")
-        #expect(primed.generated[.forecasts] == 1, "\(what)")
-        let words = ForecastWords.templated(risk: .high, locale: "ar")
-        let stored = try f.db.query("""
-            select forecast_summary, why_explanation, comfort_tip, forecast_locale from daily_forecasts where user_id = \(user)
-            """).first
-        #expect(stored?["forecast_summary"].string == words.summary && stored?["why_explanation"].string == words.why, "\(what)")
-        #expect(stored?["comfort_tip"].string == words.comfortTip && stored?["forecast_locale"].string == "ar", "\(what)")
-        _ = worker.run(now: instant("2026-01-25T08:00:05Z"), drain: true) { $0.phases = [.deliver] }
-        #expect(try ForecastPrimingTests.pushes(outbox).first?["body"] == .string("خطر النوبات اليوم: مرتفع - " + words.summary), "\(what)")
+            let (primed, _) = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = [.forecasts] }
+            #expect(primed.generated[.forecastInsightFailed] == 1 && primed.generated[.forecastTemplatedWords] == 1, "\(what)")
+            #expect(primed.generated[.forecasts] == 1, "\(what)")
+            let words = ForecastWords.templated(risk: .high, locale: "ar")
+            let stored = try f.db.query("""
+                select forecast_summary, why_explanation, comfort_tip, forecast_locale from daily_forecasts where user_id = \(user)
+                """).first
+            #expect(stored?["forecast_summary"].string == words.summary && stored?["why_explanation"].string == words.why, "\(what)")
+            #expect(stored?["comfort_tip"].string == words.comfortTip && stored?["forecast_locale"].string == "ar", "\(what)")
+            _ = worker.run(now: instant("2026-01-25T08:00:05Z"), drain: true) { $0.phases = [.deliver] }
+            #expect(try ForecastPrimingTests.pushes(outbox).first?["body"] == .string("خطر النوبات اليوم: مرتفع - " + words.summary), "\(what)")
+        }
     }
 
     /// The service's URL without its secret (or the other way round) is a configuration error: exit 1,
     /// nothing touched.
     @Test func theServiceNeedsItsSigningSecret() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        for settings in [["HERALD_FORECAST_INSIGHT_URL": "https://insight.example/forecast"],
-                         ["HERALD_FORECAST_INSIGHT_SECRET": Self.secret],
-                         ["HERALD_FORECAST_INSIGHT_URL": "ftp://insight.example", "HERALD_FORECAST_INSIGHT_SECRET": Self.secret],
-                         ["HERALD_FORECAST_INSIGHT_URL": "https://insight.example", "HERALD_FORECAST_INSIGHT_SECRET": "whsec_!!"]] {
-            let (s, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant)
-            #expect(code == .configuration, "\(settings)")
-            #expect(s.error?.contains("HERALD_FORECAST_INSIGHT_") == true, "\(s.error ?? "")")
+        try withTestDatabase { (tdb) throws in
+            for settings in [["HERALD_FORECAST_INSIGHT_URL": "https://insight.example/forecast"],
+                             ["HERALD_FORECAST_INSIGHT_SECRET": Self.secret],
+                             ["HERALD_FORECAST_INSIGHT_URL": "ftp://insight.example", "HERALD_FORECAST_INSIGHT_SECRET": Self.secret],
+                             ["HERALD_FORECAST_INSIGHT_URL": "https://insight.example", "HERALD_FORECAST_INSIGHT_SECRET": "whsec_!!"]] {
+                let (s, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant)
+                #expect(code == .configuration, "\(settings)")
+                #expect(s.error?.contains("HERALD_FORECAST_INSIGHT_") == true, "\(s.error ?? "")")
+            }
         }
     }
 }

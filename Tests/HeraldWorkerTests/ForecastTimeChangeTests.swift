@@ -25,58 +25,58 @@ import Testing
     @Test func aLaterTimeWithdrawsTheEnqueuedPushAndSendsItAtTheNewTime() throws {
         let weather = Weather()
         defer { weather.server.shutdown() }
-        let (tdb, f, worker, user, outbox) = try ForecastPrimingTests.setUp(weather)
-        defer { tdb.drop(); try? FileManager.default.removeItem(atPath: outbox) }
+        try ForecastPrimingTests.setUp(weather) { tdb, f, worker, user, outbox in
 
-        _ = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = Self.phases }
-        #expect(try Self.rows(f, user).map(\.runAfter) == [instant("2026-01-25T08:00:00Z")])
+            _ = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = Self.phases }
+            #expect(try Self.rows(f, user).map(\.runAfter) == [instant("2026-01-25T08:00:00Z")])
 
-        try f.db.execute("update user_profiles set forecast_notification_time = '09:00' where user_id = \(user)")
-        let withdrawn = try Self.rows(f, user)
-        #expect(withdrawn.map(\.status) == ["skipped"] && withdrawn.first?.reason == "cancelled")
-        #expect(try f.count("select count(*)::int from notification_events where event = 'cancelled'") == 1)
+            try f.db.execute("update user_profiles set forecast_notification_time = '09:00' where user_id = \(user)")
+            let withdrawn = try Self.rows(f, user)
+            #expect(withdrawn.map(\.status) == ["skipped"] && withdrawn.first?.reason == "cancelled")
+            #expect(try f.count("select count(*)::int from notification_events where event = 'cancelled'") == 1)
 
-        let (atEight, _) = worker.run(now: instant("2026-01-25T08:05:00Z"), drain: true) { $0.phases = Self.phases }
-        #expect(atEight.sent == 0)
-        #expect(try Self.rows(f, user).last?.runAfter == instant("2026-01-25T09:00:00Z"), "enqueued again within the lead")
-        #expect(weather.server.requests.count == 1, "the stored forecast is used again")
+            let (atEight, _) = worker.run(now: instant("2026-01-25T08:05:00Z"), drain: true) { $0.phases = Self.phases }
+            #expect(atEight.sent == 0)
+            #expect(try Self.rows(f, user).last?.runAfter == instant("2026-01-25T09:00:00Z"), "enqueued again within the lead")
+            #expect(weather.server.requests.count == 1, "the stored forecast is used again")
 
-        let (atNine, _) = worker.run(now: instant("2026-01-25T09:00:05Z"), drain: true) { $0.phases = Self.phases }
-        #expect(atNine.sent == 1)
-        _ = worker.run(now: instant("2026-01-25T09:30:00Z"), drain: true) { $0.phases = Self.phases }
-        #expect(try ForecastPrimingTests.pushes(outbox).map { $0["data"]?["date"] } == ["2026-01-25"])
+            let (atNine, _) = worker.run(now: instant("2026-01-25T09:00:05Z"), drain: true) { $0.phases = Self.phases }
+            #expect(atNine.sent == 1)
+            _ = worker.run(now: instant("2026-01-25T09:30:00Z"), drain: true) { $0.phases = Self.phases }
+            #expect(try ForecastPrimingTests.pushes(outbox).map { $0["data"]?["date"] } == ["2026-01-25"])
+        }
     }
 
     /// Moved earlier, to a time already past (08:00 → 07:15 at 07:30): the push goes out at once, once.
     @Test func anEarlierTimeAlreadyPastSendsThePushAtOnce() throws {
         let weather = Weather()
         defer { weather.server.shutdown() }
-        let (tdb, f, worker, user, outbox) = try ForecastPrimingTests.setUp(weather)
-        defer { tdb.drop(); try? FileManager.default.removeItem(atPath: outbox) }
+        try ForecastPrimingTests.setUp(weather) { tdb, f, worker, user, outbox in
 
-        _ = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = Self.phases }
-        try f.db.execute("update user_profiles set forecast_notification_time = '07:15' where user_id = \(user)")
-        let (now, _) = worker.run(now: instant("2026-01-25T07:30:00Z"), drain: true) { $0.phases = Self.phases }
-        #expect(now.sent == 1)
-        _ = worker.run(now: instant("2026-01-25T08:00:05Z"), drain: true) { $0.phases = Self.phases }
-        #expect(try ForecastPrimingTests.pushes(outbox).count == 1)
-        #expect(try Self.rows(f, user).map(\.status) == ["skipped", "sent"])
+            _ = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = Self.phases }
+            try f.db.execute("update user_profiles set forecast_notification_time = '07:15' where user_id = \(user)")
+            let (now, _) = worker.run(now: instant("2026-01-25T07:30:00Z"), drain: true) { $0.phases = Self.phases }
+            #expect(now.sent == 1)
+            _ = worker.run(now: instant("2026-01-25T08:00:05Z"), drain: true) { $0.phases = Self.phases }
+            #expect(try ForecastPrimingTests.pushes(outbox).count == 1)
+            #expect(try Self.rows(f, user).map(\.status) == ["skipped", "sent"])
+        }
     }
 
     /// A new time zone moves the instant too (London → New York: 08:00 local is 13:00 UTC in January).
     @Test func aNewTimeZoneMovesThePushToTheNewZonesTime() throws {
         let weather = Weather()
         defer { weather.server.shutdown() }
-        let (tdb, f, worker, user, outbox) = try ForecastPrimingTests.setUp(weather)
-        defer { tdb.drop(); try? FileManager.default.removeItem(atPath: outbox) }
+        try ForecastPrimingTests.setUp(weather) { tdb, f, worker, user, outbox in
 
-        _ = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = Self.phases }
-        try f.db.execute("update user_profiles set timezone = 'America/New_York' where user_id = \(user)")
-        let (atEight, _) = worker.run(now: instant("2026-01-25T08:00:05Z"), drain: true) { $0.phases = Self.phases }
-        #expect(atEight.sent == 0)
-        let (atOne, _) = worker.run(now: instant("2026-01-25T13:00:05Z"), drain: true) { $0.phases = Self.phases }
-        #expect(atOne.sent == 1)
-        #expect(try Self.rows(f, user).last?.runAfter == instant("2026-01-25T13:00:00Z"))
+            _ = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = Self.phases }
+            try f.db.execute("update user_profiles set timezone = 'America/New_York' where user_id = \(user)")
+            let (atEight, _) = worker.run(now: instant("2026-01-25T08:00:05Z"), drain: true) { $0.phases = Self.phases }
+            #expect(atEight.sent == 0)
+            let (atOne, _) = worker.run(now: instant("2026-01-25T13:00:05Z"), drain: true) { $0.phases = Self.phases }
+            #expect(atOne.sent == 1)
+            #expect(try Self.rows(f, user).last?.runAfter == instant("2026-01-25T13:00:00Z"))
+        }
     }
 
     /// The app's sync writing the same values withdraws nothing; a change after the push was sent
@@ -84,21 +84,21 @@ import Testing
     @Test func theSameValuesWithdrawNothingAndASentPushStaysTheDaysOnly() throws {
         let weather = Weather()
         defer { weather.server.shutdown() }
-        let (tdb, f, worker, user, outbox) = try ForecastPrimingTests.setUp(weather)
-        defer { tdb.drop(); try? FileManager.default.removeItem(atPath: outbox) }
+        try ForecastPrimingTests.setUp(weather) { tdb, f, worker, user, outbox in
 
-        _ = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = Self.phases }
-        try f.db.execute("""
-            update user_profiles set forecast_notification_time = forecast_notification_time, timezone = timezone
-             where user_id = \(user)
-            """)
-        #expect(try Self.rows(f, user).map(\.status) == ["pending"])
+            _ = worker.run(now: instant("2026-01-25T07:05:00Z")) { $0.phases = Self.phases }
+            try f.db.execute("""
+                update user_profiles set forecast_notification_time = forecast_notification_time, timezone = timezone
+                 where user_id = \(user)
+                """)
+            #expect(try Self.rows(f, user).map(\.status) == ["pending"])
 
-        let (sent, _) = worker.run(now: instant("2026-01-25T08:00:05Z"), drain: true) { $0.phases = Self.phases }
-        #expect(sent.sent == 1)
-        try f.db.execute("update user_profiles set forecast_notification_time = '10:00' where user_id = \(user)")
-        _ = worker.run(now: instant("2026-01-25T10:00:05Z"), drain: true) { $0.phases = Self.phases }
-        #expect(try ForecastPrimingTests.pushes(outbox).count == 1)
-        #expect(try Self.rows(f, user).map(\.status) == ["sent"])
+            let (sent, _) = worker.run(now: instant("2026-01-25T08:00:05Z"), drain: true) { $0.phases = Self.phases }
+            #expect(sent.sent == 1)
+            try f.db.execute("update user_profiles set forecast_notification_time = '10:00' where user_id = \(user)")
+            _ = worker.run(now: instant("2026-01-25T10:00:05Z"), drain: true) { $0.phases = Self.phases }
+            #expect(try ForecastPrimingTests.pushes(outbox).count == 1)
+            #expect(try Self.rows(f, user).map(\.status) == ["sent"])
+        }
     }
 }

@@ -35,8 +35,7 @@ import Testing
     }
 
     @Test func patternLevelsNotifyAdminsOncePerLevel() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
+        try withTestDatabase { tdb in
         let db = try tdb.connect()
         let f = Fixtures(db: db)
         let fam = Family()
@@ -86,10 +85,10 @@ import Testing
         #expect(s4.generated[.episodesResolved] == 1)
         #expect(try db.query("select episode_status from pattern_alert_state where id = \(episode["id"].uuid!)").first?["episode_status"].string == "resolved")
     }
+    }
 
     @Test func concurrentPassesNotifyOnce() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
+        try withTestDatabase { tdb in
         let db = try tdb.connect()
         let f = Fixtures(db: db)
         var families: [Family] = []
@@ -108,12 +107,12 @@ import Testing
         #expect(try f.count("select count(*)::int from notification_queue") == 90)
         #expect(try f.count("select count(distinct dedupe_key)::int from notification_queue") == 90)
     }
+    }
 
     /// Episodes bound as typed arrays store what the jsonb document stored before, value for value:
     /// a number keeps the text (and so the `numeric` scale) jsonb read, one that is not finite is null.
     @Test func episodeColumnsStoreWhatJSONStored() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
+        try withTestDatabase { tdb in
         let db = try tdb.connect()
         let values: [Double] = [450, 292.5, 0.1, -0.0, 1e20, 1e-7, 1e15 + 0.5, .pi, .nan, .infinity, -.infinity,
                                 .greatestFiniteMagnitude, .leastNonzeroMagnitude]
@@ -147,13 +146,13 @@ import Testing
             #expect(stored?["severity"].string == "attention")
         }
     }
+    }
 
     /// Rows that name their user by the server's `uuid_hash` fill the same windows, value for value,
     /// as rows that carry the uuid, hostile values included (NaN, ±Infinity, beyond a Double, missing
     /// days, days outside the window); two users of a chunk that share a hash fall back to the uuid.
     @Test func metricRowsKeyedByHashFillTheSameWindows() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
+        try withTestDatabase { tdb in
         let db = try tdb.connect()
         // Two ids with the same uuid_hash, found among 300,000 (a 32-bit hash: a pair is all but certain).
         let pair = try db.query("""
@@ -218,12 +217,12 @@ import Testing
         #expect(try MetricWindows.hashSlots(colliding, db: db) == nil)
         #expect(try MetricWindows.hashSlots(Array(users.prefix(40)), db: db)?.count == 40)
     }
+    }
 
     /// A threshold is used only when its metric is a numeric column of wearable_daily_metrics: one naming
     /// a text column, an absent column or a dropped one is skipped (with a warning), never read.
     @Test func thresholdsNeedANumericMetricColumn() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
+        try withTestDatabase { tdb in
         let db = try tdb.connect()
         try db.execute("alter table wearable_daily_metrics add column mood_note text, add column gone numeric")
         try db.execute("alter table wearable_daily_metrics drop column gone")
@@ -239,10 +238,10 @@ import Testing
         #expect(used == Set(configured).subtracting(["mood_note", "gone", "no_such_column", "user_id"]))
         #expect(used.contains("sleep_minutes"))
     }
+    }
 
     @Test func aDryRunEvaluatesButStoresNothing() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
+        try withTestDatabase { tdb in
         let db = try tdb.connect()
         let f = Fixtures(db: db)
         for _ in 0..<3 {
@@ -263,10 +262,10 @@ import Testing
         }
         #expect(try f.count("select count(*)::int from pattern_scan_state where scanned_through = '-infinity'") == 1)
     }
+    }
 
     @Test func shadowModeStoresButEnqueuesNothing() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
+        try withTestDatabase { tdb in
         let db = try tdb.connect()
         let f = Fixtures(db: db)
         let fam = Family()
@@ -277,5 +276,6 @@ import Testing
         #expect(try f.count("select count(*)::int from pattern_alert_state where current_level = 3") == 1)
         #expect(try f.count("select count(*)::int from notification_queue") == 0)
         #expect(try f.count("select last_notified_level from pattern_alert_state") == 0)
+    }
     }
 }

@@ -26,50 +26,50 @@ import Testing
     func theImagesRootFilesystemMigratesAndSendsAsItsNonRootUser() async throws {
         let image = try await ImageRootfs.prepare()
         // An empty database: the migrations are the image's to apply.
-        let tdb = try TestDatabase.create(migrationsDirectory: URL(fileURLWithPath: "/nonexistent/herald-sql"))
-        defer { tdb.drop() }
+        try await withTestDatabase(migrationsDirectory: URL(fileURLWithPath: "/nonexistent/herald-sql")) { tdb in
 
-        let migrate = await image.herald(["migrate"], settings: ["DATABASE_URL": tdb.url])
-        try #require(migrate.status == 0, "herald migrate: \(migrate.out) \(migrate.err)")
-        let db = try tdb.connect()
-        let files = try FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory.path)
-            .filter { $0.hasSuffix(".sql") }
-        let f = Fixtures(db: db)
-        #expect(try f.count("select count(*) from schema_migrations") == files.count)
+            let migrate = await image.herald(["migrate"], settings: ["DATABASE_URL": tdb.url])
+            try #require(migrate.status == 0, "herald migrate: \(migrate.out) \(migrate.err)")
+            let db = try tdb.connect()
+            let files = try FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory.path)
+                .filter { $0.hasSuffix(".sql") }
+            let f = Fixtures(db: db)
+            #expect(try f.count("select count(*) from schema_migrations") == files.count)
 
-        let at = instant("2026-01-25T02:55:00Z")
-        func person(_ zone: String) throws -> UUID {
-            let p = try f.profile(timezone: zone, email: "someone@example.com", emailOn: true,
-                                  quiet: ("22:00", "07:00"))
-            try f.token(p)
-            return p
+            let at = instant("2026-01-25T02:55:00Z")
+            func person(_ zone: String) throws -> UUID {
+                let p = try f.profile(timezone: zone, email: "someone@example.com", emailOn: true,
+                                      quiet: ("22:00", "07:00"))
+                try f.token(p)
+                return p
+            }
+            // One row each: a recipient's second row of a kind within minutes waits (kind spacing).
+            let sent = [try f.enqueue(to: try person("America/Los_Angeles"), channel: "push", at: at),
+                        try f.enqueue(to: try person("Asia/Tokyo"), channel: "email", at: at),
+                        try f.enqueue(to: try person("Australia/Sydney"), channel: "push", at: at)]
+            let quiet = try f.enqueue(to: try person("Europe/London"), channel: "push", at: at)
+
+            let outbox = "/tmp/herald-outbox-\(UUID().uuidString).jsonl"
+            defer { try? FileManager.default.removeItem(atPath: image.hostPath(outbox)) }
+            let run = await image.herald(["run", "--now", Self.now, "--quiet"], settings: [
+                "DATABASE_URL": tdb.url, "HERALD_CHANNEL_PUSH": "log", "HERALD_CHANNEL_EMAIL": "log",
+                "HERALD_LOG_ADAPTER_FILE": outbox,
+            ])
+            #expect(run.status == 0, "herald run: \(run.out) \(run.err)")
+            let summary = try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any] ?? [:]
+            #expect(summary["sent"] as? Int == 3, "\(run.out)")
+            #expect(summary["skipped"] as? Int == 1, "\(run.out)")
+            for id in sent {
+                #expect(try f.row(id)["status"].string == "sent")
+            }
+            #expect(try f.row(quiet)["status"].string == "skipped")
+            #expect(try f.row(quiet)["skip_reason"].string == "quiet_hours")
+
+            // The log adapter wrote one line per send, as the image's user, inside the tree.
+            let lines = try String(contentsOfFile: image.hostPath(outbox), encoding: .utf8).split(separator: "\n")
+            #expect(lines.count == 3)
+            let owner = try FileManager.default.attributesOfItem(atPath: image.hostPath(outbox))[.ownerAccountID]
+            #expect((owner as? NSNumber)?.stringValue == image.facts.uid)
         }
-        // One row each: a recipient's second row of a kind within minutes waits (kind spacing).
-        let sent = [try f.enqueue(to: try person("America/Los_Angeles"), channel: "push", at: at),
-                    try f.enqueue(to: try person("Asia/Tokyo"), channel: "email", at: at),
-                    try f.enqueue(to: try person("Australia/Sydney"), channel: "push", at: at)]
-        let quiet = try f.enqueue(to: try person("Europe/London"), channel: "push", at: at)
-
-        let outbox = "/tmp/herald-outbox-\(UUID().uuidString).jsonl"
-        defer { try? FileManager.default.removeItem(atPath: image.hostPath(outbox)) }
-        let run = await image.herald(["run", "--now", Self.now, "--quiet"], settings: [
-            "DATABASE_URL": tdb.url, "HERALD_CHANNEL_PUSH": "log", "HERALD_CHANNEL_EMAIL": "log",
-            "HERALD_LOG_ADAPTER_FILE": outbox,
-        ])
-        #expect(run.status == 0, "herald run: \(run.out) \(run.err)")
-        let summary = try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any] ?? [:]
-        #expect(summary["sent"] as? Int == 3, "\(run.out)")
-        #expect(summary["skipped"] as? Int == 1, "\(run.out)")
-        for id in sent {
-            #expect(try f.row(id)["status"].string == "sent")
-        }
-        #expect(try f.row(quiet)["status"].string == "skipped")
-        #expect(try f.row(quiet)["skip_reason"].string == "quiet_hours")
-
-        // The log adapter wrote one line per send, as the image's user, inside the tree.
-        let lines = try String(contentsOfFile: image.hostPath(outbox), encoding: .utf8).split(separator: "\n")
-        #expect(lines.count == 3)
-        let owner = try FileManager.default.attributesOfItem(atPath: image.hostPath(outbox))[.ownerAccountID]
-        #expect((owner as? NSNumber)?.stringValue == image.facts.uid)
     }
 }

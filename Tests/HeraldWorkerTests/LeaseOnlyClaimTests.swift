@@ -28,80 +28,82 @@ import Testing
     /// Claimed rows stay `pending` with this pass's lease and one more attempt, every claim's update is
     /// a HOT update (no index entry), and `herald status` shows them as processing.
     @Test func aClaimLeasesItsRowsWithoutChangingTheirStatus() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        let recipients = try (0..<20).map { _ in try f.profile() }
-        try f.enqueueMany(20, to: recipients, channel: "in_app", at: seedInstant)
-        try db.execute("vacuum notification_queue")
-        let claimer = try tdb.connect()
-        let before = try Self.updates(db, after: claimer, atLeast: 0)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            let recipients = try (0..<20).map { _ in try f.profile() }
+            try f.enqueueMany(20, to: recipients, channel: "in_app", at: seedInstant)
+            try db.execute("vacuum notification_queue")
+            let claimer = try tdb.connect()
+            let before = try Self.updates(db, after: claimer, atLeast: 0)
 
-        let claimed = try QueueStore(db: claimer, passId: "pass-a")
-            .claimRows(limit: 50, now: seedInstant, channels: [.inApp], leaseSeconds: 600)
-        #expect(claimed.count == 20)
-        #expect(claimed.allSatisfy { $0.item.attempts == 1 })
-        #expect(try f.count("""
-            select count(*)::int from notification_queue
-             where status = 'pending' and locked_by = 'pass-a' and locked_until > now() and attempts = 1
-            """) == 20)
-        let after = try Self.updates(db, after: claimer, atLeast: before.all + 20)
-        #expect(after.all - before.all == 20)
-        #expect(after.hot - before.hot == 20, "a claim's update must be HOT")
+            let claimed = try QueueStore(db: claimer, passId: "pass-a")
+                .claimRows(limit: 50, now: seedInstant, channels: [.inApp], leaseSeconds: 600)
+            #expect(claimed.count == 20)
+            #expect(claimed.allSatisfy { $0.item.attempts == 1 })
+            #expect(try f.count("""
+                select count(*)::int from notification_queue
+                 where status = 'pending' and locked_by = 'pass-a' and locked_until > now() and attempts = 1
+                """) == 20)
+            let after = try Self.updates(db, after: claimer, atLeast: before.all + 20)
+            #expect(after.all - before.all == 20)
+            #expect(after.hot - before.hot == 20, "a claim's update must be HOT")
 
-        let report = try Status.report(db, now: seedInstant)
-        #expect(report["depth"]?["processing"]?["in_app"]?.intValue == 20)
-        #expect(report["depth"]?["pending"] == nil)
-        #expect(report["leased"]?.intValue == 20)
-        #expect(report["due"]?.intValue == 0)
-        #expect(Status.text(report).contains("leased: 20"))
+            let report = try Status.report(db, now: seedInstant)
+            #expect(report["depth"]?["processing"]?["in_app"]?.intValue == 20)
+            #expect(report["depth"]?["pending"] == nil)
+            #expect(report["leased"]?.intValue == 20)
+            #expect(report["due"]?.intValue == 0)
+            #expect(Status.text(report).contains("leased: 20"))
+        }
     }
 
     /// A live lease keeps the row from every other claim; once it has run out, a claim takes the row
     /// over by itself (its attempt counted again), and the pass that overran is fenced out.
     @Test func anExpiredLeaseIsTakenOverByTheNextClaim() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let f = Fixtures(db: try tdb.connect())
-        let id = try f.enqueue(to: try f.profile(), at: seedInstant)
-        let a = QueueStore(db: try tdb.connect(), passId: "pass-a")
-        let b = QueueStore(db: try tdb.connect(), passId: "pass-b")
-        #expect(try a.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 1).map(\.item.id) == [id])
-        #expect(try b.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 60).isEmpty)
-        sleep(2)
-        #expect(try b.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 60).map(\.item.attempts) == [2])
-        var late = RecordBatch()
-        late.rows.append(RowRecord(id: id, status: .skipped, event: .skipped))
-        #expect(try a.record(late).isEmpty)
-        #expect(try f.row(id)["locked_by"].string == "pass-b")
+        try withTestDatabase { tdb in
+            let f = Fixtures(db: try tdb.connect())
+            let id = try f.enqueue(to: try f.profile(), at: seedInstant)
+            let later = ClockShift()
+            let a = QueueStore(db: try tdb.connect(), passId: "pass-a")
+            let b = QueueStore(db: try tdb.connect(), passId: "pass-b", clock: PassClock(now: seedInstant, shift: later))
+            #expect(try a.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 1).map(\.item.id) == [id])
+            #expect(try b.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 60).isEmpty)
+            later.advance(by: 2)
+            #expect(try b.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 60).map(\.item.attempts) == [2])
+            var late = RecordBatch()
+            late.rows.append(RowRecord(id: id, status: .skipped, event: .skipped))
+            #expect(try a.record(late).isEmpty)
+            #expect(try f.row(id)["locked_by"].string == "pass-b")
+        }
     }
 
     /// While this release's passes lease rows, the previous release's claim (which knows only
     /// `processing`) cannot take a row under a live lease; a row it does claim is `processing`, which
     /// this release leaves alone while the lease lives and recovers once it has expired.
     @Test func thePreviousReleasesClaimHonoursThisReleasesLeases() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        let recipients = try (0..<6).map { _ in try f.profile() }
-        try f.enqueueMany(6, to: recipients, channel: "in_app", at: seedInstant)
-        let store = QueueStore(db: try tdb.connect(), passId: "new-pass")
-        let mine = try store.claimRows(limit: 3, now: seedInstant, channels: [.inApp], leaseSeconds: 600).map(\.item.id)
-        #expect(mine.count == 3)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            let recipients = try (0..<6).map { _ in try f.profile() }
+            try f.enqueueMany(6, to: recipients, channel: "in_app", at: seedInstant)
+            let later = ClockShift()
+            let store = QueueStore(db: try tdb.connect(), passId: "new-pass", clock: PassClock(now: seedInstant, shift: later))
+            let mine = try store.claimRows(limit: 3, now: seedInstant, channels: [.inApp], leaseSeconds: 600).map(\.item.id)
+            #expect(mine.count == 3)
 
-        let theirs = try PreviousRelease.claim(db, passId: "old-pass", limit: 10, now: seedInstant, leaseSeconds: 1)
-        #expect(theirs.count == 3)
-        #expect(Set(theirs).isDisjoint(with: mine))
-        #expect(try f.count("select count(*)::int from notification_queue where locked_by = 'new-pass' and status = 'pending'") == 3)
-        #expect(try store.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 600).isEmpty)
-        #expect(try Status.report(db, now: seedInstant)["depth"]?["processing"]?["in_app"]?.intValue == 6)
+            let theirs = try PreviousRelease.claim(db, passId: "old-pass", limit: 10, now: seedInstant, leaseSeconds: 1)
+            #expect(theirs.count == 3)
+            #expect(Set(theirs).isDisjoint(with: mine))
+            #expect(try f.count("select count(*)::int from notification_queue where locked_by = 'new-pass' and status = 'pending'") == 3)
+            #expect(try store.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 600).isEmpty)
+            #expect(try Status.report(db, now: seedInstant)["depth"]?["processing"]?["in_app"]?.intValue == 6)
 
-        sleep(2)
-        #expect(try store.recoverExpiredLeases(now: seedInstant) == 3)
-        #expect(try f.count("select count(*)::int from notification_queue where status = 'processing'") == 0)
-        #expect(Set(try store.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 600).map(\.item.id))
-                == Set(theirs))
+            later.advance(by: 2)
+            #expect(try store.recoverExpiredLeases(now: seedInstant) == 3)
+            #expect(try f.count("select count(*)::int from notification_queue where status = 'processing'") == 0)
+            #expect(Set(try store.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 600).map(\.item.id))
+                    == Set(theirs))
+        }
     }
 }

@@ -23,24 +23,24 @@ private func runHerald(_ args: [String], env: [String: String]) throws -> (stder
 
 @Suite struct BadInputPrivacyTests {
     @Test func aPayloadThatIsNotAnObjectIsNotEchoed() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let f = Fixtures(db: try tdb.connect())
-        let good = try f.profile()
-        let asString = try f.enqueue(to: good, payload: #""secret health detail""#, at: seedInstant)
-        let asArray = try f.enqueue(to: good, payload: #"["secret health detail"]"#, at: seedInstant)
+        try withTestDatabase { tdb in
+            let f = Fixtures(db: try tdb.connect())
+            let good = try f.profile()
+            let asString = try f.enqueue(to: good, payload: #""secret health detail""#, at: seedInstant)
+            let asArray = try f.enqueue(to: good, payload: #"["secret health detail"]"#, at: seedInstant)
 
-        let (stderr, status) = try runHerald(["run", "--now", ISO8601.string(seedInstant)],
-                                             env: ["DATABASE_URL": tdb.url, "HERALD_LOG_LEVEL": "info"])
-        #expect(status == 0, "\(stderr)")
-        #expect(stderr.contains("row failed permanently"), "the failure should still be logged: \(stderr)")
-        #expect(!stderr.contains("secret health detail"), "\(stderr)")
-        for (id, what) in [(asString, "a string of 22 bytes"), (asArray, "an array of 1 element")] {
-            let row = try f.row(id)
-            #expect(row["status"].string == "failed")
-            let error = row["last_error"].string ?? ""
-            #expect(error == "malformed payload: not a JSON object (\(what))")
-            #expect(!error.contains("secret"))
+            let (stderr, status) = try runHerald(["run", "--now", ISO8601.string(seedInstant)],
+                                                 env: ["DATABASE_URL": tdb.url, "HERALD_LOG_LEVEL": "info"])
+            #expect(status == 0, "\(stderr)")
+            #expect(stderr.contains("row failed permanently"), "the failure should still be logged: \(stderr)")
+            #expect(!stderr.contains("secret health detail"), "\(stderr)")
+            for (id, what) in [(asString, "a string of 22 bytes"), (asArray, "an array of 1 element")] {
+                let row = try f.row(id)
+                #expect(row["status"].string == "failed")
+                let error = row["last_error"].string ?? ""
+                #expect(error == "malformed payload: not a JSON object (\(what))")
+                #expect(!error.contains("secret"))
+            }
         }
     }
 }
@@ -77,20 +77,20 @@ private func runHerald(_ args: [String], env: [String: String]) throws -> (stder
     }
 
     @Test func aPassWritesTheFileWithOwnerOnlyMode() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let f = Fixtures(db: try tdb.connect())
-        let path = Self.temporaryPath()
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let id = try f.enqueue(to: try f.profile(), channel: "webhook", kind: "reminder", at: seedInstant)
-        let (summary, code) = Worker(url: tdb.url, settings: ["HERALD_CHANNEL_WEBHOOK": "log", "HERALD_LOG_ADAPTER_FILE": path])
-            .run(now: seedInstant)
-        #expect(code == .ok)
-        #expect(summary.sent == 1)
-        #expect(try f.row(id)["status"].string == "sent")
-        #expect(try Self.mode(path) == 0o600)
-        let text = String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self)
-        #expect(text.contains(id.lowercased))
+        try withTestDatabase { tdb in
+            let f = Fixtures(db: try tdb.connect())
+            let path = Self.temporaryPath()
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let id = try f.enqueue(to: try f.profile(), channel: "webhook", kind: "reminder", at: seedInstant)
+            let (summary, code) = Worker(url: tdb.url, settings: ["HERALD_CHANNEL_WEBHOOK": "log", "HERALD_LOG_ADAPTER_FILE": path])
+                .run(now: seedInstant)
+            #expect(code == .ok)
+            #expect(summary.sent == 1)
+            #expect(try f.row(id)["status"].string == "sent")
+            #expect(try Self.mode(path) == 0o600)
+            let text = String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self)
+            #expect(text.contains(id.lowercased))
+        }
     }
 }
 
@@ -99,41 +99,41 @@ private func runHerald(_ args: [String], env: [String: String]) throws -> (stder
     static let password = "hook-pa55-Q7"
 
     @Test func verboseTransfersAndLogsHideTheURLsCredentials() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let f = Fixtures(db: try tdb.connect())
-        let server = try FakeHTTPServer { _ in FakeResponse(status: 204) }
-        defer { server.shutdown() }
-        let id = try f.enqueue(to: try f.profile(), channel: "webhook", kind: "reminder", at: seedInstant)
-        let url = server.baseURL.replacingOccurrences(of: "://", with: "://hook-user:\(Self.password)@")
-            + "/hooks/herald?key=query-key-55"
+        try withTestDatabase { tdb in
+            let f = Fixtures(db: try tdb.connect())
+            let server = try FakeHTTPServer { _ in FakeResponse(status: 204) }
+            defer { server.shutdown() }
+            let id = try f.enqueue(to: try f.profile(), channel: "webhook", kind: "reminder", at: seedInstant)
+            let url = server.baseURL.replacingOccurrences(of: "://", with: "://hook-user:\(Self.password)@")
+                + "/hooks/herald?key=query-key-55"
 
-        let (stderr, status) = try runHerald(
-            ["run", "--now", ISO8601.string(seedInstant)],
-            env: ["DATABASE_URL": tdb.url, "HERALD_LOG_LEVEL": "info", "HERALD_CURL_VERBOSE": "1",
-                  "WEBHOOK_URL": url, "WEBHOOK_SECRET": WebhookDeliveryTests.secret])
-        #expect(status == 0, "\(stderr)")
-        #expect(try f.row(id)["status"].string == "sent")
-        #expect(server.requests.first?.header("authorization")?.hasPrefix("Basic ") == true)
-        // The verbose description is there, masked.
-        #expect(stderr.contains("POST /hooks/herald?*** HTTP/"), "\(stderr)")
-        #expect(stderr.range(of: "authorization: basic ***", options: .caseInsensitive) != nil, "\(stderr)")
-        let basic = Data("hook-user:\(Self.password)".utf8).base64EncodedString()
-        for secret in [Self.password, basic, "query-key-55", WebhookDeliveryTests.secret] {
-            #expect(!stderr.contains(secret), "\(secret) reached stderr:\n\(stderr)")
+            let (stderr, status) = try runHerald(
+                ["run", "--now", ISO8601.string(seedInstant)],
+                env: ["DATABASE_URL": tdb.url, "HERALD_LOG_LEVEL": "info", "HERALD_CURL_VERBOSE": "1",
+                      "WEBHOOK_URL": url, "WEBHOOK_SECRET": WebhookDeliveryTests.secret])
+            #expect(status == 0, "\(stderr)")
+            #expect(try f.row(id)["status"].string == "sent")
+            #expect(server.requests.first?.header("authorization")?.hasPrefix("Basic ") == true)
+            // The verbose description is there, masked.
+            #expect(stderr.contains("POST /hooks/herald?*** HTTP/"), "\(stderr)")
+            #expect(stderr.range(of: "authorization: basic ***", options: .caseInsensitive) != nil, "\(stderr)")
+            let basic = Data("hook-user:\(Self.password)".utf8).base64EncodedString()
+            for secret in [Self.password, basic, "query-key-55", WebhookDeliveryTests.secret] {
+                #expect(!stderr.contains(secret), "\(secret) reached stderr:\n\(stderr)")
+            }
         }
     }
 
     @Test func aBadWebhookURLIsNotQuoted() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let (summary, code) = Worker(url: tdb.url, settings: [
-            "WEBHOOK_URL": "ftp://hook-user:\(Self.password)@hooks.example.com/x", "WEBHOOK_SECRET": WebhookDeliveryTests.secret,
-        ]).run(now: seedInstant)
-        #expect(code == .configuration)
-        let error = summary.error ?? ""
-        #expect(error.contains("WEBHOOK_URL"), "\(error)")
-        #expect(!error.contains(Self.password), "\(error)")
+        try withTestDatabase { (tdb) throws in
+            let (summary, code) = Worker(url: tdb.url, settings: [
+                "WEBHOOK_URL": "ftp://hook-user:\(Self.password)@hooks.example.com/x", "WEBHOOK_SECRET": WebhookDeliveryTests.secret,
+            ]).run(now: seedInstant)
+            #expect(code == .configuration)
+            let error = summary.error ?? ""
+            #expect(error.contains("WEBHOOK_URL"), "\(error)")
+            #expect(!error.contains(Self.password), "\(error)")
+        }
     }
 
     @Test func redactedDestinationsNeverShowUserinfo() {

@@ -56,28 +56,28 @@ import Testing
     /// What a pass writes: every channel on the log adapter but the webhook, which goes over HTTP to a
     /// loopback receiver so that the providers' latency histogram is written too.
     static func writtenNames() throws -> Set<String> {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let f = Fixtures(db: try tdb.connect())
-        let pushed = try f.profile()
-        try f.token(pushed)
-        _ = try f.enqueue(to: pushed, channel: "push", at: seedInstant)
-        _ = try f.enqueue(to: try f.profile(email: "a@example.com", emailOn: true), channel: "email", at: seedInstant)
-        _ = try f.enqueue(to: try f.profile(phone: "+15555550100", sms: true), channel: "sms", at: seedInstant)
-        _ = try f.enqueue(to: try f.profile(), channel: "in_app", at: seedInstant)
-        _ = try f.enqueue(to: try f.profile(), channel: "webhook", at: seedInstant)
-        let server = try FakeHTTPServer { _ in FakeResponse(status: 204) }
-        defer { server.shutdown() }
-        let settings = ["HERALD_CHANNEL_PUSH": "log", "HERALD_CHANNEL_EMAIL": "log", "HERALD_CHANNEL_SMS": "log",
-                        "HERALD_LOG_ADAPTER_FILE": "/dev/null"].merging(WebhookDeliveryTests.settings(server)) { a, _ in a }
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("herald-monitoring-\(UUID())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let path = dir.appendingPathComponent("herald.prom").path
-        let (summary, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant, metricsFile: path)
-        #expect(code == .ok)
-        #expect(summary.sent == 5)
-        return names(inMetricsText: try String(contentsOfFile: path, encoding: .utf8))
+        return try withTestDatabase { tdb in
+            let f = Fixtures(db: try tdb.connect())
+            let pushed = try f.profile()
+            try f.token(pushed)
+            _ = try f.enqueue(to: pushed, channel: "push", at: seedInstant)
+            _ = try f.enqueue(to: try f.profile(email: "a@example.com", emailOn: true), channel: "email", at: seedInstant)
+            _ = try f.enqueue(to: try f.profile(phone: "+15555550100", sms: true), channel: "sms", at: seedInstant)
+            _ = try f.enqueue(to: try f.profile(), channel: "in_app", at: seedInstant)
+            _ = try f.enqueue(to: try f.profile(), channel: "webhook", at: seedInstant)
+            let server = try FakeHTTPServer { _ in FakeResponse(status: 204) }
+            defer { server.shutdown() }
+            let settings = ["HERALD_CHANNEL_PUSH": "log", "HERALD_CHANNEL_EMAIL": "log", "HERALD_CHANNEL_SMS": "log",
+                            "HERALD_LOG_ADAPTER_FILE": "/dev/null"].merging(WebhookDeliveryTests.settings(server)) { a, _ in a }
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("herald-monitoring-\(UUID())")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let path = dir.appendingPathComponent("herald.prom").path
+            let (summary, code) = Worker(url: tdb.url, settings: settings).run(now: seedInstant, metricsFile: path)
+            #expect(code == .ok)
+            #expect(summary.sent == 5)
+            return names(inMetricsText: try String(contentsOfFile: path, encoding: .utf8))
+        }
     }
 
     /// The rules and the dashboard against one real pass's metrics file.

@@ -11,20 +11,20 @@ import Testing
     /// forecast is enqueued before 08:00, and every push is accepted once, by the provider of the
     /// person's one device, and recorded sent.
     @Test func aMorningAsksTheWeatherOncePerPlaceAndPushesEveryoneOnce() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let fakes = try MorningFakes()
-        defer { fakes.shutdown() }
-        var morning = Morning(people: 500, places: 5, herald: HeraldBinary.url)
-        morning.primingPasses = [Morning.eight.addingTimeInterval(-3600), Morning.eight.addingTimeInterval(-1800)]
-        morning.followerLead = 3
-        morning.deliveryTimeout = 120
-        let f = try morning.run(url: tdb.url, fakes: fakes)
-        #expect(f.weatherRequests == 5)
-        #expect(f.insightCalls == 500)
-        #expect(f.enqueuedBeforeEight == 500)
-        #expect(f.apnsPushes == 250 && f.fcmPushes == 250)
-        #expect(f.distinctDevices == 500)
-        #expect(f.sentRows == 500)
+        try withTestDatabase { tdb in
+            let fakes = try MorningFakes()
+            defer { fakes.shutdown() }
+            var morning = Morning(people: 500, places: 5, herald: HeraldBinary.url)
+            morning.primingPasses = [Morning.eight.addingTimeInterval(-3600), Morning.eight.addingTimeInterval(-1800)]
+            morning.followerLead = 3
+            morning.deliveryTimeout = 120
+            let f = try morning.run(url: tdb.url, fakes: fakes)
+            #expect(f.weatherRequests == 5)
+            #expect(f.insightCalls == 500)
+            #expect(f.enqueuedBeforeEight == 500)
+            #expect(f.apnsPushes == 250 && f.fcmPushes == 250)
+            #expect(f.distinctDevices == 500)
+            #expect(f.sentRows == 500)
+        }
     }
 }

@@ -11,100 +11,100 @@ import Testing
     /// herald's own kinds and a backend's five are there after `herald migrate`, with the rate limits
     /// the code's built-in table gives them.
     @Test func migrateWritesHeraldsKindsAndTheBackendsFive() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let types = try QueueStore(db: db, passId: "t").loadTypes()
-        #expect(Set(types.byName.keys) == Set(NotificationTypes.builtIn.byName.keys))
-        #expect(Set(Kind.allCases.map(\.rawValue)).isSubset(of: Set(types.byName.keys)))
-        #expect(types == NotificationTypes.builtIn)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let types = try QueueStore(db: db, passId: "t").loadTypes()
+            #expect(Set(types.byName.keys) == Set(NotificationTypes.builtIn.byName.keys))
+            #expect(Set(Kind.allCases.map(\.rawValue)).isSubset(of: Set(types.byName.keys)))
+            #expect(types == NotificationTypes.builtIn)
+        }
     }
 
     /// A row of an unknown type is refused at insert (SQLSTATE 23503), with a message that names the
     /// type; nothing is written.
     @Test func aRowOfAnUnknownTypeIsRefusedWhenItIsWritten() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        let p = try f.profile()
-        #expect {
-            try f.enqueue(to: p, kind: "appointment", at: Date())
-        } throws: { error in
-            guard let error = error as? PGError else { return false }
-            return error.sqlState == "23503" && error.message.contains("\"appointment\"")
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            let p = try f.profile()
+            #expect {
+                try f.enqueue(to: p, kind: "appointment", at: Date())
+            } throws: { error in
+                guard let error = error as? PGError else { return false }
+                return error.sqlState == "23503" && error.message.contains("\"appointment\"")
+            }
+            #expect(try f.count("select count(*)::int from notification_queue") == 0)
+            // Changing a row's type to an unknown one is refused the same way.
+            let id = try f.enqueue(to: p, kind: "message", at: Date())
+            #expect(throws: PGError.self) { try db.execute("update notification_queue set kind = 'nope' where id = \(id)") }
         }
-        #expect(try f.count("select count(*)::int from notification_queue") == 0)
-        // Changing a row's type to an unknown one is refused the same way.
-        let id = try f.enqueue(to: p, kind: "message", at: Date())
-        #expect(throws: PGError.self) { try db.execute("update notification_queue set kind = 'nope' where id = \(id)") }
     }
 
     /// An app adds a type with one insert of its name; its rows are accepted, take the type's priority
     /// when they give none, and are delivered.
     @Test func anAppRegisteredTypeIsDelivered() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        try db.execute("insert into notification_types (type, priority) values ('appointment', 'high')")
-        let p = try f.profile()
-        let at = Date().addingTimeInterval(-5)
-        let id = try db.query("""
-            insert into notification_queue (recipient_user_id, channel, kind, payload, scheduled_at, run_after)
-            values (\(p), 'in_app', 'appointment', '{"title":"Tomorrow 9:00","body":"Dr. Lee"}', \(at), \(at))
-            returning id, priority
-            """).first!
-        #expect(id["priority"].string == "high")
-        let (summary, code) = Worker(url: tdb.url).run(now: Date())
-        #expect(code == .ok)
-        #expect(summary.sent == 1)
-        #expect(try f.row(id["id"].uuid!)["status"].string == "sent")
-        #expect(try f.count("select count(*)::int from inbox where type = 'appointment'") == 1)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            try db.execute("insert into notification_types (type, priority) values ('appointment', 'high')")
+            let p = try f.profile()
+            let at = Date().addingTimeInterval(-5)
+            let id = try db.query("""
+                insert into notification_queue (recipient_user_id, channel, kind, payload, scheduled_at, run_after)
+                values (\(p), 'in_app', 'appointment', '{"title":"Tomorrow 9:00","body":"Dr. Lee"}', \(at), \(at))
+                returning id, priority
+                """).first!
+            #expect(id["priority"].string == "high")
+            let (summary, code) = Worker(url: tdb.url).run(now: Date())
+            #expect(code == .ok)
+            #expect(summary.sent == 1)
+            #expect(try f.row(id["id"].uuid!)["status"].string == "sent")
+            #expect(try f.count("select count(*)::int from inbox where type = 'appointment'") == 1)
+        }
     }
 
     /// A type's slug is checked: not lowercase letters, digits and `_`, starting with a letter, up to 63.
     @Test(arguments: ["Appointment", "1st", "has space", "dash-ed", "", String(repeating: "a", count: 64)])
     func aTypeThatIsNotASlugIsRefused(_ name: String) throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        #expect(throws: PGError.self) { try db.execute("insert into notification_types (type) values (\(name))") }
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            #expect(throws: PGError.self) { try db.execute("insert into notification_types (type) values (\(name))") }
+        }
     }
 
     /// The rate limits come from the table: a backend's type has no daily cap (twelve messages in a
     /// minute all go), and the cap a team sets on its type holds the eleventh back.
     @Test func rateLimitsAreTheTypes() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        let a = try f.profile(), b = try f.profile()
-        try db.execute("insert into notification_types (type, daily_cap) values ('digest', 10)")
-        let at = instant("2026-01-25T12:00:00Z")
-        for _ in 0..<12 { try f.enqueue(to: a, kind: "message", at: at) }
-        for _ in 0..<12 { try f.enqueue(to: b, kind: "digest", at: at) }
-        let (summary, code) = Worker(url: tdb.url).run(now: at.addingTimeInterval(60))
-        #expect(code == .ok)
-        #expect(try f.count("select count(*)::int from notification_queue where recipient_user_id = \(a) and status = 'sent'") == 12)
-        #expect(try f.count("select count(*)::int from notification_queue where recipient_user_id = \(b) and status = 'sent'") == 10)
-        #expect(summary.sent == 22)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            let a = try f.profile(), b = try f.profile()
+            try db.execute("insert into notification_types (type, daily_cap) values ('digest', 10)")
+            let at = instant("2026-01-25T12:00:00Z")
+            for _ in 0..<12 { try f.enqueue(to: a, kind: "message", at: at) }
+            for _ in 0..<12 { try f.enqueue(to: b, kind: "digest", at: at) }
+            let (summary, code) = Worker(url: tdb.url).run(now: at.addingTimeInterval(60))
+            #expect(code == .ok)
+            #expect(try f.count("select count(*)::int from notification_queue where recipient_user_id = \(a) and status = 'sent'") == 12)
+            #expect(try f.count("select count(*)::int from notification_queue where recipient_user_id = \(b) and status = 'sent'") == 10)
+            #expect(summary.sent == 22)
+        }
     }
 
     /// A critical type goes through quiet hours at `critical_only`, and its rows are not held back by
     /// the rate limits; the same row of an ordinary type waits for the window's end.
     @Test func aCriticalTypeGoesThroughQuietHoursAtCriticalOnly() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        try db.execute("insert into notification_types (type, critical) values ('fall_detected', true)")
-        let p = try f.profile(quiet: ("22:00", "07:00"), level: "critical_only", action: "defer")
-        let at = instant("2026-01-25T02:00:00Z")    // 02:00 in UTC, the profile's zone: inside the window
-        let critical = try f.enqueue(to: p, kind: "fall_detected", at: at)
-        let ordinary = try f.enqueue(to: p, kind: "message", at: at)
-        _ = Worker(url: tdb.url).run(now: at.addingTimeInterval(60))
-        #expect(try f.row(critical)["status"].string == "sent")
-        #expect(try f.row(ordinary)["status"].string == "pending")
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            try db.execute("insert into notification_types (type, critical) values ('fall_detected', true)")
+            let p = try f.profile(quiet: ("22:00", "07:00"), level: "critical_only", action: "defer")
+            let at = instant("2026-01-25T02:00:00Z")    // 02:00 in UTC, the profile's zone: inside the window
+            let critical = try f.enqueue(to: p, kind: "fall_detected", at: at)
+            let ordinary = try f.enqueue(to: p, kind: "message", at: at)
+            _ = Worker(url: tdb.url).run(now: at.addingTimeInterval(60))
+            #expect(try f.row(critical)["status"].string == "sent")
+            #expect(try f.row(ordinary)["status"].string == "pending")
+        }
     }
 }

@@ -10,63 +10,63 @@ import Testing
 /// counts in the summary, and the rate limits of a recipient whose rows span batches.
 @Suite(.serialized) struct PipelinedPassTests {
     @Test func aDrainInSmallBatchesRecordsEveryRowOnceAndKeepsTheDailyCap() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        let at = instant("2026-01-25T12:00:00Z")
-        // Four busy recipients with 14 rows each, all due at once (claim order puts a recipient's rows
-        // side by side, so they span batches of 4), and 30 recipients with one row each.
-        let busy = try (0..<4).map { _ in try f.profile() }
-        for p in busy {
-            for _ in 0..<14 { _ = try f.enqueue(to: p, kind: "reminder", at: at) }
-        }
-        let quiet = try (0..<30).map { _ in try f.profile() }
-        try f.enqueueMany(30, to: quiet, channel: "in_app", at: at)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            let at = instant("2026-01-25T12:00:00Z")
+            // Four busy recipients with 14 rows each, all due at once (claim order puts a recipient's rows
+            // side by side, so they span batches of 4), and 30 recipients with one row each.
+            let busy = try (0..<4).map { _ in try f.profile() }
+            for p in busy {
+                for _ in 0..<14 { _ = try f.enqueue(to: p, kind: "reminder", at: at) }
+            }
+            let quiet = try (0..<30).map { _ in try f.profile() }
+            try f.enqueueMany(30, to: quiet, channel: "in_app", at: at)
 
-        try tdb.withoutSpacing()
-        let (s, code) = Worker(url: tdb.url).run(now: at.addingTimeInterval(60), batchSize: 4, drain: true)
-        #expect(code == .ok)
-        #expect(s.batches > 10)
-        // The daily cap (10 a day) held for each busy recipient, across batches recorded in the background.
-        for p in busy {
-            #expect(try f.count("select count(*)::int from notification_queue where recipient_user_id = \(p) and status = 'sent'") == 10)
+            try tdb.withoutSpacing()
+            let (s, code) = Worker(url: tdb.url).run(now: at.addingTimeInterval(60), batchSize: 4, drain: true)
+            #expect(code == .ok)
+            #expect(s.batches > 10)
+            // The daily cap (10 a day) held for each busy recipient, across batches recorded in the background.
+            for p in busy {
+                #expect(try f.count("select count(*)::int from notification_queue where recipient_user_id = \(p) and status = 'sent'") == 10)
+            }
+            let total = 4 * 14 + 30
+            #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == 4 * 10 + 30)
+            #expect(s.sent == 4 * 10 + 30)
+            #expect(try f.count("select count(*)::int from notification_queue where locked_until is not null") == 0)
+            // One trail event per row: each was claimed and recorded exactly once.
+            #expect(try f.count("select count(*)::int from notification_trail") == total)
+            #expect(try f.count("select count(distinct queue_id)::int from notification_trail") == total)
+            #expect(try f.count("""
+                select count(*)::int from notification_events where reason = 'rate_limit_daily'
+                """) == 4 * 4)
         }
-        let total = 4 * 14 + 30
-        #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == 4 * 10 + 30)
-        #expect(s.sent == 4 * 10 + 30)
-        #expect(try f.count("select count(*)::int from notification_queue where locked_until is not null") == 0)
-        // One trail event per row: each was claimed and recorded exactly once.
-        #expect(try f.count("select count(*)::int from notification_trail") == total)
-        #expect(try f.count("select count(distinct queue_id)::int from notification_trail") == total)
-        #expect(try f.count("""
-            select count(*)::int from notification_events where reason = 'rate_limit_daily'
-            """) == 4 * 4)
     }
 
     /// Two pipelined passes at once on one queue: exactly once between them, and every row counted by
     /// the pass that recorded it.
     @Test func twoPipelinedPassesShareTheQueueExactlyOnce() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        let at = instant("2026-01-25T12:00:00Z")
-        let recipients = try (0..<50).map { _ in try f.profile() }
-        try f.enqueueMany(400, to: recipients, channel: "in_app", at: at)
-        let url = tdb.url
-        let sent = Total()
-        try tdb.setRateLimits()
-        inParallel(2) { _ in
-            let (s, _) = Worker(url: url).run(now: at.addingTimeInterval(60), batchSize: 20, drain: true)
-            sent.add(s.sent)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            let at = instant("2026-01-25T12:00:00Z")
+            let recipients = try (0..<50).map { _ in try f.profile() }
+            try f.enqueueMany(400, to: recipients, channel: "in_app", at: at)
+            let url = tdb.url
+            let sent = Total()
+            try tdb.setRateLimits()
+            inParallel(2) { _ in
+                let (s, _) = Worker(url: url).run(now: at.addingTimeInterval(60), batchSize: 20, drain: true)
+                sent.add(s.sent)
+            }
+            #expect(sent.value == 400)
+            #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == 400)
+            #expect(try f.count("select count(*)::int from notification_trail") == 400)
+            #expect(try f.count("""
+                select count(*)::int from inbox i join notification_queue q on q.id = i.queue_id where q.status = 'sent'
+                """) == 400, "one listed entry per notification")
         }
-        #expect(sent.value == 400)
-        #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == 400)
-        #expect(try f.count("select count(*)::int from notification_trail") == 400)
-        #expect(try f.count("""
-            select count(*)::int from inbox i join notification_queue q on q.id = i.queue_id where q.status = 'sent'
-            """) == 400, "one listed entry per notification")
     }
 }
 

@@ -29,89 +29,73 @@ import Testing
     /// One pass at full speed, 120 pushes due at once, keeps to FCM's quota (50 a second here): the
     /// fake, which answers 429 to any message over 50 in a sliding second, answers none.
     @Test func onePassAtFullSpeedStaysWithinTheProvidersQuota() throws {
-        let lab = try Lab()
-        defer { lab.cleanup() }
-        let fcm = try FakeFCM(certificates: lab.certificates)
-        defer { fcm.shutdown() }
-        let quota = FakeQuota(limit: 50, window: 1)
-        fcm.enforce(quota)
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        let now = Self.now()
-        let ids = try Self.fcmRows(f, 120, now: now)
+        try withProviderLab(.fcm) { lab in
+            let quota = FakeQuota(limit: 50, window: 1)
+            lab.fcm.enforce(quota)
+            let now = Self.now()
+            let ids = try Self.fcmRows(lab.f, 120, now: now)
 
-        var settings = lab.base.merging(try lab.fcm(fcm)) { $1 }
-        settings["HERALD_FCM_QUOTA"] = "50/s"
-        let (summary, code) = Self.pass(tdb.url, settings, now: now, drain: true)
-        #expect(code == .ok, "\(summary.error ?? "")")
-        #expect(quota.refused == 0, "FCM answered 429 to \(quota.refused) sends")
-        #expect(quota.most <= 50)
-        #expect(summary.sent == 120)
-        #expect(try Self.sentCount(db, ids) == ids.count)
+            var settings = lab.settings
+            settings["HERALD_FCM_QUOTA"] = "50/s"
+            let (summary, code) = Self.pass(lab.url, settings, now: now, drain: true)
+            #expect(code == .ok, "\(summary.error ?? "")")
+            #expect(quota.refused == 0, "FCM answered 429 to \(quota.refused) sends")
+            #expect(quota.most <= 50)
+            #expect(summary.sent == 120)
+            #expect(try Self.sentCount(lab.db, ids) == ids.count)
+        }
     }
 
     /// Two passes draining one queue at once, each told that two share the quota, together keep to it:
     /// the fake sees at most 50 sends in any second, and every row is sent once.
     @Test func twoPassesSharingAQuotaTogetherStayWithinIt() throws {
-        let lab = try Lab()
-        defer { lab.cleanup() }
-        let fcm = try FakeFCM(certificates: lab.certificates)
-        defer { fcm.shutdown() }
-        let quota = FakeQuota(limit: 50, window: 1)
-        fcm.enforce(quota)
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        let now = Self.now()
-        let ids = try Self.fcmRows(f, 160, now: now)
+        try withProviderLab(.fcm) { lab in
+            let quota = FakeQuota(limit: 50, window: 1)
+            lab.fcm.enforce(quota)
+            let now = Self.now()
+            let ids = try Self.fcmRows(lab.f, 160, now: now)
 
-        var settings = lab.base.merging(try lab.fcm(fcm)) { $1 }
-        settings["HERALD_FCM_QUOTA"] = "50/s"
-        settings["HERALD_QUOTA_SHARES"] = "2"
-        let sent = Counts()
-        inParallel(2) { [settings] _ in
-            let (summary, code) = Self.pass(tdb.url, settings, now: now, batchSize: 20, drain: true)
-            #expect(code == .ok, "\(summary.error ?? "")")
-            sent.add(summary.sent)
+            var settings = lab.settings
+            settings["HERALD_FCM_QUOTA"] = "50/s"
+            settings["HERALD_QUOTA_SHARES"] = "2"
+            let sent = Counts()
+            inParallel(2) { [settings] _ in
+                let (summary, code) = Self.pass(lab.url, settings, now: now, batchSize: 20, drain: true)
+                #expect(code == .ok, "\(summary.error ?? "")")
+                sent.add(summary.sent)
+            }
+            #expect(quota.refused == 0, "FCM answered 429 to \(quota.refused) sends")
+            #expect(quota.most <= 50)
+            #expect(sent.total == 160)
+            #expect(lab.fcm.requests.filter { $0.path.hasSuffix("messages:send") }.count == 160, "each row sent once")
+            #expect(try Self.sentCount(lab.db, ids) == ids.count)
         }
-        #expect(quota.refused == 0, "FCM answered 429 to \(quota.refused) sends")
-        #expect(quota.most <= 50)
-        #expect(sent.total == 160)
-        #expect(fcm.requests.filter { $0.path.hasSuffix("messages:send") }.count == 160, "each row sent once")
-        #expect(try Self.sentCount(db, ids) == ids.count)
     }
 
     /// APNs publishes no rate: herald keeps at most `HERALD_APNS_CONCURRENCY` pushes in flight (5 here),
     /// and a fake that answers each after 0.3 s and 429 to a sixth at once answers none.
     @Test func apnsKeepsNoMoreThanItsConcurrencyInFlight() throws {
-        let lab = try Lab()
-        defer { lab.cleanup() }
-        let apns = try FakeAPNs(certificates: lab.certificates, latency: 0.3)
-        defer { apns.shutdown() }
-        let quota = FakeQuota(limit: 5, window: 0.3)
-        apns.enforce(quota)
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        let now = Self.now()
-        let ids = try (0..<30).map { _ in
-            let user = try f.profile()
-            try f.token(user, Self.apnsToken())
-            return try f.enqueue(to: user, channel: "push", kind: "system", at: now.addingTimeInterval(-30))
-        }
+        try withProviderLab { lab in
+            let apns = try FakeAPNs(certificates: lab.certificates, latency: 0.3)
+            defer { apns.shutdown() }
+            let quota = FakeQuota(limit: 5, window: 0.3)
+            apns.enforce(quota)
+            let now = Self.now()
+            let ids = try (0..<30).map { _ in
+                let user = try lab.f.profile()
+                try lab.f.token(user, Self.apnsToken())
+                return try lab.f.enqueue(to: user, channel: "push", kind: "system", at: now.addingTimeInterval(-30))
+            }
 
-        var settings = lab.base.merging(try lab.apns(apns)) { $1 }
-        settings["HERALD_APNS_CONCURRENCY"] = "5"
-        let (summary, code) = Self.pass(tdb.url, settings, now: now, drain: true)
-        #expect(code == .ok, "\(summary.error ?? "")")
-        #expect(quota.refused == 0, "APNs answered 429 to \(quota.refused) pushes")
-        #expect(quota.most == 5, "five in flight at once, the bound")
-        #expect(summary.sent == 30)
-        #expect(try Self.sentCount(db, ids) == ids.count)
+            var settings = lab.base.merging(try lab.settings(apns)) { $1 }
+            settings["HERALD_APNS_CONCURRENCY"] = "5"
+            let (summary, code) = Self.pass(lab.url, settings, now: now, drain: true)
+            #expect(code == .ok, "\(summary.error ?? "")")
+            #expect(quota.refused == 0, "APNs answered 429 to \(quota.refused) pushes")
+            #expect(quota.most == 5, "five in flight at once, the bound")
+            #expect(summary.sent == 30)
+            #expect(try Self.sentCount(lab.db, ids) == ids.count)
+        }
     }
 }
 

@@ -15,49 +15,42 @@ import Testing
     // MARK: - A provider that asks to slow down is not called again in the pass
 
     @Test func throttledProviderIsNotCalledAgainThisPass() throws {
-        let lab = try Lab()
-        defer { lab.cleanup() }
-        let apns = try FakeAPNs(certificates: lab.certificates)
-        defer { apns.shutdown() }
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
+        try withProviderLab(.apns) { lab in
+            let now = Self.now()
+            var ids: [UUID] = []
+            var tokens: [String] = []
+            for i in 0..<4 {
+                let user = try lab.f.profile()
+                let token = Self.apnsToken()
+                try lab.f.token(user, token)
+                tokens.append(token)
+                // Distinct run_after: the first row is claimed first.
+                ids.append(try lab.f.enqueue(to: user, channel: "push", at: now.addingTimeInterval(Double(-300 + i * 10))))
+            }
+            // A 503 is about the server (a 429 TooManyRequests would be about that token only).
+            lab.apns.script(tokens[0], .error(503, "ServiceUnavailable", headers: [("retry-after", "120")]))
 
-        let now = Self.now()
-        var ids: [UUID] = []
-        var tokens: [String] = []
-        for i in 0..<4 {
-            let user = try f.profile()
-            let token = Self.apnsToken()
-            try f.token(user, token)
-            tokens.append(token)
-            // Distinct run_after: the first row is claimed first.
-            ids.append(try f.enqueue(to: user, channel: "push", at: now.addingTimeInterval(Double(-300 + i * 10))))
+            let (summary, code) = Self.pass(lab.url, lab.settings, now: now,
+                                            batchSize: 1, drain: true)
+            #expect(code == .ok, "\(summary.error ?? "")")
+            #expect(summary.batches == 4, "every row claimed, one a batch")
+            #expect(lab.apns.requests.count == 1, "APNs called again after its 503")
+            #expect(Self.paths(lab.apns.requests) == [tokens[0]])
+
+            for (i, id) in ids.enumerated() {
+                let row = try lab.f.row(id)
+                // The row APNs answered used an attempt; those never sent went back with theirs refunded.
+                #expect(row["status"].string == (i == 0 ? "failed" : "pending"), "row \(i)")
+                #expect(row["permanent"].bool == false, "row \(i)")
+                #expect(row["attempts"].int == (i == 0 ? 1 : 0), "row \(i)")
+                let after = try #require(row["run_after"].date).timeIntervalSince(now)
+                #expect(after >= 119 && after <= 130, "row \(i) retries after \(after) s")
+            }
+            let released = try lab.db.query("""
+                select count(*)::int as n from notification_events where event = 'released' and reason = 'throttled'
+                """).first?["n"].int
+            #expect(released == 3)
+            #expect(summary.released == 3)
         }
-        // A 503 is about the server (a 429 TooManyRequests would be about that token only).
-        apns.script(tokens[0], .error(503, "ServiceUnavailable", headers: [("retry-after", "120")]))
-
-        let (summary, code) = Self.pass(tdb.url, lab.base.merging(try lab.apns(apns)) { $1 }, now: now,
-                                        batchSize: 1, drain: true)
-        #expect(code == .ok, "\(summary.error ?? "")")
-        #expect(summary.batches == 4, "every row claimed, one a batch")
-        #expect(apns.requests.count == 1, "APNs called again after its 503")
-        #expect(Self.paths(apns.requests) == [tokens[0]])
-
-        for (i, id) in ids.enumerated() {
-            let row = try f.row(id)
-            // The row APNs answered used an attempt; those never sent went back with theirs refunded.
-            #expect(row["status"].string == (i == 0 ? "failed" : "pending"), "row \(i)")
-            #expect(row["permanent"].bool == false, "row \(i)")
-            #expect(row["attempts"].int == (i == 0 ? 1 : 0), "row \(i)")
-            let after = try #require(row["run_after"].date).timeIntervalSince(now)
-            #expect(after >= 119 && after <= 130, "row \(i) retries after \(after) s")
-        }
-        let released = try db.query("""
-            select count(*)::int as n from notification_events where event = 'released' and reason = 'throttled'
-            """).first?["n"].int
-        #expect(released == 3)
-        #expect(summary.released == 3)
     }
 }

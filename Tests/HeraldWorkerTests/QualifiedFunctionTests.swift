@@ -38,11 +38,11 @@ import Testing
     /// With CREATE on public granted to `authenticated` (as a database may have it), no herald function
     /// names a schema on its path that an app role may create in, nor lacks a search_path setting.
     @Test func noHeraldFunctionLooksNamesUpWhereAnAppRoleMayCreate() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        try db.execute("grant create on schema public to authenticated")
-        #expect(try db.query("select count(*)::int as n from pg_proc where pronamespace = 'public'::regnamespace").first?["n"].int ?? 0 >= 60)
-        #expect(try Self.offenders(db) == [])
+        try SecurityTests.supabase { tdb, db in
+            try db.execute("grant create on schema public to authenticated")
+            #expect(try db.query("select count(*)::int as n from pg_proc where pronamespace = 'public'::regnamespace").first?["n"].int ?? 0 >= 60)
+            #expect(try Self.offenders(db) == [])
+        }
     }
 
     /// sql/051 is exactly what `scripts/qualify-functions.py` writes from the migrations before it, so a
@@ -61,10 +61,10 @@ import Testing
     @Test(.enabled(if: FileManager.default.fileExists(atPath: Self.splinter.path),
                    "needs ../shared/vendor/splinter.sql (Supabase's advisor lints)"))
     func supabasesAdvisorFindsNoFunctionWithAMutableSearchPath() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        let findings = try Self.advisor(db).filter { $0.name == "function_search_path_mutable" }
-        #expect(findings.map(\.detail) == [])
+        try SecurityTests.supabase { tdb, db in
+            let findings = try Self.advisor(db).filter { $0.name == "function_search_path_mutable" }
+            #expect(findings.map(\.detail) == [])
+        }
     }
 
     /// Nothing Supabase's advisor would show a team as a warning or an error on herald's schema (its
@@ -72,10 +72,10 @@ import Testing
     @Test(.enabled(if: FileManager.default.fileExists(atPath: Self.splinter.path),
                    "needs ../shared/vendor/splinter.sql (Supabase's advisor lints)"))
     func supabasesAdvisorShowsNoWarningOrErrorOnHeraldsSchema() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        let serious = try Self.advisor(db).filter { $0.level != "INFO" }
-        #expect(serious.map { "\($0.level) \($0.name): \($0.detail)" } == [])
+        try SecurityTests.supabase { tdb, db in
+            let serious = try Self.advisor(db).filter { $0.level != "INFO" }
+            #expect(serious.map { "\($0.level) \($0.name): \($0.detail)" } == [])
+        }
     }
 
     static let splinter = root.deletingLastPathComponent().appendingPathComponent("shared/vendor/splinter.sql")

@@ -28,39 +28,39 @@ import Testing
     /// drain gives those rows back at once, with a `released` event and no attempt charged, and sends
     /// them, rather than leaving them leased for the lease's ten minutes.
     @Test func rowsClaimedAndNeverSentGoBackAtOnceWhenTheConnectionEnds() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let f = Fixtures(db: db)
-        for _ in 0..<3 { try f.enqueue(to: try f.profile(), channel: "in_app", at: Date().addingTimeInterval(-1)) }
-        let conn = try Runner.connect(tdb.url, applicationName: "herald reconnect-test")
-        let store = QueueStore(db: conn, passId: "reconnect-\(UUID().uuidString)")
-        #expect(try store.claim(limit: 10, now: Date(), channels: [.inApp], leaseSeconds: 600, excluding: []).rows.count == 3)
-        let pid = try #require(try conn.query("select pg_backend_pid() as pid")[0]["pid"].int)
-        #expect(try db.query("select pg_terminate_backend(\(pid)) as ok")[0]["ok"].bool == true)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            for _ in 0..<3 { try f.enqueue(to: try f.profile(), channel: "in_app", at: Date().addingTimeInterval(-1)) }
+            let conn = try Runner.connect(tdb.url, applicationName: "herald reconnect-test")
+            let store = QueueStore(db: conn, passId: "reconnect-\(UUID().uuidString)")
+            #expect(try store.claim(limit: 10, now: Date(), channels: [.inApp], leaseSeconds: 600, excluding: []).rows.count == 3)
+            let pid = try #require(try conn.query("select pg_backend_pid() as pid")[0]["pid"].int)
+            #expect(try db.query("select pg_terminate_backend(\(pid)) as ok")[0]["ok"].bool == true)
 
-        let delivery = try Self.delivery(store, reconnectSeconds: 5)
-        try delivery.drainDue()
-        #expect(delivery.summary.sent == 3)
-        #expect(delivery.reconnector?.reconnects == 1)
-        #expect(try f.count("select count(*)::int from notification_queue where status = 'sent' and attempts = 1") == 3)
-        #expect(try f.count("""
-            select count(*)::int from notification_events where event = 'released' and reason = 'database_connection_ended'
-               and pass_id = \(store.passId)
-            """) == 3)
+            let delivery = try Self.delivery(store, reconnectSeconds: 5)
+            try delivery.drainDue()
+            #expect(delivery.summary.sent == 3)
+            #expect(delivery.reconnector?.reconnects == 1)
+            #expect(try f.count("select count(*)::int from notification_queue where status = 'sent' and attempts = 1") == 3)
+            #expect(try f.count("""
+                select count(*)::int from notification_events where event = 'released' and reason = 'database_connection_ended'
+                   and pass_id = \(store.passId)
+                """) == 3)
+        }
     }
 
     /// HERALD_RECONNECT_SECONDS=0: the first connection that ends is the pass's end, as before.
     @Test func withNoReconnectTimeAnEndedConnectionEndsTheDrain() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let conn = try Runner.connect(tdb.url, applicationName: "herald reconnect-test")
-        let pid = try #require(try conn.query("select pg_backend_pid() as pid")[0]["pid"].int)
-        #expect(try db.query("select pg_terminate_backend(\(pid)) as ok")[0]["ok"].bool == true)
-        let delivery = try Self.delivery(QueueStore(db: conn, passId: "reconnect-\(UUID().uuidString)"), reconnectSeconds: 0)
-        #expect { try delivery.drainDue() } throws: { ($0 as? PGError)?.isConnectionFailure == true }
-        #expect(delivery.reconnector?.reconnects == 0)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let conn = try Runner.connect(tdb.url, applicationName: "herald reconnect-test")
+            let pid = try #require(try conn.query("select pg_backend_pid() as pid")[0]["pid"].int)
+            #expect(try db.query("select pg_terminate_backend(\(pid)) as ok")[0]["ok"].bool == true)
+            let delivery = try Self.delivery(QueueStore(db: conn, passId: "reconnect-\(UUID().uuidString)"), reconnectSeconds: 0)
+            #expect { try delivery.drainDue() } throws: { ($0 as? PGError)?.isConnectionFailure == true }
+            #expect(delivery.reconnector?.reconnects == 0)
+        }
     }
 
     /// HERALD_RECONNECT_SECONDS: 30 by default, from 0 (never) to 600; anything else exits 1 naming it.

@@ -56,21 +56,21 @@ import Testing
     /// The database's checks name exactly the providers the code has: push providers in
     /// device_tokens.provider, the providers that post events in provider_events.provider.
     @Test func theDatabasesChecksNameTheProvidersTheCodeHas() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        func allowed(_ table: String) throws -> Set<String> {
-            let defs = try db.query("""
-                select pg_get_constraintdef(oid) as def from pg_constraint
-                 where conrelid = \(table)::regclass and contype = 'c' and pg_get_constraintdef(oid) like '%provider%'
-                """).compactMap { $0["def"].string }.joined(separator: " ")
-            let regex = try NSRegularExpression(pattern: "'([a-z_]+)'::text")
-            let range = NSRange(defs.startIndex..., in: defs)
-            return Set(regex.matches(in: defs, range: range).compactMap { Range($0.range(at: 1), in: defs).map { String(defs[$0]) } })
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            func allowed(_ table: String) throws -> Set<String> {
+                let defs = try db.query("""
+                    select pg_get_constraintdef(oid) as def from pg_constraint
+                     where conrelid = \(table)::regclass and contype = 'c' and pg_get_constraintdef(oid) like '%provider%'
+                    """).compactMap { $0["def"].string }.joined(separator: " ")
+                let regex = try NSRegularExpression(pattern: "'([a-z_]+)'::text")
+                let range = NSRange(defs.startIndex..., in: defs)
+                return Set(regex.matches(in: defs, range: range).compactMap { Range($0.range(at: 1), in: defs).map { String(defs[$0]) } })
+            }
+            let push = Set(Provider.allCases.filter { $0.channel == .push }.map(\.rawValue))
+            #expect(try allowed("device_tokens") == push)
+            #expect(try allowed("provider_events") == Set(ProviderEvents.providers.map(\.rawValue)))
         }
-        let push = Set(Provider.allCases.filter { $0.channel == .push }.map(\.rawValue))
-        #expect(try allowed("device_tokens") == push)
-        #expect(try allowed("provider_events") == Set(ProviderEvents.providers.map(\.rawValue)))
     }
 
     /// Every channel's toggle and opt-out switch are columns of user_profiles; the app's users may change
@@ -78,27 +78,27 @@ import Testing
     /// The database is prepared as Supabase prepares one (the app roles exist before migrating), so the
     /// grant is always checked, whatever other tests did to the server's roles first.
     @Test func everyChannelsColumnsExistAndTheRulesKnowThem() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        let columns = Set(try db.query("""
-            select column_name from information_schema.columns where table_name = 'user_profiles'
-            """).compactMap { $0["column_name"].string })
-        let rule = try db.query("""
-            select pg_get_functiondef('herald_switch_off_channels(jsonb)'::regprocedure) as def
-            """).first?["def"].string ?? ""
-        for channel in Channel.allCases {
-            if let toggle = channel.toggleColumn {
-                #expect(columns.contains(toggle), "\(channel)'s toggle \(toggle) is not a column")
-                let mayUpdate = try db.query("""
-                    select has_column_privilege('authenticated', 'user_profiles', \(toggle), 'UPDATE') as ok
-                    """).first?["ok"].bool
-                #expect(mayUpdate == true, "the app's users may not change \(toggle)")
-            }
-            if let off = channel.optOutSwitch {
-                #expect(columns.contains(off), "\(channel)'s opt-out switch \(off) is not a column")
-                #expect(rule.contains(off) && rule.contains("'\(channel.rawValue)'"), "the switch-off rule skips \(channel)")
-            } else {
-                #expect(!rule.contains("'\(channel.rawValue)'"), "the switch-off rule handles \(channel), which has no opt-out")
+        try SecurityTests.supabase { tdb, db in
+            let columns = Set(try db.query("""
+                select column_name from information_schema.columns where table_name = 'user_profiles'
+                """).compactMap { $0["column_name"].string })
+            let rule = try db.query("""
+                select pg_get_functiondef('herald_switch_off_channels(jsonb)'::regprocedure) as def
+                """).first?["def"].string ?? ""
+            for channel in Channel.allCases {
+                if let toggle = channel.toggleColumn {
+                    #expect(columns.contains(toggle), "\(channel)'s toggle \(toggle) is not a column")
+                    let mayUpdate = try db.query("""
+                        select has_column_privilege('authenticated', 'user_profiles', \(toggle), 'UPDATE') as ok
+                        """).first?["ok"].bool
+                    #expect(mayUpdate == true, "the app's users may not change \(toggle)")
+                }
+                if let off = channel.optOutSwitch {
+                    #expect(columns.contains(off), "\(channel)'s opt-out switch \(off) is not a column")
+                    #expect(rule.contains(off) && rule.contains("'\(channel.rawValue)'"), "the switch-off rule skips \(channel)")
+                } else {
+                    #expect(!rule.contains("'\(channel.rawValue)'"), "the switch-off rule handles \(channel), which has no opt-out")
+                }
             }
         }
     }

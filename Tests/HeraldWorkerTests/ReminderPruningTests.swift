@@ -14,8 +14,7 @@ import Testing
     /// The cap of 200 counts every reminder made in the last 24 hours, cancelled or not: an app user
     /// who makes a reminder and cancels it, over and over, is refused at the 201st.
     @Test func aMakeAndCancelLoopIsRefusedPastItsCap() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
+        try SecurityTests.supabase { tdb, db in
         let a = UUID()
         try db.execute("insert into user_profiles (user_id) values (\(a))")
         var made = 0
@@ -31,13 +30,13 @@ import Testing
         try db.execute("update reminders set created_at = created_at - interval '25 hours'")
         #expect(try RPC.call(db, as: a, "select schedule_reminder('daily', 'daily', '09:00')")["status"]?.stringValue == "scheduled")
     }
+    }
 
     /// A real pass deletes reminders cancelled, and one-off reminders finished, more than the retention
     /// (HERALD_RETENTION_DAYS, 30) ago; it keeps the active ones, those cancelled lately, and a washout
     /// whose end is still to come.
     @Test func thePassPrunesRemindersCancelledOrFinishedLongAgo() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
+        try withTestDatabase { tdb in
         let db = try tdb.connect()
         let f = Fixtures(db: db)
         let a = try f.profile()
@@ -65,12 +64,12 @@ import Testing
         #expect(left == [active, newCancel, washout])
         #expect(!left.contains(oldCancel) && !left.contains(oldOnce))
     }
+    }
 
     /// With 2,000 cancelled reminders beside a few active ones, the reminders phase's query reads the
     /// active ones through `reminders_active` and never scans the table.
     @Test func theDueQueryUsesThePartialIndexOfActiveReminders() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
+        try withTestDatabase { tdb in
         let db = try tdb.connect()
         let f = Fixtures(db: db)
         for _ in 0..<20 { try f.profile() }
@@ -95,5 +94,6 @@ import Testing
         let oneOff = ReminderGenerator.dueRemindersQuery(now: Date().addingTimeInterval(1), oneOffOnly: true)
         #expect(try db.query(oneOff).map { $0["schedule"].string } == ["once"])
         #expect(try db.query(ReminderGenerator.dueRemindersQuery(now: Date().addingTimeInterval(1))).count == 6)
+    }
     }
 }

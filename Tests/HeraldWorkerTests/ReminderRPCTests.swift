@@ -42,67 +42,67 @@ import Testing
     static func ids(_ v: JSONValue) -> Set<String> { Set(AppContractTests.array(v).compactMap { $0["id"]?.stringValue }) }
 
     @Test func eachCallerSchedulesListsAndCancelsOnlyTheirOwnReminders() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        let (a, b) = (UUID(), UUID())
-        for user in [a, b] { try db.execute("insert into user_profiles (user_id, timezone) values (\(user), 'Europe/London')") }
+        try SecurityTests.supabase { tdb, db in
+            let (a, b) = (UUID(), UUID())
+            for user in [a, b] { try db.execute("insert into user_profiles (user_id, timezone) values (\(user), 'Europe/London')") }
 
-        let weekly = try Self.call(db, as: a, """
-            select schedule_reminder(reminder_type => 'daily', trigger => 'weekly', weekday => 2, local_time => '09:00',
-                                     title_en => 'Log your week', title_ar => 'سجّل أسبوعك', body_en => 'Two minutes',
-                                     body_ar => 'دقيقتان')
-            """)
-        #expect(weekly["trigger"]?["type"]?.stringValue == "weekly")
-        #expect(weekly["trigger"]?["weekday"]?.intValue == 2 && weekly["trigger"]?["hour"]?.intValue == 9)
-        #expect(weekly["trigger"]?["repeats"]?.boolValue == true && weekly["scheduled_time"] == .null)
-        #expect(weekly["title_ar"]?.stringValue == "سجّل أسبوعك" && weekly["body_en"]?.stringValue == "Two minutes")
-        #expect(weekly["status"]?.stringValue == "scheduled" && weekly["user_id"]?.stringValue == a.lowercased)
-        let at = Self.ms(days: 2)
-        let dose = try Self.call(db, as: a, """
-            select schedule_reminder(reminder_type => 'dose', trigger => 'once', at => \(at),
-                                     related_entity_type => 'test_step', related_entity_id => 'step-3')
-            """)
-        // The notification goes dose_reminder_advance_minutes (30) before the dose.
-        #expect(dose["scheduled_time"]?.intValue == Int(at)! - 30 * 60_000)
-        #expect(dose["trigger"]?["at"]?.intValue == Int(at)! && dose["related_entity_id"]?.stringValue == "step-3")
-        // The design's `date` trigger is `once`; ISO 8601 with an offset is read as well as milliseconds.
-        let washout = try Self.call(db, as: a, """
-            select schedule_reminder('washout', 'date', at => \(ISO8601.string(Date().addingTimeInterval(86_400))),
-                                     ends_at => \(Self.ms(days: 4)))
-            """)
-        #expect(washout["trigger"]?["type"]?.stringValue == "once" && washout["ends_at"]?.intValue != nil)
-        let daily = try Self.call(db, as: a, "select schedule_reminder('dose', 'daily', '08:15')")
-        let theirs = try Self.call(db, as: b, "select schedule_reminder('test_start', 'once', at => \(Self.ms(days: 1)))")
-        let mine = [weekly, dose, washout, daily].compactMap { $0["id"]?.stringValue }
-        let theirID = try #require(theirs["id"]?.stringValue)
+            let weekly = try Self.call(db, as: a, """
+                select schedule_reminder(reminder_type => 'daily', trigger => 'weekly', weekday => 2, local_time => '09:00',
+                                         title_en => 'Log your week', title_ar => 'سجّل أسبوعك', body_en => 'Two minutes',
+                                         body_ar => 'دقيقتان')
+                """)
+            #expect(weekly["trigger"]?["type"]?.stringValue == "weekly")
+            #expect(weekly["trigger"]?["weekday"]?.intValue == 2 && weekly["trigger"]?["hour"]?.intValue == 9)
+            #expect(weekly["trigger"]?["repeats"]?.boolValue == true && weekly["scheduled_time"] == .null)
+            #expect(weekly["title_ar"]?.stringValue == "سجّل أسبوعك" && weekly["body_en"]?.stringValue == "Two minutes")
+            #expect(weekly["status"]?.stringValue == "scheduled" && weekly["user_id"]?.stringValue == a.lowercased)
+            let at = Self.ms(days: 2)
+            let dose = try Self.call(db, as: a, """
+                select schedule_reminder(reminder_type => 'dose', trigger => 'once', at => \(at),
+                                         related_entity_type => 'test_step', related_entity_id => 'step-3')
+                """)
+            // The notification goes dose_reminder_advance_minutes (30) before the dose.
+            #expect(dose["scheduled_time"]?.intValue == Int(at)! - 30 * 60_000)
+            #expect(dose["trigger"]?["at"]?.intValue == Int(at)! && dose["related_entity_id"]?.stringValue == "step-3")
+            // The design's `date` trigger is `once`; ISO 8601 with an offset is read as well as milliseconds.
+            let washout = try Self.call(db, as: a, """
+                select schedule_reminder('washout', 'date', at => \(ISO8601.string(Date().addingTimeInterval(86_400))),
+                                         ends_at => \(Self.ms(days: 4)))
+                """)
+            #expect(washout["trigger"]?["type"]?.stringValue == "once" && washout["ends_at"]?.intValue != nil)
+            let daily = try Self.call(db, as: a, "select schedule_reminder('dose', 'daily', '08:15')")
+            let theirs = try Self.call(db, as: b, "select schedule_reminder('test_start', 'once', at => \(Self.ms(days: 1)))")
+            let mine = [weekly, dose, washout, daily].compactMap { $0["id"]?.stringValue }
+            let theirID = try #require(theirs["id"]?.stringValue)
 
-        #expect(Self.ids(try Self.call(db, as: a, "select get_scheduled_reminders()")) == Set(mine))
-        #expect(Self.ids(try Self.call(db, as: a, "select get_scheduled_reminders('dose')")) == [mine[1], mine[3]])
-        #expect(Self.ids(try Self.call(db, as: b, "select get_scheduled_reminders()")) == [theirID])
-        #expect(Self.ids(try Self.call(db, as: a, "select get_scheduled_reminders('test_start')")).isEmpty)
+            #expect(Self.ids(try Self.call(db, as: a, "select get_scheduled_reminders()")) == Set(mine))
+            #expect(Self.ids(try Self.call(db, as: a, "select get_scheduled_reminders('dose')")) == [mine[1], mine[3]])
+            #expect(Self.ids(try Self.call(db, as: b, "select get_scheduled_reminders()")) == [theirID])
+            #expect(Self.ids(try Self.call(db, as: a, "select get_scheduled_reminders('test_start')")).isEmpty)
 
-        // Another user's reminder is not found, like an unknown one, and is left as it was.
-        for sql: SQL in ["select cancel_reminder(\(theirID)::uuid)", "select reschedule_reminder(\(theirID)::uuid, at => \(Self.ms(days: 3)))",
-                         "select cancel_reminder(\(UUID()))", "select reschedule_reminder(\(UUID()), local_time => '10:00')"] {
-            Self.refused(db, as: a, sql, "not_found", naming: "reminder_id")
+            // Another user's reminder is not found, like an unknown one, and is left as it was.
+            for sql: SQL in ["select cancel_reminder(\(theirID)::uuid)", "select reschedule_reminder(\(theirID)::uuid, at => \(Self.ms(days: 3)))",
+                             "select cancel_reminder(\(UUID()))", "select reschedule_reminder(\(UUID()), local_time => '10:00')"] {
+                Self.refused(db, as: a, sql, "not_found", naming: "reminder_id")
+            }
+            #expect(Self.ids(try Self.call(db, as: b, "select get_scheduled_reminders()")) == [theirID])
+            // B's cancelling by type leaves A's of the type alone.
+            _ = try Self.call(db, as: b, "select cancel_reminders_by_type('dose')")
+            #expect(Self.ids(try Self.call(db, as: a, "select get_scheduled_reminders('dose')")).count == 2)
+
+            let cancelled = try Self.call(db, as: a, "select cancel_reminder(\(mine[0])::uuid)")
+            #expect(cancelled["status"]?.stringValue == "cancelled" && cancelled["cancelled_at"]?.intValue != nil)
+            let again = try Self.call(db, as: a, "select cancel_reminder(\(mine[0])::uuid)")
+            #expect(again == cancelled, "cancelling twice answers as the first time")
+            Self.refused(db, as: a, "select reschedule_reminder(\(mine[0])::uuid, local_time => '10:00')", "not_found", naming: "reminder_id")
+            let byType = try Self.call(db, as: a, "select cancel_reminders_by_type('dose')")
+            #expect(byType["cancelled_count"]?.intValue == 2)
+            #expect(Set(AppContractTests.array(byType["reminder_ids"]).compactMap(\.stringValue)) == [mine[1], mine[3]])
+            #expect(Self.ids(try Self.call(db, as: a, "select get_scheduled_reminders()")) == [mine[2]])
+            #expect(try Self.call(db, as: a, "select cancel_reminders_by_type('dose')")["cancelled_count"]?.intValue == 0)
+            #expect(try db.query("select count(*)::int as n from reminders where user_id = \(b) and cancelled_at is null")
+                .first?["n"].int == 1)
         }
-        #expect(Self.ids(try Self.call(db, as: b, "select get_scheduled_reminders()")) == [theirID])
-        // B's cancelling by type leaves A's of the type alone.
-        _ = try Self.call(db, as: b, "select cancel_reminders_by_type('dose')")
-        #expect(Self.ids(try Self.call(db, as: a, "select get_scheduled_reminders('dose')")).count == 2)
-
-        let cancelled = try Self.call(db, as: a, "select cancel_reminder(\(mine[0])::uuid)")
-        #expect(cancelled["status"]?.stringValue == "cancelled" && cancelled["cancelled_at"]?.intValue != nil)
-        let again = try Self.call(db, as: a, "select cancel_reminder(\(mine[0])::uuid)")
-        #expect(again == cancelled, "cancelling twice answers as the first time")
-        Self.refused(db, as: a, "select reschedule_reminder(\(mine[0])::uuid, local_time => '10:00')", "not_found", naming: "reminder_id")
-        let byType = try Self.call(db, as: a, "select cancel_reminders_by_type('dose')")
-        #expect(byType["cancelled_count"]?.intValue == 2)
-        #expect(Set(AppContractTests.array(byType["reminder_ids"]).compactMap(\.stringValue)) == [mine[1], mine[3]])
-        #expect(Self.ids(try Self.call(db, as: a, "select get_scheduled_reminders()")) == [mine[2]])
-        #expect(try Self.call(db, as: a, "select cancel_reminders_by_type('dose')")["cancelled_count"]?.intValue == 0)
-        #expect(try db.query("select count(*)::int as n from reminders where user_id = \(b) and cancelled_at is null")
-            .first?["n"].int == 1)
     }
 
     /// A reminder the caller can keep: every argument checked before anything is written.
@@ -153,63 +153,63 @@ import Testing
     }()
 
     @Test func everyBadArgumentIsAValidationErrorNamingIt() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        let (a, stranger) = (UUID(), UUID())
-        try db.execute("insert into user_profiles (user_id, timezone) values (\(a), 'America/New_York')")
-        for (sql, field) in Self.refusals {
-            Self.refused(db, as: a, sql, "validation_error", naming: field)
+        try SecurityTests.supabase { tdb, db in
+            let (a, stranger) = (UUID(), UUID())
+            try db.execute("insert into user_profiles (user_id, timezone) values (\(a), 'America/New_York')")
+            for (sql, field) in Self.refusals {
+                Self.refused(db, as: a, sql, "validation_error", naming: field)
+            }
+            #expect(try db.query("select count(*)::int as n from reminders").first?["n"].int == 0, "nothing was written")
+
+            // Rescheduling: the new timing is checked as a new one; something must change.
+            let id = try #require(try Self.call(db, as: a, "select schedule_reminder('dose', 'weekly', '09:00', 2)")["id"]?.stringValue)
+            Self.refused(db, as: a, "select reschedule_reminder(\(id)::uuid)", "validation_error", naming: "nothing to reschedule")
+            Self.refused(db, as: a, "select reschedule_reminder(\(id)::uuid, weekday => 9)", "validation_error", naming: "weekday")
+            Self.refused(db, as: a, "select reschedule_reminder(\(id)::uuid, trigger => 'once')", "validation_error", naming: "at")
+            Self.refused(db, as: a, "select reschedule_reminder(\(id)::uuid, trigger => 'daily', weekday => 3)", "validation_error", naming: "weekday")
+            Self.refused(db, as: a, "select reschedule_reminder(\(id)::uuid, at => \(Self.ms(days: 1)))", "validation_error", naming: "at")
+
+            // No caller; a caller herald has no profile for.
+            Self.refused(db, as: nil, "select get_scheduled_reminders()", "unauthorized", naming: "sign in")
+            Self.refused(db, as: nil, "select schedule_reminder('daily', 'daily', '09:00')", "unauthorized", naming: "sign in")
+            Self.refused(db, as: stranger, "select schedule_reminder('daily', 'daily', '09:00')", "user_not_found", naming: "profile")
+            #expect(AppContractTests.array(try Self.call(db, as: stranger, "select get_scheduled_reminders()")).isEmpty)
         }
-        #expect(try db.query("select count(*)::int as n from reminders").first?["n"].int == 0, "nothing was written")
-
-        // Rescheduling: the new timing is checked as a new one; something must change.
-        let id = try #require(try Self.call(db, as: a, "select schedule_reminder('dose', 'weekly', '09:00', 2)")["id"]?.stringValue)
-        Self.refused(db, as: a, "select reschedule_reminder(\(id)::uuid)", "validation_error", naming: "nothing to reschedule")
-        Self.refused(db, as: a, "select reschedule_reminder(\(id)::uuid, weekday => 9)", "validation_error", naming: "weekday")
-        Self.refused(db, as: a, "select reschedule_reminder(\(id)::uuid, trigger => 'once')", "validation_error", naming: "at")
-        Self.refused(db, as: a, "select reschedule_reminder(\(id)::uuid, trigger => 'daily', weekday => 3)", "validation_error", naming: "weekday")
-        Self.refused(db, as: a, "select reschedule_reminder(\(id)::uuid, at => \(Self.ms(days: 1)))", "validation_error", naming: "at")
-
-        // No caller; a caller herald has no profile for.
-        Self.refused(db, as: nil, "select get_scheduled_reminders()", "unauthorized", naming: "sign in")
-        Self.refused(db, as: nil, "select schedule_reminder('daily', 'daily', '09:00')", "unauthorized", naming: "sign in")
-        Self.refused(db, as: stranger, "select schedule_reminder('daily', 'daily', '09:00')", "user_not_found", naming: "profile")
-        #expect(AppContractTests.array(try Self.call(db, as: stranger, "select get_scheduled_reminders()")).isEmpty)
     }
 
     /// The RPCs are for signed-in users: `anon` cannot call them (PostgREST answers 401 before they run),
     /// nor can it read or write `reminders`; the helpers behind them are the owner's.
     @Test func anonCannotCallThemNorTouchReminders() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        try SecurityTests.act(db, as: "anon", UUID())
-        for sql: SQL in ["select schedule_reminder('daily', 'daily', '09:00')",
-                         "select reschedule_reminder(\(UUID()), local_time => '10:00')", "select cancel_reminder(\(UUID()))",
-                         "select cancel_reminders_by_type('dose')", "select get_scheduled_reminders()",
-                         "select * from reminders", "insert into reminders (user_id, schedule, local_time) values (\(UUID()), 'daily', '09:00')"] {
-            SecurityTests.refused(db, sql, "anon: \(sql)", message: "permission denied")
-        }
-        try SecurityTests.act(db, as: "authenticated", UUID())
-        for sql: SQL in ["select * from reminders", "select herald_reminder_timing('daily', 'daily', '09:00', null, null, null)",
-                         "select herald_reminder_json(null::reminders, 30)", "select herald_snooze_reminder(\(UUID()), \(UUID()), 10)"] {
-            SecurityTests.refused(db, sql, "authenticated: \(sql)", message: "permission denied")
+        try SecurityTests.supabase { tdb, db in
+            try SecurityTests.act(db, as: "anon", UUID())
+            for sql: SQL in ["select schedule_reminder('daily', 'daily', '09:00')",
+                             "select reschedule_reminder(\(UUID()), local_time => '10:00')", "select cancel_reminder(\(UUID()))",
+                             "select cancel_reminders_by_type('dose')", "select get_scheduled_reminders()",
+                             "select * from reminders", "insert into reminders (user_id, schedule, local_time) values (\(UUID()), 'daily', '09:00')"] {
+                SecurityTests.refused(db, sql, "anon: \(sql)", message: "permission denied")
+            }
+            try SecurityTests.act(db, as: "authenticated", UUID())
+            for sql: SQL in ["select * from reminders", "select herald_reminder_timing('daily', 'daily', '09:00', null, null, null)",
+                             "select herald_reminder_json(null::reminders, 30)", "select herald_snooze_reminder(\(UUID()), \(UUID()), 10)"] {
+                SecurityTests.refused(db, sql, "authenticated: \(sql)", message: "permission denied")
+            }
         }
     }
 
     /// Each pass reads every repeating reminder: one person may have at most 200 with something left to send.
     @Test func atMostTwoHundredRemindersAreScheduledAtOnce() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        let a = UUID()
-        try db.execute("insert into user_profiles (user_id) values (\(a))")
-        try db.execute("""
-            insert into reminders (user_id, schedule, reminder_type, local_time, created_at)
-            select \(a), 'daily', 'dose', '09:00', now() - interval '2 days' from generate_series(1, 199)
-            """)
-        _ = try Self.call(db, as: a, "select schedule_reminder('dose', 'daily', '10:00')")
-        Self.refused(db, as: a, "select schedule_reminder('dose', 'daily', '11:00')", "validation_error", naming: "at most 200")
-        let older = try db.query("select id from reminders where created_at < now() - interval '1 day' limit 1").first?["id"].uuid
-        _ = try Self.call(db, as: a, "select cancel_reminder(\(older))")
-        #expect(try Self.call(db, as: a, "select schedule_reminder('dose', 'daily', '11:00')")["status"]?.stringValue == "scheduled")
+        try SecurityTests.supabase { tdb, db in
+            let a = UUID()
+            try db.execute("insert into user_profiles (user_id) values (\(a))")
+            try db.execute("""
+                insert into reminders (user_id, schedule, reminder_type, local_time, created_at)
+                select \(a), 'daily', 'dose', '09:00', now() - interval '2 days' from generate_series(1, 199)
+                """)
+            _ = try Self.call(db, as: a, "select schedule_reminder('dose', 'daily', '10:00')")
+            Self.refused(db, as: a, "select schedule_reminder('dose', 'daily', '11:00')", "validation_error", naming: "at most 200")
+            let older = try db.query("select id from reminders where created_at < now() - interval '1 day' limit 1").first?["id"].uuid
+            _ = try Self.call(db, as: a, "select cancel_reminder(\(older))")
+            #expect(try Self.call(db, as: a, "select schedule_reminder('dose', 'daily', '11:00')")["status"]?.stringValue == "scheduled")
+        }
     }
 }

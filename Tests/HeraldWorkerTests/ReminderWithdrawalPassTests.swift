@@ -11,8 +11,7 @@ import Testing
 /// End to end on a real PostgreSQL.
 @Suite struct ReminderWithdrawalPassTests: ReminderPassSuite {
     @Test func cancellingDisablingDeletingOrReschedulingWithdrawsUnsentRows() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
+        try withTestDatabase { tdb in
         let db = try tdb.connect()
         let f = Fixtures(db: db)
         let p = try f.profile(push: true, quiet: ("22:00", "07:00"), action: "defer")
@@ -59,13 +58,13 @@ import Testing
         #expect(try f.count("select count(*)::int from notification_queue where reminder_id = \(moved)") == 2)
         #expect(try f.count("select count(*)::int from notification_queue where reminder_id in (\(cancelled), \(disabled), \(deleted)) and status <> 'skipped'") == 0)
     }
+    }
 
     /// The app edits a reminder after the phase read it and before it wrote: the phase's marks overwrote
     /// the trigger's reset and its rows were enqueued for a reminder cancelled, disabled, deleted or
     /// moved (the trigger had nothing to withdraw yet). Now only reminders still as read are acted on.
     @Test func anEditBetweenTheReadAndTheWriteIsNotOverwritten() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
+        try withTestDatabase { tdb in
         let db = try tdb.connect()
         let app = try tdb.connect()
         let f = Fixtures(db: db)
@@ -108,5 +107,6 @@ import Testing
         _ = worker.run(now: instant("2026-01-25T18:05:00Z")) { $0.phases = [.reminders] }
         #expect(try f.count("select count(*)::int from notification_queue where reminder_id = \(moved) and scheduled_at = \(instant("2026-01-25T18:00:00Z"))") == 1)
         #expect(try f.count("select count(*)::int from notification_queue") == 3)
+    }
     }
 }

@@ -29,29 +29,29 @@ import Testing
     }
 
     @Test func everyForeignKeyHasAnIndex() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        // The queue's children (push_receipts, inbox) and the schema's other references; the audit trail has none (it outlives the queue).
-        #expect(try db.query("select count(*) from pg_constraint where contype = 'f'").first?[0].int ?? 0 >= 4)
-        #expect(try Self.unindexedForeignKeys(db) == [])
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            // The queue's children (push_receipts, inbox) and the schema's other references; the audit trail has none (it outlives the queue).
+            #expect(try db.query("select count(*) from pg_constraint where contype = 'f'").first?[0].int ?? 0 >= 4)
+            #expect(try Self.unindexedForeignKeys(db) == [])
+        }
     }
 
     /// Holds later migrations to the rule in 008's header: a new table must enable row-level security
     /// (`select herald_restrict_table('t')`), and must not force it on herald, the owner.
     @Test func everyTableHasRowLevelSecurity() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let rows = try db.query("""
-            select relname, relrowsecurity, relforcerowsecurity from pg_class
-             where relnamespace = 'public'::regnamespace and relkind in ('r', 'p')
-            """)
-        #expect(rows.count >= 19)
-        for row in rows {
-            let name = row["relname"].string ?? "?"
-            #expect(row["relrowsecurity"].bool == true, "\(name) has row-level security off")
-            #expect(row["relforcerowsecurity"].bool == false, "\(name) forces row-level security on its owner")
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let rows = try db.query("""
+                select relname, relrowsecurity, relforcerowsecurity from pg_class
+                 where relnamespace = 'public'::regnamespace and relkind in ('r', 'p')
+                """)
+            #expect(rows.count >= 19)
+            for row in rows {
+                let name = row["relname"].string ?? "?"
+                #expect(row["relrowsecurity"].bool == true, "\(name) has row-level security off")
+                #expect(row["relforcerowsecurity"].bool == false, "\(name) forces row-level security on its owner")
+            }
         }
     }
 }

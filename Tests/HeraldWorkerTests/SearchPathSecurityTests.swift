@@ -95,16 +95,16 @@ import Testing
     /// overloads of `to_timestamp`, `cardinality`, `to_jsonb`, `unnest`, `array_agg` and
     /// `jsonb_build_object` never run, and every profile keeps its email and phone.
     @Test func functionsAnAppRoleCreatesInPublicNeverRunAsHeraldsOwner() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        let p = try SecurityTests.people(db)
-        try Self.plant(db, p)
-        try Self.callTheFunctions(db, p)
-        #expect(try Self.marks(db) == [])
-        let profiles = try db.query("select email, phone_e164 from user_profiles")
-        #expect(profiles.count == 2)
-        for row in profiles {
-            #expect(row["email"].string == "x@example.com" && row["phone_e164"].string == "+15550100")
+        try SecurityTests.supabase { tdb, db in
+            let p = try SecurityTests.people(db)
+            try Self.plant(db, p)
+            try Self.callTheFunctions(db, p)
+            #expect(try Self.marks(db) == [])
+            let profiles = try db.query("select email, phone_e164 from user_profiles")
+            #expect(profiles.count == 2)
+            for row in profiles {
+                #expect(row["email"].string == "x@example.com" && row["phone_e164"].string == "+15550100")
+            }
         }
     }
 
@@ -113,12 +113,12 @@ import Testing
     /// each overload matches a call these functions make.
     @Test func theAttackersFunctionsRanAsTheOwnerBeforeFunctionsResolvedInPgCatalog() throws {
         let before = try Migrator(directory: TestDatabase.migrationsDirectory).migrations.filter { $0.version < 51 }
-        let (tdb, db) = try SecurityTests.supabase(migrations: Migrator(migrations: before))
-        defer { tdb.drop() }
-        let p = try SecurityTests.people(db)
-        try Self.plant(db, p)
-        try Self.callTheFunctions(db, p)
-        #expect(try Self.marks(db) == Self.everyMark)
-        #expect(try db.query("select 1 from user_profiles where email = 'pwned@example.org'").count == 2)
+        try SecurityTests.supabase(migrations: Migrator(migrations: before)) { tdb, db in
+            let p = try SecurityTests.people(db)
+            try Self.plant(db, p)
+            try Self.callTheFunctions(db, p)
+            #expect(try Self.marks(db) == Self.everyMark)
+            #expect(try db.query("select 1 from user_profiles where email = 'pwned@example.org'").count == 2)
+        }
     }
 }

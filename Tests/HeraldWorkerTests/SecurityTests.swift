@@ -23,13 +23,14 @@ import Testing
     /// new granted to the app roles by default privileges), then migrated with `migrations` (default:
     /// the repository's sql/). The shared template cannot be used: it may have been built before the
     /// roles existed.
-    static func supabase(migrations: Migrator? = nil) throws -> (TestDB, PGConnection) {
+    static func supabase(migrations: Migrator? = nil, _ body: (TestDB, PGConnection) throws -> Void) throws {
         let empty = FileManager.default.temporaryDirectory.appendingPathComponent("herald-no-migrations-\(UUID())")
-        let tdb = try TestDatabase.create(migrationsDirectory: empty)
-        let db = try tdb.connect()
-        try prepareLikeSupabase(db)
-        try (migrations ?? Migrator(directory: TestDatabase.migrationsDirectory)).migrate(db)
-        return (tdb, db)
+        try withTestDatabase(migrationsDirectory: empty) { tdb in
+            let db = try tdb.connect()
+            try prepareLikeSupabase(db)
+            try (migrations ?? Migrator(directory: TestDatabase.migrationsDirectory)).migrate(db)
+            try body(tdb, db)
+        }
     }
 
     /// Switches the session to an app role and caller, as PostgREST does for a request: the JWT's `sub`
@@ -140,137 +141,137 @@ import Testing
     }
 
     @Test func appUsersSeeOnlyTheirOwnRows() throws {
-        let (tdb, db) = try Self.supabase()
-        defer { tdb.drop() }
-        let p = try Self.people(db)
-        let tables = try Self.tables(db)
-        #expect(tables.count >= 19)
+        try Self.supabase { tdb, db in
+            let p = try Self.people(db)
+            let tables = try Self.tables(db)
+            #expect(tables.count >= 19)
 
-        for claimsJSON in [false, true] {
-            try Self.act(db, as: "authenticated", p.a, claimsJSON: claimsJSON)
+            for claimsJSON in [false, true] {
+                try Self.act(db, as: "authenticated", p.a, claimsJSON: claimsJSON)
+                for table in Self.readable {
+                    let rows = try db.query("select user_id from \(identifier: table)")
+                    #expect(rows.map { $0["user_id"].uuid } == [p.a], "\(table) as A (claims JSON: \(claimsJSON))")
+                    #expect(try db.query("select 1 from \(identifier: table) where user_id = \(p.b)").isEmpty, "\(table)")
+                }
+                for table in tables where !Self.readable.contains(table) {
+                    Self.refused(db, "select * from \(identifier: table)", "select from \(table) as authenticated")
+                }
+            }
+
+            // Without a caller: nothing.
+            try Self.act(db, as: "authenticated", nil)
             for table in Self.readable {
-                let rows = try db.query("select user_id from \(identifier: table)")
-                #expect(rows.map { $0["user_id"].uuid } == [p.a], "\(table) as A (claims JSON: \(claimsJSON))")
-                #expect(try db.query("select 1 from \(identifier: table) where user_id = \(p.b)").isEmpty, "\(table)")
+                #expect(try db.query("select 1 from \(identifier: table)").isEmpty, "\(table) without a caller")
             }
-            for table in tables where !Self.readable.contains(table) {
-                Self.refused(db, "select * from \(identifier: table)", "select from \(table) as authenticated")
+
+            // Writes: only the caller's own preferences, and only through the RPCs otherwise.
+            try Self.act(db, as: "authenticated", p.a)
+            #expect(try db.execute("update user_profiles set notify_push = true, quiet_hours_action = 'defer'") == 1)
+            #expect(try db.execute("update user_profiles set notify_push = true where user_id = \(p.b)") == 0)
+            Self.refused(db, "update user_profiles set email = 'attacker@example.com'", "update email")
+            Self.refused(db, "update user_profiles set phone_e164 = '+15550199'", "update phone")
+            Self.refused(db, "update user_profiles set notify_sms_disabled_reason = null", "update herald's column")
+            Self.refused(db, "update user_profiles set user_id = \(p.b)", "update user_id")
+            Self.refused(db, "insert into user_profiles (user_id) values (\(UUID()))", "insert profile")
+            Self.refused(db, "delete from user_profiles", "delete profile")
+            Self.refused(db, "update inbox set title = 'x'", "update inbox")
+            Self.refused(db, "update inbox set is_read = true", "mark read directly")
+            Self.refused(db, "delete from inbox", "delete inbox")
+            Self.refused(db, "insert into device_tokens (user_id, device_token) values (\(p.a), 'x')", "insert token")
+            Self.refused(db, "update device_tokens set is_active = true", "update token")
+            Self.refused(db, """
+                insert into notification_queue (recipient_user_id, channel) values (\(p.b), 'sms')
+                """, "enqueue as authenticated")
+            Self.refused(db, "select nextval('notification_events_id_seq')", "identity sequence")
+            // Logs and doses (what the adherence analyzer reads): the caller's own, insert only.
+            #expect(try db.execute("insert into daily_logs (user_id, log_date) values (\(p.a), '2026-01-02')") == 1)
+            #expect(try db.execute("insert into dose_events (user_id, related_entity_id, scheduled_at, taken_at) values (\(p.a), 'step', now(), now())") == 1)
+            Self.refused(db, "insert into daily_logs (user_id, log_date) values (\(p.b), '2026-01-02')", "log for another user")
+            Self.refused(db, "insert into dose_events (user_id, scheduled_at) values (\(p.b), now())", "dose for another user")
+            Self.refused(db, "update daily_logs set log_date = '2026-01-03'", "update a log")
+            Self.refused(db, "delete from dose_events", "delete a dose")
+            // The per-type preferences are the person's; the adaptive frequency is herald's.
+            #expect(try db.execute("update user_profiles set dose_reminder_enabled = false, adaptive_frequency_enabled = true, quiet_hours_allow_critical = false") == 1)
+            Self.refused(db, "update user_profiles set current_frequency = 'minimal'", "update current_frequency")
+            // The time zone is still checked when the app writes it.
+            Self.refused(db, "update user_profiles set timezone = 'Mars/Olympus_Mons'", "bad zone", state: PGError.checkViolation)
+            // Spellings PostgreSQL takes but herald cannot read (migration 031): refused at the app's write.
+            for zone in ["america/new_york", "CEST", "UTC+3", "GMT+5", "GMT-0"] {
+                Self.refused(db, "update user_profiles set timezone = \(zone)", "zone \(zone)", state: PGError.checkViolation)
             }
-        }
+            for zone in ["UTC", "Etc/GMT+5", "Asia/Kolkata", "America/Argentina/Buenos_Aires"] {
+                #expect(try db.execute("update user_profiles set timezone = \(zone)") == 1, "\(zone)")
+                #expect(Zone.named(zone) != nil, "herald reads \(zone)")
+            }
+            #expect(try db.execute("update user_profiles set timezone = 'Asia/Tokyo'") == 1)
 
-        // Without a caller: nothing.
-        try Self.act(db, as: "authenticated", nil)
-        for table in Self.readable {
-            #expect(try db.query("select 1 from \(identifier: table)").isEmpty, "\(table) without a caller")
+            try Self.owner(db)
+            let b = try db.query("select notify_push, email, timezone from user_profiles where user_id = \(p.b)").first
+            #expect(b?["notify_push"].isNull == true, "never set: the attacker set nothing for B")
+            #expect(b?["email"].string == "x@example.com")
+            #expect(try db.query("select count(*) from notification_queue").first?[0].int == 2)
+            #expect(try db.query("select timezone from user_profiles where user_id = \(p.a)").first?["timezone"].string == "Asia/Tokyo")
         }
-
-        // Writes: only the caller's own preferences, and only through the RPCs otherwise.
-        try Self.act(db, as: "authenticated", p.a)
-        #expect(try db.execute("update user_profiles set notify_push = true, quiet_hours_action = 'defer'") == 1)
-        #expect(try db.execute("update user_profiles set notify_push = true where user_id = \(p.b)") == 0)
-        Self.refused(db, "update user_profiles set email = 'attacker@example.com'", "update email")
-        Self.refused(db, "update user_profiles set phone_e164 = '+15550199'", "update phone")
-        Self.refused(db, "update user_profiles set notify_sms_disabled_reason = null", "update herald's column")
-        Self.refused(db, "update user_profiles set user_id = \(p.b)", "update user_id")
-        Self.refused(db, "insert into user_profiles (user_id) values (\(UUID()))", "insert profile")
-        Self.refused(db, "delete from user_profiles", "delete profile")
-        Self.refused(db, "update inbox set title = 'x'", "update inbox")
-        Self.refused(db, "update inbox set is_read = true", "mark read directly")
-        Self.refused(db, "delete from inbox", "delete inbox")
-        Self.refused(db, "insert into device_tokens (user_id, device_token) values (\(p.a), 'x')", "insert token")
-        Self.refused(db, "update device_tokens set is_active = true", "update token")
-        Self.refused(db, """
-            insert into notification_queue (recipient_user_id, channel) values (\(p.b), 'sms')
-            """, "enqueue as authenticated")
-        Self.refused(db, "select nextval('notification_events_id_seq')", "identity sequence")
-        // Logs and doses (what the adherence analyzer reads): the caller's own, insert only.
-        #expect(try db.execute("insert into daily_logs (user_id, log_date) values (\(p.a), '2026-01-02')") == 1)
-        #expect(try db.execute("insert into dose_events (user_id, related_entity_id, scheduled_at, taken_at) values (\(p.a), 'step', now(), now())") == 1)
-        Self.refused(db, "insert into daily_logs (user_id, log_date) values (\(p.b), '2026-01-02')", "log for another user")
-        Self.refused(db, "insert into dose_events (user_id, scheduled_at) values (\(p.b), now())", "dose for another user")
-        Self.refused(db, "update daily_logs set log_date = '2026-01-03'", "update a log")
-        Self.refused(db, "delete from dose_events", "delete a dose")
-        // The per-type preferences are the person's; the adaptive frequency is herald's.
-        #expect(try db.execute("update user_profiles set dose_reminder_enabled = false, adaptive_frequency_enabled = true, quiet_hours_allow_critical = false") == 1)
-        Self.refused(db, "update user_profiles set current_frequency = 'minimal'", "update current_frequency")
-        // The time zone is still checked when the app writes it.
-        Self.refused(db, "update user_profiles set timezone = 'Mars/Olympus_Mons'", "bad zone", state: PGError.checkViolation)
-        // Spellings PostgreSQL takes but herald cannot read (migration 031): refused at the app's write.
-        for zone in ["america/new_york", "CEST", "UTC+3", "GMT+5", "GMT-0"] {
-            Self.refused(db, "update user_profiles set timezone = \(zone)", "zone \(zone)", state: PGError.checkViolation)
-        }
-        for zone in ["UTC", "Etc/GMT+5", "Asia/Kolkata", "America/Argentina/Buenos_Aires"] {
-            #expect(try db.execute("update user_profiles set timezone = \(zone)") == 1, "\(zone)")
-            #expect(Zone.named(zone) != nil, "herald reads \(zone)")
-        }
-        #expect(try db.execute("update user_profiles set timezone = 'Asia/Tokyo'") == 1)
-
-        try Self.owner(db)
-        let b = try db.query("select notify_push, email, timezone from user_profiles where user_id = \(p.b)").first
-        #expect(b?["notify_push"].isNull == true, "never set: the attacker set nothing for B")
-        #expect(b?["email"].string == "x@example.com")
-        #expect(try db.query("select count(*) from notification_queue").first?[0].int == 2)
-        #expect(try db.query("select timezone from user_profiles where user_id = \(p.a)").first?["timezone"].string == "Asia/Tokyo")
     }
 
     @Test func anonCanNeitherReadNorWriteHeraldTables() throws {
-        let (tdb, db) = try Self.supabase()
-        defer { tdb.drop() }
-        let p = try Self.people(db)
-        let tables = try Self.tables(db)
-        try Self.act(db, as: "anon", nil)
-        Self.refused(db, """
-            insert into notification_queue (recipient_user_id, channel, payload)
-            values (\(p.a), 'sms', '{"body":"Your account is locked, call +1…"}')
-            """, "anon enqueue")
-        for table in tables {
-            Self.refused(db, "select * from \(identifier: table)", "select from \(table) as anon")
-            Self.refused(db, "delete from \(identifier: table)", "delete from \(table) as anon")
+        try Self.supabase { tdb, db in
+            let p = try Self.people(db)
+            let tables = try Self.tables(db)
+            try Self.act(db, as: "anon", nil)
+            Self.refused(db, """
+                insert into notification_queue (recipient_user_id, channel, payload)
+                values (\(p.a), 'sms', '{"body":"Your account is locked, call +1…"}')
+                """, "anon enqueue")
+            for table in tables {
+                Self.refused(db, "select * from \(identifier: table)", "select from \(table) as anon")
+                Self.refused(db, "delete from \(identifier: table)", "delete from \(table) as anon")
+            }
+            // A forged caller does not help without the grants.
+            try Self.act(db, as: "anon", p.a)
+            for table in tables {
+                Self.refused(db, "select * from \(identifier: table)", "select from \(table) as anon with a sub")
+            }
+            try Self.owner(db)
+            #expect(try db.query("select count(*) from notification_queue").first?[0].int == 2)
         }
-        // A forged caller does not help without the grants.
-        try Self.act(db, as: "anon", p.a)
-        for table in tables {
-            Self.refused(db, "select * from \(identifier: table)", "select from \(table) as anon with a sub")
-        }
-        try Self.owner(db)
-        #expect(try db.query("select count(*) from notification_queue").first?[0].int == 2)
     }
 
     /// Every privilege the app roles hold on the tables and sequences of `public`, from the catalog.
     @Test func appRolesHoldOnlyTheGrantsTheAppNeeds() throws {
-        let (tdb, db) = try Self.supabase()
-        defer { tdb.drop() }
-        func held(_ role: String) throws -> Set<String> {
-            Set(try db.query("""
-                select c.relname || ' ' || p.priv as held
-                  from pg_class c
-                  cross join unnest(array['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) as p(priv)
-                 where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p', 'v', 'm')
-                   and (has_table_privilege(\(role)::name, c.oid, p.priv)
-                        or (p.priv in ('SELECT', 'INSERT', 'UPDATE', 'REFERENCES')
-                            and has_any_column_privilege(\(role)::name, c.oid, p.priv)))
-                union all
-                select c.relname || ' ' || p.priv
-                  from pg_class c cross join unnest(array['USAGE', 'SELECT', 'UPDATE']) as p(priv)
-                 where c.relnamespace = 'public'::regnamespace and c.relkind = 'S'
-                   and has_sequence_privilege(\(role)::name, c.oid, p.priv)
-                """).compactMap { $0["held"].string })
+        try Self.supabase { tdb, db in
+            func held(_ role: String) throws -> Set<String> {
+                Set(try db.query("""
+                    select c.relname || ' ' || p.priv as held
+                      from pg_class c
+                      cross join unnest(array['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) as p(priv)
+                     where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p', 'v', 'm')
+                       and (has_table_privilege(\(role)::name, c.oid, p.priv)
+                            or (p.priv in ('SELECT', 'INSERT', 'UPDATE', 'REFERENCES')
+                                and has_any_column_privilege(\(role)::name, c.oid, p.priv)))
+                    union all
+                    select c.relname || ' ' || p.priv
+                      from pg_class c cross join unnest(array['USAGE', 'SELECT', 'UPDATE']) as p(priv)
+                     where c.relnamespace = 'public'::regnamespace and c.relkind = 'S'
+                       and has_sequence_privilege(\(role)::name, c.oid, p.priv)
+                    """).compactMap { $0["held"].string })
+            }
+            #expect(try held("anon") == [])
+            #expect(try held("authenticated") == [
+                "user_profiles SELECT", "user_profiles UPDATE", "device_tokens SELECT", "inbox SELECT",
+                "daily_logs SELECT", "daily_logs INSERT", "dose_events SELECT", "dose_events INSERT",
+            ])
+            let notUpdatable = try db.query("""
+                select attname from pg_attribute
+                 where attrelid = 'user_profiles'::regclass and attnum > 0 and not attisdropped
+                   and not has_column_privilege('authenticated', 'user_profiles'::regclass, attnum, 'UPDATE')
+                 order by attname
+                """).compactMap { $0["attname"].string }
+            #expect(notUpdatable == [
+                "adherence_evaluated_at", "adherence_score", "created_at", "current_frequency", "email", "notify_email_disabled_reason", "notify_sms_disabled_reason",
+                "notify_whatsapp_disabled_reason", "phone_e164", "quiet_hours_apply_critical", "updated_at", "user_id",
+            ])
         }
-        #expect(try held("anon") == [])
-        #expect(try held("authenticated") == [
-            "user_profiles SELECT", "user_profiles UPDATE", "device_tokens SELECT", "inbox SELECT",
-            "daily_logs SELECT", "daily_logs INSERT", "dose_events SELECT", "dose_events INSERT",
-        ])
-        let notUpdatable = try db.query("""
-            select attname from pg_attribute
-             where attrelid = 'user_profiles'::regclass and attnum > 0 and not attisdropped
-               and not has_column_privilege('authenticated', 'user_profiles'::regclass, attnum, 'UPDATE')
-             order by attname
-            """).compactMap { $0["attname"].string }
-        #expect(notUpdatable == [
-            "adherence_evaluated_at", "adherence_score", "created_at", "current_frequency", "email", "notify_email_disabled_reason", "notify_sms_disabled_reason",
-            "notify_whatsapp_disabled_reason", "phone_e164", "quiet_hours_apply_critical", "updated_at", "user_id",
-        ])
     }
 
     static let rpcs: Set<String> = [
@@ -287,95 +288,95 @@ import Testing
     static let serviceRPCs: Set<String> = ["send_notification", "send_notification_status"]
 
     @Test func helpersAreForTheOwnerAndRPCsForSignedInUsers() throws {
-        let (tdb, db) = try Self.supabase()
-        defer { tdb.drop() }
-        let functions = try db.query("""
-            select p.proname,
-                   has_function_privilege('anon', p.oid, 'EXECUTE') as anon,
-                   has_function_privilege('authenticated', p.oid, 'EXECUTE') as authenticated,
-                   has_function_privilege('service_role', p.oid, 'EXECUTE') as service_role,
-                   exists (select 1 from aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
-                            where a.grantee = 0 and a.privilege_type = 'EXECUTE') as to_public
-              from pg_proc p where p.pronamespace = 'public'::regnamespace
-            """)
-        let names = Set(functions.compactMap { $0["proname"].string })
-        #expect(Self.rpcs.isSubset(of: names) && Self.serviceRPCs.isSubset(of: names))
-        #expect(names.contains("herald_can_view_member") && names.contains("herald_local_date"))
-        #expect(names.contains("herald_raise") && names.contains("herald_ms"))
-        for f in functions {
-            let name = f["proname"].string ?? "?"
-            #expect(f["anon"].bool == false, "anon can execute \(name)")
-            #expect(f["to_public"].bool == false, "PUBLIC can execute \(name)")
-            #expect(f["authenticated"].bool == Self.rpcs.contains(name), "authenticated and \(name)")
-            if Self.serviceRPCs.contains(name) { #expect(f["service_role"].bool == true, "service_role and \(name)") }
-        }
+        try Self.supabase { tdb, db in
+            let functions = try db.query("""
+                select p.proname,
+                       has_function_privilege('anon', p.oid, 'EXECUTE') as anon,
+                       has_function_privilege('authenticated', p.oid, 'EXECUTE') as authenticated,
+                       has_function_privilege('service_role', p.oid, 'EXECUTE') as service_role,
+                       exists (select 1 from aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+                                where a.grantee = 0 and a.privilege_type = 'EXECUTE') as to_public
+                  from pg_proc p where p.pronamespace = 'public'::regnamespace
+                """)
+            let names = Set(functions.compactMap { $0["proname"].string })
+            #expect(Self.rpcs.isSubset(of: names) && Self.serviceRPCs.isSubset(of: names))
+            #expect(names.contains("herald_can_view_member") && names.contains("herald_local_date"))
+            #expect(names.contains("herald_raise") && names.contains("herald_ms"))
+            for f in functions {
+                let name = f["proname"].string ?? "?"
+                #expect(f["anon"].bool == false, "anon can execute \(name)")
+                #expect(f["to_public"].bool == false, "PUBLIC can execute \(name)")
+                #expect(f["authenticated"].bool == Self.rpcs.contains(name), "authenticated and \(name)")
+                if Self.serviceRPCs.contains(name) { #expect(f["service_role"].bool == true, "service_role and \(name)") }
+            }
 
-        let (a, b) = (UUID(), UUID())
-        try Self.act(db, as: "authenticated", a)
-        Self.refused(db, "select herald_can_view_member(\(a), \(b))", "herald_can_view_member", message: "permission denied")
-        Self.refused(db, "select herald_local_date(\(a))", "herald_local_date", message: "permission denied")
-        Self.refused(db, "select herald_is_timezone('UTC')", "herald_is_timezone", message: "permission denied")
-        Self.refused(db, "select herald_restrict_table('inbox')", "herald_restrict_table", message: "permission denied")
+            let (a, b) = (UUID(), UUID())
+            try Self.act(db, as: "authenticated", a)
+            Self.refused(db, "select herald_can_view_member(\(a), \(b))", "herald_can_view_member", message: "permission denied")
+            Self.refused(db, "select herald_local_date(\(a))", "herald_local_date", message: "permission denied")
+            Self.refused(db, "select herald_is_timezone('UTC')", "herald_is_timezone", message: "permission denied")
+            Self.refused(db, "select herald_restrict_table('inbox')", "herald_restrict_table", message: "permission denied")
 
-        try Self.act(db, as: "anon", a)
-        let calls: [(String, SQL)] = [
-            ("snooze", "select snooze_pattern_alert(\(UUID()), 3)"),
-            ("dismiss", "select dismiss_pattern_alert(\(UUID()))"),
-            ("family alerts", "select * from get_family_pattern_alerts(\(UUID()))"),
-            ("register", "select register_device_token('ExponentPushToken[abc]', 'ios')"),
-            ("unregister", "select unregister_device_token('ExponentPushToken[abc]')"),
-            ("mark read", "select mark_notifications_read(\([UUID()])::uuid[])"),
-            ("list", "select get_notifications()"),
-            ("action", "select record_notification_action(\(UUID()), 'opened')"),
-            ("history", "select get_notification_history()"),
-            ("forecast", "select get_daily_forecast('2026-01-25')"),
-            ("send", "select send_notification('{}')"),
-            ("send status", "select send_notification_status(\(UUID()))"),
-        ]
-        for (what, sql) in calls {
-            Self.refused(db, sql, "anon \(what)", message: "permission denied for function")
+            try Self.act(db, as: "anon", a)
+            let calls: [(String, SQL)] = [
+                ("snooze", "select snooze_pattern_alert(\(UUID()), 3)"),
+                ("dismiss", "select dismiss_pattern_alert(\(UUID()))"),
+                ("family alerts", "select * from get_family_pattern_alerts(\(UUID()))"),
+                ("register", "select register_device_token('ExponentPushToken[abc]', 'ios')"),
+                ("unregister", "select unregister_device_token('ExponentPushToken[abc]')"),
+                ("mark read", "select mark_notifications_read(\([UUID()])::uuid[])"),
+                ("list", "select get_notifications()"),
+                ("action", "select record_notification_action(\(UUID()), 'opened')"),
+                ("history", "select get_notification_history()"),
+                ("forecast", "select get_daily_forecast('2026-01-25')"),
+                ("send", "select send_notification('{}')"),
+                ("send status", "select send_notification_status(\(UUID()))"),
+            ]
+            for (what, sql) in calls {
+                Self.refused(db, sql, "anon \(what)", message: "permission denied for function")
+            }
         }
     }
 
     @Test func theRPCsWorkForTheCallerAndNobodyElse() throws {
-        let (tdb, db) = try Self.supabase()
-        defer { tdb.drop() }
-        let p = try Self.people(db)
-        let stranger = UUID()
-        try db.execute("insert into user_profiles (user_id) values (\(stranger))")
+        try Self.supabase { tdb, db in
+            let p = try Self.people(db)
+            let stranger = UUID()
+            try db.execute("insert into user_profiles (user_id) values (\(stranger))")
 
-        // A and B share a family, A its admin: A may snooze or dismiss B's alert; a stranger may not.
-        try Self.act(db, as: "authenticated", stranger)
-        Self.refused(db, "select snooze_pattern_alert(\(p.alert[p.b]!), 3)", "stranger snoozes")
-        Self.refused(db, "select dismiss_pattern_alert(\(p.alert[p.b]!))", "stranger dismisses")
-        Self.refused(db, "select * from get_family_pattern_alerts(\(p.family))", "stranger reads the family")
-        #expect(try db.query("select mark_notifications_read(\([p.inbox[p.a]!])::uuid[]) ->> 'updated_count' as n")
-            .first?["n"].string == "0")
-        #expect(try db.query("select unregister_device_token(\(Self.apnsToken(of: p.a))) ->> 'status' as s")
-            .first?["s"].string == "not_found")
+            // A and B share a family, A its admin: A may snooze or dismiss B's alert; a stranger may not.
+            try Self.act(db, as: "authenticated", stranger)
+            Self.refused(db, "select snooze_pattern_alert(\(p.alert[p.b]!), 3)", "stranger snoozes")
+            Self.refused(db, "select dismiss_pattern_alert(\(p.alert[p.b]!))", "stranger dismisses")
+            Self.refused(db, "select * from get_family_pattern_alerts(\(p.family))", "stranger reads the family")
+            #expect(try db.query("select mark_notifications_read(\([p.inbox[p.a]!])::uuid[]) ->> 'updated_count' as n")
+                .first?["n"].string == "0")
+            #expect(try db.query("select unregister_device_token(\(Self.apnsToken(of: p.a))) ->> 'status' as s")
+                .first?["s"].string == "not_found")
 
-        try Self.act(db, as: "authenticated", p.a)
-        #expect(try db.query("select * from get_family_pattern_alerts(\(p.family))").count == 2)
-        #expect(try db.query("select snooze_pattern_alert(\(p.alert[p.b]!), 3) ->> 'success' as ok").first?["ok"].string == "true")
-        #expect(try db.query("select dismiss_pattern_alert(\(p.alert[p.a]!)) ->> 'success' as ok").first?["ok"].string == "true")
-        #expect(try db.query("select * from get_family_pattern_alerts(\(p.family))").isEmpty)
-        let read = try db.query("""
-            select mark_notifications_read(\([p.inbox[p.a]!, p.inbox[p.b]!])::uuid[]) ->> 'updated_count' as n
-            """).first?["n"].string
-        #expect(read == "1")
-        #expect(try db.query("select is_read from inbox").map { $0["is_read"].bool } == [true])
-        let registered = try db.query("""
-            select register_device_token('ExponentPushToken[a1]', 'android') ->> 'status' as s
-            """).first?["s"].string
-        #expect(registered == "active")
-        #expect(try db.query("select device_token from device_tokens where is_active")
-            .compactMap { $0["device_token"].string }.sorted() == ["ExponentPushToken[a1]", Self.apnsToken(of: p.a)].sorted())
-        #expect(try db.query("select unregister_device_token('ExponentPushToken[a1]') ->> 'status' as s")
-            .first?["s"].string == "unregistered")
+            try Self.act(db, as: "authenticated", p.a)
+            #expect(try db.query("select * from get_family_pattern_alerts(\(p.family))").count == 2)
+            #expect(try db.query("select snooze_pattern_alert(\(p.alert[p.b]!), 3) ->> 'success' as ok").first?["ok"].string == "true")
+            #expect(try db.query("select dismiss_pattern_alert(\(p.alert[p.a]!)) ->> 'success' as ok").first?["ok"].string == "true")
+            #expect(try db.query("select * from get_family_pattern_alerts(\(p.family))").isEmpty)
+            let read = try db.query("""
+                select mark_notifications_read(\([p.inbox[p.a]!, p.inbox[p.b]!])::uuid[]) ->> 'updated_count' as n
+                """).first?["n"].string
+            #expect(read == "1")
+            #expect(try db.query("select is_read from inbox").map { $0["is_read"].bool } == [true])
+            let registered = try db.query("""
+                select register_device_token('ExponentPushToken[a1]', 'android') ->> 'status' as s
+                """).first?["s"].string
+            #expect(registered == "active")
+            #expect(try db.query("select device_token from device_tokens where is_active")
+                .compactMap { $0["device_token"].string }.sorted() == ["ExponentPushToken[a1]", Self.apnsToken(of: p.a)].sorted())
+            #expect(try db.query("select unregister_device_token('ExponentPushToken[a1]') ->> 'status' as s")
+                .first?["s"].string == "unregistered")
 
-        try Self.owner(db)
-        #expect(try db.query("select is_read from inbox where id = \(p.inbox[p.b]!)").first?["is_read"].bool == false)
-        #expect(try db.query("select is_active from device_tokens where device_token = \(Self.apnsToken(of: p.a))")
-            .first?["is_active"].bool == true)
+            try Self.owner(db)
+            #expect(try db.query("select is_read from inbox where id = \(p.inbox[p.b]!)").first?["is_read"].bool == false)
+            #expect(try db.query("select is_active from device_tokens where device_token = \(Self.apnsToken(of: p.a))")
+                .first?["is_active"].bool == true)
+        }
     }
 }

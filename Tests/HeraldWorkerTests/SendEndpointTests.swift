@@ -90,24 +90,24 @@ struct SendEndpointTests {
         defer { lab.cleanup() }
         let expo = try FakeExpo(tls: lab.certificates)
         defer { expo.shutdown() }
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        let (user, token) = try SendNotificationTests.person(db)
-        let answer = try Self.post(db, SendNotificationTests.request(user)) { n in
-            guard n == 1 else { return }
-            let (summary, _) = ProviderPass.pass(tdb.url, lab.base.merging(lab.expo(expo)) { $1 }, now: SendPushTests.dueNow())
-            #expect(summary.sent == 1, "\(summary.error ?? "")")
+        try SecurityTests.supabase { tdb, db in
+            let (user, token) = try SendNotificationTests.person(db)
+            let answer = try Self.post(db, SendNotificationTests.request(user)) { n in
+                guard n == 1 else { return }
+                let (summary, _) = ProviderPass.pass(tdb.url, lab.base.merging(lab.expo(expo)) { $1 }, now: SendPushTests.dueNow())
+                #expect(summary.sent == 1, "\(summary.error ?? "")")
+            }
+            #expect(answer.status == 200)
+            #expect(answer.body["status"]?.stringValue == "sent", "\(answer.body.jsonText)")
+            let ticket = try #require(answer.body["expo_receipt_id"]?.stringValue)
+            #expect(expo.issuedTickets[ticket] == token)
+            #expect(answer.body["push_token"]?.stringValue == token)
+            #expect(answer.body["user_id"]?.stringValue == user.uuidString.lowercased())
+            #expect(answer.body["sent_at"]?.doubleValue ?? 0 > 1_600_000_000_000)
+            let id = try #require(answer.body["notification_id"]?.stringValue)
+            #expect(try db.query("select status from notification_queue where id = \(id)::uuid").first?["status"].string == "sent")
+            #expect(answer.calls == ["send_notification", "send_notification_status"])
         }
-        #expect(answer.status == 200)
-        #expect(answer.body["status"]?.stringValue == "sent", "\(answer.body.jsonText)")
-        let ticket = try #require(answer.body["expo_receipt_id"]?.stringValue)
-        #expect(expo.issuedTickets[ticket] == token)
-        #expect(answer.body["push_token"]?.stringValue == token)
-        #expect(answer.body["user_id"]?.stringValue == user.uuidString.lowercased())
-        #expect(answer.body["sent_at"]?.doubleValue ?? 0 > 1_600_000_000_000)
-        let id = try #require(answer.body["notification_id"]?.stringValue)
-        #expect(try db.query("select status from notification_queue where id = \(id)::uuid").first?["status"].string == "sent")
-        #expect(answer.calls == ["send_notification", "send_notification_status"])
     }
 
     /// A push the provider refuses for good while the answer waits is answered `failed` with the error.
@@ -116,84 +116,84 @@ struct SendEndpointTests {
         defer { lab.cleanup() }
         let expo = try FakeExpo(tls: lab.certificates)
         defer { expo.shutdown() }
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        let (user, token) = try SendNotificationTests.person(db)
-        expo.failTicket(token: token, error: "DeviceNotRegistered", message: "not a registered push notification recipient")
-        let answer = try Self.post(db, SendNotificationTests.request(user)) { n in
-            guard n == 1 else { return }
-            _ = ProviderPass.pass(tdb.url, lab.base.merging(lab.expo(expo)) { $1 }, now: SendPushTests.dueNow())
+        try SecurityTests.supabase { tdb, db in
+            let (user, token) = try SendNotificationTests.person(db)
+            expo.failTicket(token: token, error: "DeviceNotRegistered", message: "not a registered push notification recipient")
+            let answer = try Self.post(db, SendNotificationTests.request(user)) { n in
+                guard n == 1 else { return }
+                _ = ProviderPass.pass(tdb.url, lab.base.merging(lab.expo(expo)) { $1 }, now: SendPushTests.dueNow())
+            }
+            #expect(answer.status == 200)
+            #expect(answer.body["status"]?.stringValue == "failed", "\(answer.body.jsonText)")
+            #expect(answer.body["error"]?.stringValue?.contains("not a registered push notification recipient") == true,
+                    "\(answer.body.jsonText)")
+            #expect(answer.body["expo_receipt_id"] == nil)
         }
-        #expect(answer.status == 200)
-        #expect(answer.body["status"]?.stringValue == "failed", "\(answer.body.jsonText)")
-        #expect(answer.body["error"]?.stringValue?.contains("not a registered push notification recipient") == true,
-                "\(answer.body.jsonText)")
-        #expect(answer.body["expo_receipt_id"] == nil)
     }
 
     /// Nothing sent within the wait (no pass ran) is `scheduled`; a notification scheduled later than
     /// the wait is answered `scheduled` at once, without reading its status.
     @Test func theSendAnswersScheduledWhenThePushIsNotOutYet() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        let (user, token) = try SendNotificationTests.person(db)
-        let waited = try Self.post(db, SendNotificationTests.request(user), waitMs: 300)
-        #expect(waited.status == 200 && waited.body["status"]?.stringValue == "scheduled")
-        #expect(waited.body["push_token"]?.stringValue == token && waited.body["sent_at"] == .null)
-        #expect(waited.calls.first == "send_notification" && waited.calls.dropFirst().allSatisfy { $0 == "send_notification_status" })
-        #expect(waited.calls.count >= 2)
+        try SecurityTests.supabase { tdb, db in
+            let (user, token) = try SendNotificationTests.person(db)
+            let waited = try Self.post(db, SendNotificationTests.request(user), waitMs: 300)
+            #expect(waited.status == 200 && waited.body["status"]?.stringValue == "scheduled")
+            #expect(waited.body["push_token"]?.stringValue == token && waited.body["sent_at"] == .null)
+            #expect(waited.calls.first == "send_notification" && waited.calls.dropFirst().allSatisfy { $0 == "send_notification_status" })
+            #expect(waited.calls.count >= 2)
 
-        let later = (Date().addingTimeInterval(3600).timeIntervalSince1970 * 1000).rounded()
-        let ahead = try Self.post(db, SendNotificationTests.request(user, ["scheduled_at": .number(later)]))
-        #expect(ahead.status == 200 && ahead.body["status"]?.stringValue == "scheduled")
-        #expect(ahead.body["scheduled_at"]?.doubleValue == later)
-        #expect(ahead.calls == ["send_notification"])
+            let later = (Date().addingTimeInterval(3600).timeIntervalSince1970 * 1000).rounded()
+            let ahead = try Self.post(db, SendNotificationTests.request(user, ["scheduled_at": .number(later)]))
+            #expect(ahead.status == 200 && ahead.body["status"]?.stringValue == "scheduled")
+            #expect(ahead.body["scheduled_at"]?.doubleValue == later)
+            #expect(ahead.calls == ["send_notification"])
+        }
     }
 
     /// The refusals, each with its HTTP status and the contract's error body: no service role key 403,
     /// a bad request 400, no device 404, a dead token 422, push switched off 422, over the rate limit
     /// 429 with `retry_after`.
     @Test func theRefusalsAnswerTheContractsStatuses() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        let (user, _) = try SendNotificationTests.person(db)
-        let request = SendNotificationTests.request(user)
-        for headers in [[:], ["X-Supabase-Service-Role": "wrong"], ["Authorization": "Bearer " + Self.serviceKey + "x"]] {
-            let answer = try Self.post(db, request, headers: headers, waitMs: 200)
-            #expect(Self.error(answer) == (403, "forbidden") && answer.calls.isEmpty, "\(headers)")
+        try SecurityTests.supabase { tdb, db in
+            let (user, _) = try SendNotificationTests.person(db)
+            let request = SendNotificationTests.request(user)
+            for headers in [[:], ["X-Supabase-Service-Role": "wrong"], ["Authorization": "Bearer " + Self.serviceKey + "x"]] {
+                let answer = try Self.post(db, request, headers: headers, waitMs: 200)
+                #expect(Self.error(answer) == (403, "forbidden") && answer.calls.isEmpty, "\(headers)")
+            }
+            #expect(try Self.post(db, request, headers: ["Authorization": "Bearer " + Self.serviceKey], waitMs: 200).status == 200)
+
+            let missing = try Self.post(db, SendNotificationTests.request(user, ["title_ar": nil]))
+            #expect(Self.error(missing) == (400, "invalid_request"))
+            #expect(missing.body["error"]?["message"]?.stringValue == "title_ar is required (a non-empty string)")
+            #expect(Self.error(try Self.post(db, .array([]))) == (400, "invalid_request"))
+
+            let noDevice = UUID()
+            try db.execute("insert into user_profiles (user_id) values (\(noDevice))")
+            #expect(Self.error(try Self.post(db, SendNotificationTests.request(noDevice))) == (404, "user_not_found"))
+            try db.execute("""
+                insert into device_tokens (user_id, device_token, provider, is_active, deactivated_at, deactivated_reason)
+                values (\(noDevice), 'ExponentPushToken[dead]', 'expo', false, now(), 'expo DeviceNotRegistered: gone')
+                """)
+            #expect(Self.error(try Self.post(db, SendNotificationTests.request(noDevice))) == (422, "invalid_token"))
+            // A person who switched push off: 422 push_disabled at once, not a send skipped later.
+            try db.execute("update user_profiles set notify_push = false where user_id = \(user)")
+            #expect(Self.error(try Self.post(db, request)) == (422, "push_disabled"))
+            try db.execute("update user_profiles set notify_push = null where user_id = \(user)")
+
+            // A full minute: 100 sends 30 seconds ago.
+            try db.execute("""
+                insert into notification_send_windows (user_id, sent_at)
+                values (\(user), array(select clock_timestamp() - interval '30 seconds' from generate_series(1, 100)))
+                on conflict (user_id) do update set sent_at = excluded.sent_at
+                """)
+            let limited = try Self.post(db, request)
+            #expect(Self.error(limited) == (429, "rate_limit_exceeded"))
+            let wait = limited.body["error"]?["retry_after"]?.intValue ?? 0
+            #expect(wait >= 1 && wait <= 30, "retry_after \(wait)")
+            #expect(limited.body["error"]?["message"]?.stringValue?.contains("Retry after \(wait) seconds") == true)
+            #expect(try SendNotificationTests.count(db, "notification_queue") == 1, "only the accepted send")
         }
-        #expect(try Self.post(db, request, headers: ["Authorization": "Bearer " + Self.serviceKey], waitMs: 200).status == 200)
-
-        let missing = try Self.post(db, SendNotificationTests.request(user, ["title_ar": nil]))
-        #expect(Self.error(missing) == (400, "invalid_request"))
-        #expect(missing.body["error"]?["message"]?.stringValue == "title_ar is required (a non-empty string)")
-        #expect(Self.error(try Self.post(db, .array([]))) == (400, "invalid_request"))
-
-        let noDevice = UUID()
-        try db.execute("insert into user_profiles (user_id) values (\(noDevice))")
-        #expect(Self.error(try Self.post(db, SendNotificationTests.request(noDevice))) == (404, "user_not_found"))
-        try db.execute("""
-            insert into device_tokens (user_id, device_token, provider, is_active, deactivated_at, deactivated_reason)
-            values (\(noDevice), 'ExponentPushToken[dead]', 'expo', false, now(), 'expo DeviceNotRegistered: gone')
-            """)
-        #expect(Self.error(try Self.post(db, SendNotificationTests.request(noDevice))) == (422, "invalid_token"))
-        // A person who switched push off: 422 push_disabled at once, not a send skipped later.
-        try db.execute("update user_profiles set notify_push = false where user_id = \(user)")
-        #expect(Self.error(try Self.post(db, request)) == (422, "push_disabled"))
-        try db.execute("update user_profiles set notify_push = null where user_id = \(user)")
-
-        // A full minute: 100 sends 30 seconds ago.
-        try db.execute("""
-            insert into notification_send_windows (user_id, sent_at)
-            values (\(user), array(select clock_timestamp() - interval '30 seconds' from generate_series(1, 100)))
-            on conflict (user_id) do update set sent_at = excluded.sent_at
-            """)
-        let limited = try Self.post(db, request)
-        #expect(Self.error(limited) == (429, "rate_limit_exceeded"))
-        let wait = limited.body["error"]?["retry_after"]?.intValue ?? 0
-        #expect(wait >= 1 && wait <= 30, "retry_after \(wait)")
-        #expect(limited.body["error"]?["message"]?.stringValue?.contains("Retry after \(wait) seconds") == true)
-        #expect(try SendNotificationTests.count(db, "notification_queue") == 1, "only the accepted send")
     }
 
     /// What PostgreSQL answers beyond the contract's codes: a call the role may not make is `forbidden`,

@@ -86,42 +86,42 @@ import Testing
     @Test func aSentNotificationCarriesItsDataTypeIdLinkAndLanguageEverywhere() throws {
         let p = try Providers()
         defer { p.shutdown() }
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let user = try Self.person(db)
-        try db.execute("insert into inbox (user_id, type, title, body, is_read) values (\(user), 'system', 't', 'b', false), (\(user), 'system', 't', 'b', false), (\(user), 'system', 't', 'b', true)")
-        let id = try Self.send(db, SendNotificationTests.request(user, ["badge_increment": 2]))
-        let (summary, code) = Pass.pass(tdb.url, p.settings, now: Self.dueNow())
-        #expect(code == .ok && summary.sent == 1, "\(summary.error ?? "")")
-        let link = "intldossier://dossiers/660e8400-e29b-41d4-a716-446655440001"
-        let pushes = try p.pushes(for: id)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let user = try Self.person(db)
+            try db.execute("insert into inbox (user_id, type, title, body, is_read) values (\(user), 'system', 't', 'b', false), (\(user), 'system', 't', 'b', false), (\(user), 'system', 't', 'b', true)")
+            let id = try Self.send(db, SendNotificationTests.request(user, ["badge_increment": 2]))
+            let (summary, code) = Pass.pass(tdb.url, p.settings, now: Self.dueNow())
+            #expect(code == .ok && summary.sent == 1, "\(summary.error ?? "")")
+            let link = "intldossier://dossiers/660e8400-e29b-41d4-a716-446655440001"
+            let pushes = try p.pushes(for: id)
 
-        let expo = try #require(pushes.expo)
-        #expect(expo["title"]?.stringValue == "تكليف جديد" && expo["body"]?.stringValue == "تم تعيينك في ملف ألمانيا كمحلل قطري")
-        #expect(expo["priority"]?.stringValue == "high" && expo["badge"]?.intValue == 4 && expo["sound"]?.stringValue == "default")
-        for data in [expo["data"], pushes.fcm?["data"], pushes.apns?.0] {
-            #expect(data?["dossier_id"]?.stringValue == "660e8400-e29b-41d4-a716-446655440001")
-            #expect(data?["assignment_role"]?.stringValue == "country_analyst")
-            #expect(data?["notification_type"]?.stringValue == "assignment")
-            #expect(data?["deep_link"]?.stringValue == link)
+            let expo = try #require(pushes.expo)
+            #expect(expo["title"]?.stringValue == "تكليف جديد" && expo["body"]?.stringValue == "تم تعيينك في ملف ألمانيا كمحلل قطري")
+            #expect(expo["priority"]?.stringValue == "high" && expo["badge"]?.intValue == 4 && expo["sound"]?.stringValue == "default")
+            for data in [expo["data"], pushes.fcm?["data"], pushes.apns?.0] {
+                #expect(data?["dossier_id"]?.stringValue == "660e8400-e29b-41d4-a716-446655440001")
+                #expect(data?["assignment_role"]?.stringValue == "country_analyst")
+                #expect(data?["notification_type"]?.stringValue == "assignment")
+                #expect(data?["deep_link"]?.stringValue == link)
+            }
+
+            let fcm = try #require(pushes.fcm)
+            #expect(fcm["notification"]?["title"]?.stringValue == "New Assignment", "the FCM token is English")
+            #expect(fcm["android"]?["priority"]?.stringValue == "HIGH")
+            #expect(fcm["apns"]?["headers"]?["apns-priority"]?.stringValue == "10")
+            #expect(fcm["apns"]?["payload"]?["aps"]?["badge"]?.intValue == 4)
+            if case .object(let data)? = fcm["data"] {
+                #expect(data.values.allSatisfy { if case .string = $0 { true } else { false } }, "FCM data values are strings")
+            } else {
+                Issue.record("FCM message without data")
+            }
+
+            let (apns, request) = try #require(pushes.apns)
+            #expect(request.header("apns-priority") == "10" && request.header("apns-push-type") == "alert")
+            #expect(apns["aps"]?["alert"]?["title"]?.stringValue == "تكليف جديد")
+            #expect(apns["aps"]?["badge"]?.intValue == 4 && apns["aps"]?["sound"]?.stringValue == "default")
         }
-
-        let fcm = try #require(pushes.fcm)
-        #expect(fcm["notification"]?["title"]?.stringValue == "New Assignment", "the FCM token is English")
-        #expect(fcm["android"]?["priority"]?.stringValue == "HIGH")
-        #expect(fcm["apns"]?["headers"]?["apns-priority"]?.stringValue == "10")
-        #expect(fcm["apns"]?["payload"]?["aps"]?["badge"]?.intValue == 4)
-        if case .object(let data)? = fcm["data"] {
-            #expect(data.values.allSatisfy { if case .string = $0 { true } else { false } }, "FCM data values are strings")
-        } else {
-            Issue.record("FCM message without data")
-        }
-
-        let (apns, request) = try #require(pushes.apns)
-        #expect(request.header("apns-priority") == "10" && request.header("apns-push-type") == "alert")
-        #expect(apns["aps"]?["alert"]?["title"]?.stringValue == "تكليف جديد")
-        #expect(apns["aps"]?["badge"]?.intValue == 4 && apns["aps"]?["sound"]?.stringValue == "default")
     }
 
     /// `normal` goes out at once at the providers' normal priority; `low` is silent (no alert, body,
@@ -130,57 +130,57 @@ import Testing
     @Test func normalAndLowPrioritiesAndTheSoundsAskedFor() throws {
         let p = try Providers()
         defer { p.shutdown() }
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let user = try Self.person(db)
-        let normal = try Self.send(db, SendNotificationTests.request(user, ["notification_type": "message", "priority": "normal", "sound": "custom"]))
-        let low = try Self.send(db, SendNotificationTests.request(user, ["notification_type": "system", "priority": "low"]))
-        let quiet = try Self.send(db, SendNotificationTests.request(user, ["notification_type": "signal", "sound": .null]))
-        let settings = p.settings.merging(["HERALD_CUSTOM_SOUND": "chime.caf"]) { $1 }
-        let (summary, code) = Pass.pass(tdb.url, settings, now: Self.dueNow())
-        #expect(code == .ok && summary.sent == 3, "\(summary.error ?? "")")
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let user = try Self.person(db)
+            let normal = try Self.send(db, SendNotificationTests.request(user, ["notification_type": "message", "priority": "normal", "sound": "custom"]))
+            let low = try Self.send(db, SendNotificationTests.request(user, ["notification_type": "system", "priority": "low"]))
+            let quiet = try Self.send(db, SendNotificationTests.request(user, ["notification_type": "signal", "sound": .null]))
+            let settings = p.settings.merging(["HERALD_CUSTOM_SOUND": "chime.caf"]) { $1 }
+            let (summary, code) = Pass.pass(tdb.url, settings, now: Self.dueNow())
+            #expect(code == .ok && summary.sent == 3, "\(summary.error ?? "")")
 
-        let n = try p.pushes(for: normal)
-        #expect(n.expo?["priority"]?.stringValue == "default" && n.expo?["sound"]?.stringValue == "chime.caf")
-        #expect(n.fcm?["android"]?["priority"]?.stringValue == "NORMAL" && n.fcm?["notification"] != nil)
-        #expect(n.fcm?["apns"]?["headers"]?["apns-priority"]?.stringValue == "5")
-        #expect(n.apns?.1.header("apns-priority") == "5" && n.apns?.1.header("apns-push-type") == "alert")
-        #expect(n.apns?.0["aps"]?["sound"]?.stringValue == "chime.caf")
+            let n = try p.pushes(for: normal)
+            #expect(n.expo?["priority"]?.stringValue == "default" && n.expo?["sound"]?.stringValue == "chime.caf")
+            #expect(n.fcm?["android"]?["priority"]?.stringValue == "NORMAL" && n.fcm?["notification"] != nil)
+            #expect(n.fcm?["apns"]?["headers"]?["apns-priority"]?.stringValue == "5")
+            #expect(n.apns?.1.header("apns-priority") == "5" && n.apns?.1.header("apns-push-type") == "alert")
+            #expect(n.apns?.0["aps"]?["sound"]?.stringValue == "chime.caf")
 
-        let l = try p.pushes(for: low)
-        let expo = try #require(l.expo)
-        #expect(expo["_contentAvailable"]?.boolValue == true)
-        for key in ["title", "body", "sound", "badge"] { #expect(expo[key] == nil, "silent Expo message has \(key)") }
-        #expect(expo["data"]?["dossier_id"] != nil)
-        #expect(l.fcm?["notification"] == nil && l.fcm?["data"]?["dossier_id"] != nil, "FCM data-only")
-        #expect(l.fcm?["apns"]?["headers"]?["apns-push-type"]?.stringValue == "background")
-        let (apns, request) = try #require(l.apns)
-        #expect(request.header("apns-push-type") == "background" && request.header("apns-priority") == "5")
-        #expect(apns["aps"] == ["content-available": 1])
-        #expect(apns["dossier_id"] != nil && apns["notification_type"]?.stringValue == "system")
+            let l = try p.pushes(for: low)
+            let expo = try #require(l.expo)
+            #expect(expo["_contentAvailable"]?.boolValue == true)
+            for key in ["title", "body", "sound", "badge"] { #expect(expo[key] == nil, "silent Expo message has \(key)") }
+            #expect(expo["data"]?["dossier_id"] != nil)
+            #expect(l.fcm?["notification"] == nil && l.fcm?["data"]?["dossier_id"] != nil, "FCM data-only")
+            #expect(l.fcm?["apns"]?["headers"]?["apns-push-type"]?.stringValue == "background")
+            let (apns, request) = try #require(l.apns)
+            #expect(request.header("apns-push-type") == "background" && request.header("apns-priority") == "5")
+            #expect(apns["aps"] == ["content-available": 1])
+            #expect(apns["dossier_id"] != nil && apns["notification_type"]?.stringValue == "system")
 
-        let q = try p.pushes(for: quiet)
-        #expect(q.apns?.0["aps"]?["sound"] == nil && q.apns?.0["aps"]?["alert"] != nil)
-        #expect(q.expo?["sound"] == .null && q.expo?["priority"]?.stringValue == "high")
+            let q = try p.pushes(for: quiet)
+            #expect(q.apns?.0["aps"]?["sound"] == nil && q.apns?.0["aps"]?["alert"] != nil)
+            #expect(q.expo?["sound"] == .null && q.expo?["priority"]?.stringValue == "high")
+        }
     }
 
     /// A notification scheduled ahead is not sent before its time, and is sent once it comes.
     @Test func aScheduledNotificationWaitsForItsTime() throws {
         let p = try Providers()
         defer { p.shutdown() }
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        // Expo alone: the fake checks no provider token against the clock, so a pass may run ahead of it.
-        let (user, _) = try SendNotificationTests.person(db)
-        let at = Date().addingTimeInterval(600)
-        let id = try Self.send(db, SendNotificationTests.request(user, ["scheduled_at": .number((at.timeIntervalSince1970 * 1000).rounded())]))
-        let early = Pass.pass(tdb.url, p.settings, now: Self.dueNow())
-        #expect(early.0.sent == 0 && p.expo.sendRequests.isEmpty)
-        let late = Pass.pass(tdb.url, p.settings, now: at.addingTimeInterval(1))
-        #expect(late.0.sent == 1, "\(late.0.error ?? "")")
-        #expect(try p.pushes(for: id).expo != nil)
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            // Expo alone: the fake checks no provider token against the clock, so a pass may run ahead of it.
+            let (user, _) = try SendNotificationTests.person(db)
+            let at = Date().addingTimeInterval(600)
+            let id = try Self.send(db, SendNotificationTests.request(user, ["scheduled_at": .number((at.timeIntervalSince1970 * 1000).rounded())]))
+            let early = Pass.pass(tdb.url, p.settings, now: Self.dueNow())
+            #expect(early.0.sent == 0 && p.expo.sendRequests.isEmpty)
+            let late = Pass.pass(tdb.url, p.settings, now: at.addingTimeInterval(1))
+            #expect(late.0.sent == 1, "\(late.0.error ?? "")")
+            #expect(try p.pushes(for: id).expo != nil)
+        }
     }
 
     /// The largest request the send accepts (data, deep link and image at the combined limit, a type
@@ -189,37 +189,37 @@ import Testing
     @Test func theLargestAcceptedRequestFitsEveryProvider() throws {
         let p = try Providers()
         defer { p.shutdown() }
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let type = "t" + String(repeating: "y", count: 62)
-        try db.execute("insert into notification_types (type) values (\(type))")
-        let user = try Self.person(db, fcmToken: String(repeating: "f", count: 200))
-        let data = JSONValue.object(Dictionary(uniqueKeysWithValues: (0..<20).map {
-            (String(format: "k%02d", $0), JSONValue.string(String(repeating: "v", count: 92)))
-        }))
-        let request = SendNotificationTests.request(user, [
-            "notification_type": .string(type), "data": data,
-            "deep_link": .string("intldossier://dossiers/" + String(repeating: "d", count: 489)),
-            "image_url": .string("https://example.com/" + String(repeating: "i", count: 150)),
-            "title_en": .string(String(repeating: "T", count: 256)), "title_ar": .string(String(repeating: "ع", count: 256)),
-            "body_en": .string(String(repeating: "B", count: 2048)), "body_ar": .string(String(repeating: "ب", count: 2048)),
-        ])
-        let id = try Self.send(db, request)
-        let (summary, code) = Pass.pass(tdb.url, p.settings, now: Self.dueNow())
-        #expect(code == .ok && summary.sent == 1, "\(summary.error ?? "")")
-        let outcomes = try db.query("select provider, outcome from notification_deliveries where queue_id = \(id)::uuid order by provider")
-        #expect(outcomes.map { "\($0["provider"].string ?? ""):\($0["outcome"].string ?? "")" }
-                == ["apns:delivered", "expo:delivered", "fcm:delivered"])
-        let pushes = try p.pushes(for: id)
-        for (name, data) in [("expo", pushes.expo?["data"]), ("fcm", pushes.fcm?["data"]), ("apns", pushes.apns?.0)] {
-            #expect((0..<20).allSatisfy { data?[String(format: "k%02d", $0)] != nil }, "\(name) lost data")
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let type = "t" + String(repeating: "y", count: 62)
+            try db.execute("insert into notification_types (type) values (\(type))")
+            let user = try Self.person(db, fcmToken: String(repeating: "f", count: 200))
+            let data = JSONValue.object(Dictionary(uniqueKeysWithValues: (0..<20).map {
+                (String(format: "k%02d", $0), JSONValue.string(String(repeating: "v", count: 92)))
+            }))
+            let request = SendNotificationTests.request(user, [
+                "notification_type": .string(type), "data": data,
+                "deep_link": .string("intldossier://dossiers/" + String(repeating: "d", count: 489)),
+                "image_url": .string("https://example.com/" + String(repeating: "i", count: 150)),
+                "title_en": .string(String(repeating: "T", count: 256)), "title_ar": .string(String(repeating: "ع", count: 256)),
+                "body_en": .string(String(repeating: "B", count: 2048)), "body_ar": .string(String(repeating: "ب", count: 2048)),
+            ])
+            let id = try Self.send(db, request)
+            let (summary, code) = Pass.pass(tdb.url, p.settings, now: Self.dueNow())
+            #expect(code == .ok && summary.sent == 1, "\(summary.error ?? "")")
+            let outcomes = try db.query("select provider, outcome from notification_deliveries where queue_id = \(id)::uuid order by provider")
+            #expect(outcomes.map { "\($0["provider"].string ?? ""):\($0["outcome"].string ?? "")" }
+                    == ["apns:delivered", "expo:delivered", "fcm:delivered"])
+            let pushes = try p.pushes(for: id)
+            for (name, data) in [("expo", pushes.expo?["data"]), ("fcm", pushes.fcm?["data"]), ("apns", pushes.apns?.0)] {
+                #expect((0..<20).allSatisfy { data?[String(format: "k%02d", $0)] != nil }, "\(name) lost data")
+            }
+            // Expo's limit is per message (a request is an array of them), FCM's and APNs's per request.
+            let bodies = [pushes.expo.map { $0.jsonText.utf8.count } ?? 0]
+                + p.fcm.requests.filter { $0.path.hasSuffix("/messages:send") }.map(\.body.count)
+                + p.apns.requests.filter { $0.path.hasPrefix("/3/device/") }.map(\.body.count)
+            #expect(bodies.count == 3 && bodies.allSatisfy { $0 <= 4096 }, "\(bodies)")
+            #expect((pushes.expo?["title"]?.stringValue ?? "").isEmpty == false, "the title survives, shortened")
         }
-        // Expo's limit is per message (a request is an array of them), FCM's and APNs's per request.
-        let bodies = [pushes.expo.map { $0.jsonText.utf8.count } ?? 0]
-            + p.fcm.requests.filter { $0.path.hasSuffix("/messages:send") }.map(\.body.count)
-            + p.apns.requests.filter { $0.path.hasPrefix("/3/device/") }.map(\.body.count)
-        #expect(bodies.count == 3 && bodies.allSatisfy { $0 <= 4096 }, "\(bodies)")
-        #expect((pushes.expo?["title"]?.stringValue ?? "").isEmpty == false, "the title survives, shortened")
     }
 }

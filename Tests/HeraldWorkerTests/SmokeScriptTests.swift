@@ -32,34 +32,34 @@ struct SmokeScriptTests {
     /// On a database with no schema yet: migrated, then one row per channel, all sent by one pass.
     @Test func theSmokeRunMigratesAndSendsOneRowPerChannel() throws {
         let empty = FileManager.default.temporaryDirectory.appendingPathComponent("herald-no-migrations-\(UUID())")
-        let tdb = try TestDatabase.create(migrationsDirectory: empty)
-        defer { tdb.drop() }
-        let (status, out) = try Self.smoke(tdb.url)
-        #expect(status == 0, "\(out)")
-        #expect(out.contains("smoke: ok, 6 rows sent"), "\(out)")
-        let db = try tdb.connect()
-        defer { db.close() }
-        let sent = try db.query("select channel from notification_queue where status = 'sent'").compactMap { $0["channel"].string }
-        #expect(sent.sorted() == Self.channels.sorted())
-        #expect(try db.query("select count(*)::int as n from schema_migrations").first?["n"].int ?? 0 > 0)
+        try withTestDatabase(migrationsDirectory: empty) { tdb in
+            let (status, out) = try Self.smoke(tdb.url)
+            #expect(status == 0, "\(out)")
+            #expect(out.contains("smoke: ok, 6 rows sent"), "\(out)")
+            let db = try tdb.connect()
+            defer { db.close() }
+            let sent = try db.query("select channel from notification_queue where status = 'sent'").compactMap { $0["channel"].string }
+            #expect(sent.sorted() == Self.channels.sorted())
+            #expect(try db.query("select count(*)::int as n from schema_migrations").first?["n"].int ?? 0 > 0)
+        }
     }
 
     /// A channel turned off leaves its row pending: the run fails and names it.
     @Test func aRowNotSentFailsTheSmokeRun() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let (status, out) = try Self.smoke(tdb.url, env: ["HERALD_CHANNEL_SMS": "off"])
-        #expect(status != 0)
-        #expect(out.contains("the sms row"), "\(out)")
-        #expect(out.contains("smoke: FAILED: 1 of 6 rows were not sent"), "\(out)")
+        try withTestDatabase { tdb in
+            let (status, out) = try Self.smoke(tdb.url, env: ["HERALD_CHANNEL_SMS": "off"])
+            #expect(status != 0)
+            #expect(out.contains("the sms row"), "\(out)")
+            #expect(out.contains("smoke: FAILED: 1 of 6 rows were not sent"), "\(out)")
+        }
     }
 
     /// A pass that cannot start (here a setting it refuses) fails the run with its exit code.
     @Test func aPassThatExitsNonZeroFailsTheSmokeRun() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let (status, out) = try Self.smoke(tdb.url, env: ["HERALD_LEASE_SECONDS": "0"])
-        #expect(status != 0)
-        #expect(out.contains("smoke: FAILED: herald run exited 1"), "\(out)")
+        try withTestDatabase { tdb in
+            let (status, out) = try Self.smoke(tdb.url, env: ["HERALD_LEASE_SECONDS": "0"])
+            #expect(status != 0)
+            #expect(out.contains("smoke: FAILED: herald run exited 1"), "\(out)")
+        }
     }
 }

@@ -7,16 +7,16 @@ import Testing
 /// room on each page for a row's next version keeps the update on its page.
 @Suite struct StorageTests {
     @Test func tablesUpdatedInPlaceLeaveRoomOnTheirPages() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        let rows = try db.query("""
-            select c.relname::text as t, o.option_value as ff from pg_class c
-              join pg_options_to_table(c.reloptions) o on o.option_name = 'fillfactor'
-             where c.relname in ('notification_queue', 'pattern_evaluations') and c.relnamespace = 'public'::regnamespace
-             order by 1
-            """)
-        #expect(rows.map { "\($0["t"].string ?? "?"):\($0["ff"].string ?? "?")" }
-                == ["notification_queue:45", "pattern_evaluations:50"])
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let rows = try db.query("""
+                select c.relname::text as t, o.option_value as ff from pg_class c
+                  join pg_options_to_table(c.reloptions) o on o.option_name = 'fillfactor'
+                 where c.relname in ('notification_queue', 'pattern_evaluations') and c.relnamespace = 'public'::regnamespace
+                 order by 1
+                """)
+            #expect(rows.map { "\($0["t"].string ?? "?"):\($0["ff"].string ?? "?")" }
+                    == ["notification_queue:45", "pattern_evaluations:50"])
+        }
     }
 }

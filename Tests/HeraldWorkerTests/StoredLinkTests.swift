@@ -27,57 +27,57 @@ import Testing
     /// HERALD_DEEP_LINK_SCHEME, then that one) and replaces any other with the inbox's link, as the push
     /// does; an image only over https from a public host, else null.
     @Test func theListHandsBackOnlyTheLinksThePushWouldCarry() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        let user = UUID()
-        try db.execute("insert into user_profiles (user_id) values (\(user))")
-        let links = ["javascript://x/%0Aalert(document.cookie)", "https://evil.example/phish", "data://text/html,x",
-                     "herald://alerts/1", "intldossier://dossiers/1", "herald://a b"]
-        for (n, url) in (links + Self.hostileImages + Self.fineImages).enumerated() {
-            try db.execute("""
-                insert into inbox (user_id, type, title, body, deep_link, image_url)
-                values (\(user), 'system', \("n\(n)"), 'b', \(n < links.count ? url : nil), \(n < links.count ? nil : url))
-                """)
-        }
-        func listed() throws -> [String: (link: String?, image: String?)] {
-            let page = try ReminderRPCTests.call(db, as: user, "select get_notifications(100)")
-            var out: [String: (String?, String?)] = [:]
-            for entry in AppContractTests.array(page["notifications"]) {
-                out[entry["title_en"]?.stringValue ?? ""] = (entry["deep_link"]?.stringValue, entry["image_url"]?.stringValue)
+        try SecurityTests.supabase { tdb, db in
+            let user = UUID()
+            try db.execute("insert into user_profiles (user_id) values (\(user))")
+            let links = ["javascript://x/%0Aalert(document.cookie)", "https://evil.example/phish", "data://text/html,x",
+                         "herald://alerts/1", "intldossier://dossiers/1", "herald://a b"]
+            for (n, url) in (links + Self.hostileImages + Self.fineImages).enumerated() {
+                try db.execute("""
+                    insert into inbox (user_id, type, title, body, deep_link, image_url)
+                    values (\(user), 'system', \("n\(n)"), 'b', \(n < links.count ? url : nil), \(n < links.count ? nil : url))
+                    """)
             }
-            return out
-        }
-        var got = try listed()
-        #expect(links.indices.map { got["n\($0)"]?.link } == ["herald://inbox", "herald://inbox", "herald://inbox",
-                                                                 "herald://alerts/1", "herald://inbox", "herald://inbox"])
-        for (i, url) in (Self.hostileImages + Self.fineImages).enumerated() {
-            let expected = Self.fineImages.contains(url) ? url : nil
-            #expect(got["n\(links.count + i)"]?.image == expected, "\(url)")
-            #expect(got["n\(links.count + i)"]?.link == nil, "no link stays none")
-        }
+            func listed() throws -> [String: (link: String?, image: String?)] {
+                let page = try ReminderRPCTests.call(db, as: user, "select get_notifications(100)")
+                var out: [String: (String?, String?)] = [:]
+                for entry in AppContractTests.array(page["notifications"]) {
+                    out[entry["title_en"]?.stringValue ?? ""] = (entry["deep_link"]?.stringValue, entry["image_url"]?.stringValue)
+                }
+                return out
+            }
+            var got = try listed()
+            #expect(links.indices.map { got["n\($0)"]?.link } == ["herald://inbox", "herald://inbox", "herald://inbox",
+                                                                     "herald://alerts/1", "herald://inbox", "herald://inbox"])
+            for (i, url) in (Self.hostileImages + Self.fineImages).enumerated() {
+                let expected = Self.fineImages.contains(url) ? url : nil
+                #expect(got["n\(links.count + i)"]?.image == expected, "\(url)")
+                #expect(got["n\(links.count + i)"]?.link == nil, "no link stays none")
+            }
 
-        // A pass configured for the app's own scheme: the list follows it.
-        _ = Worker(url: tdb.url, settings: ["HERALD_DEEP_LINK_SCHEME": "intldossier"]).run()
-        got = try listed()
-        #expect(links.indices.map { got["n\($0)"]?.link } == ["intldossier://inbox", "intldossier://inbox", "intldossier://inbox",
-                                                                 "intldossier://inbox", "intldossier://dossiers/1", "intldossier://inbox"])
+            // A pass configured for the app's own scheme: the list follows it.
+            _ = Worker(url: tdb.url, settings: ["HERALD_DEEP_LINK_SCHEME": "intldossier"]).run()
+            got = try listed()
+            #expect(links.indices.map { got["n\($0)"]?.link } == ["intldossier://inbox", "intldossier://inbox", "intldossier://inbox",
+                                                                     "intldossier://inbox", "intldossier://dossiers/1", "intldossier://inbox"])
+        }
     }
 
     /// send_notification refuses every hostile image URL with invalid_request naming image_url, and
     /// enqueues nothing; public ones are accepted.
     @Test func sendNotificationRefusesImagesOnLocalOrPrivateHosts() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        let (user, _) = try SendNotificationTests.person(db)
-        for url in Self.hostileImages {
-            let error = SendNotificationTests.refusal(db, SendNotificationTests.request(user, ["image_url": .string(url)]))
-            #expect(error?.sqlState == "PT400" && error?.message == "invalid_request", "\(url): \(String(describing: error))")
-            #expect(error?.detail?.hasPrefix("image_url") == true, "\(url): \(String(describing: error?.detail))")
-        }
-        #expect(try SendNotificationTests.count(db, "notification_queue") == 0)
-        for url in Self.fineImages where !url.contains("[") {
-            let sent = try SendNotificationTests.send(db, SendNotificationTests.request(user, ["image_url": .string(url)]))
-            #expect(sent["status"]?.stringValue == "scheduled", "\(url)")
+        try SecurityTests.supabase { tdb, db in
+            let (user, _) = try SendNotificationTests.person(db)
+            for url in Self.hostileImages {
+                let error = SendNotificationTests.refusal(db, SendNotificationTests.request(user, ["image_url": .string(url)]))
+                #expect(error?.sqlState == "PT400" && error?.message == "invalid_request", "\(url): \(String(describing: error))")
+                #expect(error?.detail?.hasPrefix("image_url") == true, "\(url): \(String(describing: error?.detail))")
+            }
+            #expect(try SendNotificationTests.count(db, "notification_queue") == 0)
+            for url in Self.fineImages where !url.contains("[") {
+                let sent = try SendNotificationTests.send(db, SendNotificationTests.request(user, ["image_url": .string(url)]))
+                #expect(sent["status"]?.stringValue == "scheduled", "\(url)")
+            }
         }
     }
 }

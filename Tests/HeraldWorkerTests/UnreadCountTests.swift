@@ -14,33 +14,33 @@ import Testing
     /// is 1 for each sent one and none for the others, and reads a few pages per entry, not every sent
     /// row for each.
     @Test func theBadgeCountReadsEachEntrysOwnRowsWhateverTheStatisticsSay() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        try db.execute("""
-            insert into user_profiles (user_id, timezone) select md5('unread' || g)::uuid, 'UTC' from generate_series(1, 5000) g
-            """)
-        try db.execute("""
-            insert into notification_queue (recipient_user_id, member_user_id, channel, kind, payload, scheduled_at, run_after)
-            select md5('unread' || g)::uuid, md5('unread' || g)::uuid, 'push', 'system',
-                   jsonb_build_object('title', 'Hello', 'body', 'Row ' || g), now(), now()
-              from generate_series(1, 5000) g
-            """)
-        #expect(try Fixtures(db: db).count("select count(*)::int from inbox where not is_read and delivered_at is null") == 5000)
-        try db.execute("analyze notification_queue")
-        try db.execute("analyze inbox")
-        try db.execute("""
-            update notification_queue set status = 'sent', sent_at = now()
-             where recipient_user_id in (select md5('unread' || g)::uuid from generate_series(1, 4900) g)
-            """)
-        let sent = try Self.users(1...10, db), waiting = try Self.users(4991...5000, db)
-        let counts = try db.query("select user_id, unread from herald_unread_entries(\(sent + waiting)::uuid[])")
-        #expect(Dictionary(uniqueKeysWithValues: counts.map { ($0["user_id"].uuid!, $0["unread"].int!) })
-                == Dictionary(uniqueKeysWithValues: sent.map { ($0, 1) }))
-        let plan = try db.query("explain (analyze, buffers, format json) select * from herald_unread_entries(\(sent + waiting)::uuid[])")
-        let top = try JSONValue.parse(plan.first?["QUERY PLAN"].string ?? "[]").arrayValue?.first?["Plan"]
-        let pages = (top?["Shared Hit Blocks"]?.intValue ?? 0) + (top?["Shared Read Blocks"]?.intValue ?? 0)
-        #expect(pages < 1_000, "\(pages) pages read for 20 recipients")
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            try db.execute("""
+                insert into user_profiles (user_id, timezone) select md5('unread' || g)::uuid, 'UTC' from generate_series(1, 5000) g
+                """)
+            try db.execute("""
+                insert into notification_queue (recipient_user_id, member_user_id, channel, kind, payload, scheduled_at, run_after)
+                select md5('unread' || g)::uuid, md5('unread' || g)::uuid, 'push', 'system',
+                       jsonb_build_object('title', 'Hello', 'body', 'Row ' || g), now(), now()
+                  from generate_series(1, 5000) g
+                """)
+            #expect(try Fixtures(db: db).count("select count(*)::int from inbox where not is_read and delivered_at is null") == 5000)
+            try db.execute("analyze notification_queue")
+            try db.execute("analyze inbox")
+            try db.execute("""
+                update notification_queue set status = 'sent', sent_at = now()
+                 where recipient_user_id in (select md5('unread' || g)::uuid from generate_series(1, 4900) g)
+                """)
+            let sent = try Self.users(1...10, db), waiting = try Self.users(4991...5000, db)
+            let counts = try db.query("select user_id, unread from herald_unread_entries(\(sent + waiting)::uuid[])")
+            #expect(Dictionary(uniqueKeysWithValues: counts.map { ($0["user_id"].uuid!, $0["unread"].int!) })
+                    == Dictionary(uniqueKeysWithValues: sent.map { ($0, 1) }))
+            let plan = try db.query("explain (analyze, buffers, format json) select * from herald_unread_entries(\(sent + waiting)::uuid[])")
+            let top = try JSONValue.parse(plan.first?["QUERY PLAN"].string ?? "[]").arrayValue?.first?["Plan"]
+            let pages = (top?["Shared Hit Blocks"]?.intValue ?? 0) + (top?["Shared Read Blocks"]?.intValue ?? 0)
+            #expect(pages < 1_000, "\(pages) pages read for 20 recipients")
+        }
     }
 
     static func users(_ range: ClosedRange<Int>, _ db: PGConnection) throws -> [UUID] {

@@ -22,24 +22,24 @@ import Testing
     /// The pass sends, records every row and exits 0, whichever output cannot be written.
     @Test(arguments: Broken.allCases)
     func aPassWhoseOutputCannotBeWrittenStillRecordsItsSends(_ broken: Broken) throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let f = Fixtures(db: try tdb.connect())
-        var ids: [UUID] = []
-        for _ in 0..<3 { ids.append(try f.enqueue(to: try f.profile(), channel: "webhook", kind: "reminder", at: seedInstant)) }
-        let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
-        defer { try? full.close() }
-        let goneReader = Pipe()
-        try goneReader.fileHandleForReading.close()
+        try withTestDatabase { tdb in
+            let f = Fixtures(db: try tdb.connect())
+            var ids: [UUID] = []
+            for _ in 0..<3 { ids.append(try f.enqueue(to: try f.profile(), channel: "webhook", kind: "reminder", at: seedInstant)) }
+            let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+            defer { try? full.close() }
+            let goneReader = Pipe()
+            try goneReader.fileHandleForReading.close()
 
-        var env = ["DATABASE_URL": tdb.url, "HERALD_LOG_LEVEL": "info", "HERALD_CHANNEL_WEBHOOK": "log"]
-        if broken == .logAdapterFile { env["HERALD_LOG_ADAPTER_FILE"] = "/dev/full" }
-        let p = try HeraldBinary.start(["run", "--now", ISO8601.string(seedInstant)], env: env,
-                                       stdout: broken == .standardOutput ? goneReader : nil,
-                                       stderr: broken == .standardError ? full : FileHandle.nullDevice)
-        p.waitUntilExit()
-        #expect(p.terminationReason == .exit, "killed by signal \(p.terminationStatus)")
-        #expect(p.terminationStatus == 0)
-        for id in ids { #expect(try f.row(id)["status"].string == "sent") }
+            var env = ["DATABASE_URL": tdb.url, "HERALD_LOG_LEVEL": "info", "HERALD_CHANNEL_WEBHOOK": "log"]
+            if broken == .logAdapterFile { env["HERALD_LOG_ADAPTER_FILE"] = "/dev/full" }
+            let p = try HeraldBinary.start(["run", "--now", ISO8601.string(seedInstant)], env: env,
+                                           stdout: broken == .standardOutput ? goneReader : nil,
+                                           stderr: broken == .standardError ? full : FileHandle.nullDevice)
+            p.waitUntilExit()
+            #expect(p.terminationReason == .exit, "killed by signal \(p.terminationStatus)")
+            #expect(p.terminationStatus == 0)
+            for id in ids { #expect(try f.row(id)["status"].string == "sent") }
+        }
     }
 }

@@ -1,13 +1,36 @@
 import Foundation
 import HeraldPostgres
 
-/// Disposable databases for tests: each `create()` gives a fresh database with the repository's
-/// `sql/` migrations applied, cloned from a template that is migrated once per schema version.
+/// A fresh database for `body`, migrated with the repository's `sql/` (or `migrationsDirectory`'s
+/// files), dropped when `body` returns or throws: the one way a test takes a database.
 ///
-///     let db = try TestDatabase.create()
-///     defer { db.drop() }
-///     let conn = try db.connect()
-///     try conn.execute("insert into user_profiles (user_id) values (\(UUID()))")
+///     @Test func aReminderGoesAtItsMinute() throws {
+///         try withTestDatabase { tdb in
+///             let f = Fixtures(db: try tdb.connect())
+///             …
+///         }
+///     }
+@discardableResult
+public func withTestDatabase<R>(migrationsDirectory: URL = TestDatabase.migrationsDirectory,
+                                _ body: (TestDB) throws -> R) throws -> R {
+    let tdb = try TestDatabase.create(migrationsDirectory: migrationsDirectory)
+    defer { tdb.drop() }
+    return try body(tdb)
+}
+
+/// `withTestDatabase` for a body that awaits.
+@discardableResult
+public func withTestDatabase<R>(migrationsDirectory: URL = TestDatabase.migrationsDirectory,
+                                _ body: (TestDB) async throws -> R) async throws -> R {
+    let tdb = try TestDatabase.create(migrationsDirectory: migrationsDirectory)
+    defer { tdb.drop() }
+    return try await body(tdb)
+}
+
+/// Disposable databases for tests: each `create()` gives a fresh database with the repository's
+/// `sql/` migrations applied, cloned from a template that is migrated once per schema version. Tests
+/// take theirs through `withTestDatabase`, which drops it; `create()` is for what outlives a scope
+/// (a benchmark's database, a fixture's own).
 public enum TestDatabase {
     public struct NotConfigured: Error, CustomStringConvertible {
         public init() {}

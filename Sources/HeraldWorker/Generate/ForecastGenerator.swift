@@ -40,6 +40,8 @@ struct ForecastGenerator {
     /// No weather or insight request starts after this many seconds, nor after a stop signal
     /// (`PassOptions.weatherBudget`).
     var fetchBudget: TimeInterval = 60
+    /// The pass's clock, on which the budget is counted (`PassClock`: a test moves it).
+    var clock = PassClock(now: nil)
     /// How long before the notification time the forecast is made (`PassOptions.forecastLead`).
     var lead: TimeInterval = 3600
     /// The side of a place cell, in degrees (`PassOptions.weatherCellSize`).
@@ -128,7 +130,7 @@ struct ForecastGenerator {
         candidates.removeAll { done.contains(Self.dedupeKey($0.user, $0.date)) }
         guard !candidates.isEmpty else { return result }
 
-        let started = Date()
+        let started = clock.now()
         var asked = PassWeather()
         for chunk in Self.chunks(candidates, size: chunkSize, cellSize: cellSize) {
             try make(chunk, started: started, asked: &asked, result: &result)
@@ -249,6 +251,6 @@ struct ForecastGenerator {
 
     /// Whether another request may start: within the phase's budget and before any stop signal.
     func mayStart(since started: Date) -> Bool {
-        !StopSignal.requested && Date().timeIntervalSince(started) < fetchBudget
+        !StopSignal.requested && clock.now().timeIntervalSince(started) < fetchBudget
     }
 }

@@ -56,6 +56,7 @@ struct ForecastsStep: GeneratorStep {
         f.insight = pass.options.dryRun ? nil : pass.options.forecastInsight
         f.notesMisses = !pass.options.dryRun
         f.fetchBudget = pass.options.weatherBudget
+        f.clock = PassClock(now: now, shift: pass.options.clockShift)
         f.lead = pass.options.forecastLead
         f.cellSize = pass.options.weatherCellSize
         f.reuseFor = pass.options.weatherReuse

@@ -25,6 +25,9 @@ public struct PassOptions: Sendable {
     public var reconnectSeconds: Double = 30
     /// Overrides the clock for every decision (tests, backfills, replays).
     public var now: Date?
+    /// Time moved forward by a test (`ClockShift`): the pass's clock reads it (`PassClock`). Nil:
+    /// the real time only, as `herald run` has it.
+    public var clockShift: ClockShift?
     public var phases: [Phase] = Phase.allCases
     public var dryRun = false
     /// Pending rows older than this are skipped as `expired`.
@@ -78,18 +81,4 @@ public struct PassOptions: Sendable {
     public var quotaShares = 1
 
     public init() {}
-}
-
-/// The pass's clock: `--now` (or the real time at start) advanced by the real time elapsed since.
-public struct PassClock: Sendable {
-    public let start: Date
-    private let startedAt: UInt64
-
-    public init(now: Date?) {
-        start = now ?? Date()
-        startedAt = DispatchTime.now().uptimeNanoseconds
-    }
-
-    public var elapsed: Double { Double(DispatchTime.now().uptimeNanoseconds - startedAt) / 1e9 }
-    public func now() -> Date { start.addingTimeInterval(elapsed) }
 }

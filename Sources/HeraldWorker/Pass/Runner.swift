@@ -62,7 +62,7 @@ public struct Runner {
         summary.dryRun = options.dryRun
         var logger = self.logger
         logger[metadataKey: "pass_id"] = .string(summary.passId)
-        var end = PassEnd(options: options, clock: PassClock(now: options.now), logger: logger)
+        var end = PassEnd(options: options, clock: PassClock(now: options.now, shift: options.clockShift), logger: logger)
 
         // 1. Configuration, before any row is touched.
         let config: PassConfig
@@ -101,7 +101,7 @@ public struct Runner {
         defer { credentials?.close() }
 
         // 3. Housekeeping, then the phases.
-        let store = QueueStore(db: db, passId: summary.passId, shard: options.shard)
+        let store = QueueStore(db: db, passId: summary.passId, shard: options.shard, clock: end.clock)
         // A dry run's writes live in one transaction that a new connection would not have: it gives up.
         let reconnector = Reconnector(seconds: options.dryRun ? 0 : config.options.reconnectSeconds, logger: logger)
         let pass = PassContext(db: db, store: store, config: config, settings: settings, clock: end.clock,

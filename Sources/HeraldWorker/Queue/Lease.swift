@@ -16,11 +16,19 @@ enum Lease {
     static let claimed: SQL = "(\(leasable) and q.locked_until is not null)"
     /// Claimed and still held: its pass may still record it, and nothing else touches it. Never null,
     /// so `not \(live)` holds for an unleased row.
-    static let live: SQL = "(\(leasable) and q.locked_until is not null and q.locked_until >= now())"
+    static let live: SQL = live(at: "now()")
     /// Claimed, and its lease ran out: its pass died or overran; recovery returns it to the queue.
     static let expired: SQL = "(\(leasable) and q.locked_until is not null and q.locked_until < now())"
     /// Not held under a live lease: what the claim may take (an expired lease is taken over).
-    static let notLive: SQL = "(q.locked_until is null or q.locked_until < now())"
+    static let notLive: SQL = notLive(at: "now()")
+
+    /// `live` at the lease time `time` (`PassClock.lease`: the database's `now()`, moved by a test).
+    static func live(at time: SQL) -> SQL {
+        "(\(leasable) and q.locked_until is not null and q.locked_until >= \(time))"
+    }
+
+    /// `notLive` at the lease time `time` (`PassClock.lease`).
+    static func notLive(at time: SQL) -> SQL { "(q.locked_until is null or q.locked_until < \(time))" }
 
     /// The status as shown (`herald status`, `herald explain`, the operator verbs' `--status`): a
     /// claimed row is `processing`.
@@ -32,5 +40,7 @@ enum Lease {
     static func heldBy(column passColumn: SQL) -> SQL { "(\(leasable) and q.locked_by = \(passColumn))" }
 
     /// Held under a live lease by a pass other than `passId`: the claim leaves their recipients out.
-    static func heldByAnother(_ passId: String) -> SQL { "(\(live) and q.locked_by <> \(passId))" }
+    static func heldByAnother(_ passId: String, at time: SQL = "now()") -> SQL {
+        "(\(live(at: time)) and q.locked_by <> \(passId))"
+    }
 }

@@ -12,9 +12,10 @@ extension QueueStore {
 
     /// The rows a claim may take at `now`, of a queue aliased `q`: the one definition of "due" for the
     /// claim, the dry run, the unroutable and paused counts and `herald status`. A row under a live
-    /// lease stays `pending` but is not due; one whose lease expired is taken over.
-    static func due(_ now: Date) -> SQL {
-        "\(waiting) and q.run_after <= \(now) and \(Lease.notLive)"
+    /// lease (at the lease time `lease`, `PassClock.lease`) stays `pending` but is not due; one whose
+    /// lease expired is taken over.
+    static func due(_ now: Date, lease: SQL = "now()") -> SQL {
+        "\(waiting) and q.run_after <= \(now) and \(Lease.notLive(at: lease))"
     }
 
     /// Rows a claim will take once their `run_after` comes: the notification_queue_due index's
@@ -71,7 +72,7 @@ extension QueueStore {
                 select id, ctid, recipient_user_id, pg_try_advisory_xact_lock(\(QueueStore.recipientLockClass),
                          hashtext(recipient_user_id::text) & \(QueueStore.recipientBuckets - 1)) as mine
                   from (select q.id, q.ctid, q.recipient_user_id from \(queue) q
-                         where \(QueueStore.due(now)) and \(QueueStore.notPaused)
+                         where \(QueueStore.due(now, lease: clock.lease)) and \(QueueStore.notPaused)
                            and (q.channel = any(\(channels.map(\.rawValue))::text[]) or not q.channel = any(\(QueueStore.knownChannels)::text[]))
                          order by q.priority_rank, q.run_after, q.id
                          limit \(limit)
@@ -85,6 +86,7 @@ extension QueueStore {
             }
             guard !mine.isEmpty else { return ([], candidates.count > 0) }
             try afterCandidates?()
+            try leaseTimeForTheTrigger(db)
             // The rest reads rows whose pages were read a moment ago: priced as the cache hits they are
             // (not as reads from disk, PostgreSQL's default). `set local` ends with the transaction, so
             // a pooler in transaction mode is fine.
@@ -99,7 +101,7 @@ extension QueueStore {
             let busy = Set(try db.query("""
                 select distinct q.recipient_user_id from \(queue) q
                  where q.recipient_user_id = any(\(Array(Set(mine.map(\.recipient))))::uuid[])
-                   and \(Lease.heldByAnother(passId))
+                   and \(Lease.heldByAnother(passId, at: clock.lease))
                 """).compactMap { $0["recipient_user_id"].uuid })
             let free = mine.filter { !busy.contains($0.recipient) }
             guard !free.isEmpty else { return ([], true) }
@@ -116,7 +118,7 @@ extension QueueStore {
                 with u as (
                   update \(queue) q
                      set status = 'pending', attempts = q.attempts + 1,
-                         locked_until = now() + make_interval(secs => \(leaseSeconds)),
+                         locked_until = \(clock.lease) + make_interval(secs => \(leaseSeconds)),
                          locked_by = \(passId)
                    where ctid = any(\(tids)::tid[]) and id = any(\(ids)::uuid[]) and \(QueueStore.notPaused)
                   returning q.*
@@ -131,11 +133,19 @@ extension QueueStore {
         }
     }
 
+    /// Where a test moved the clock (`ClockShift`), tells the queue's `herald_queue_lease_held` trigger
+    /// (sql/060) the lease time of this transaction, so that a lease expired at that time is taken
+    /// over as at the database's own time. Nothing is sent outside tests.
+    func leaseTimeForTheTrigger(_ db: PGConnection) throws {
+        guard clock.shiftSeconds != 0 else { return }
+        _ = try db.query("select set_config('herald.lease_shift', \(String(clock.shiftSeconds)), true)")
+    }
+
     /// The rows a claim would take, without taking them: `--dry-run`.
     public func peekDue(limit: Int, now: Date, channels: [Channel]) throws -> [QueueItem] {
         let result = try db.query("""
             select \(unescaped: QueueStore.itemColumns) from \(queue) q
-             where \(QueueStore.due(now)) and \(QueueStore.notPaused)
+             where \(QueueStore.due(now, lease: clock.lease)) and \(QueueStore.notPaused)
                and (channel = any(\(channels.map(\.rawValue))::text[]) or not channel = any(\(QueueStore.knownChannels)::text[]))
              order by priority_rank, run_after, id
              limit \(limit)
@@ -147,7 +157,7 @@ extension QueueStore {
     public func countUnroutable(now: Date, channels: [Channel]) throws -> [String: Int] {
         let result = try db.query("""
             select channel, count(*)::int as n from \(queue) q
-             where \(QueueStore.due(now))
+             where \(QueueStore.due(now, lease: clock.lease))
                and channel = any(\(QueueStore.knownChannels)::text[])
                and not (channel = any(\(channels.map(\.rawValue))::text[]))
              group by channel
@@ -166,7 +176,7 @@ extension QueueStore {
     public func countPaused(now: Date) throws -> [String: Int] {
         let result = try db.query("""
             select channel, count(*)::int as n from \(queue) q
-             where \(QueueStore.due(now)) and not \(QueueStore.notPaused)
+             where \(QueueStore.due(now, lease: clock.lease)) and not \(QueueStore.notPaused)
              group by channel
             """)
         return QueueStore.countsByChannel(result)

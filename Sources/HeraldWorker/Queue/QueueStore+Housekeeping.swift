@@ -20,11 +20,11 @@ extension QueueStore {
                 with leased as (
                   select q.id from \(queue) q
                    where q.status = 'pending' and q.priority_rank in (0, 1, 2)
-                     and q.run_after <= greatest(now(), \(now)::timestamptz) and q.locked_until < now()
+                     and q.run_after <= greatest(\(clock.lease), \(now)::timestamptz) and q.locked_until < \(clock.lease)
                    for update of q skip locked
                 ), processing as (
                   select q.id from \(queue) q
-                   where q.status = 'processing' and q.locked_until < now()
+                   where q.status = 'processing' and q.locked_until < \(clock.lease)
                    for update of q skip locked
                 ), x as (
                   update \(queue) q

@@ -17,7 +17,7 @@ extension QueueStore {
             """
             (select q.run_after from \(queue) q
               where q.priority_rank = \(unescaped: String(rank)) and \(QueueStore.waiting) and q.run_after > \(now)
-                and \(Lease.notLive)
+                and \(Lease.notLive(at: clock.lease))
                 and (q.channel = any(\(channels.map(\.rawValue))::text[]) or not q.channel = any(\(QueueStore.knownChannels)::text[]))
                 and \(QueueStore.notPaused)
               order by q.run_after limit 1)

@@ -16,14 +16,17 @@ public struct QueueStore {
     public let passId: String
     /// The partition a pinned pass (`--shard K/N`) works in; nil: the whole queue.
     public let shard: Shard?
+    /// The pass's clock: its lease time (`PassClock.lease`) judges the leases this store reads and sets.
+    public var clock: PassClock
     /// Runs inside the claim, once its candidates are locked and before they are updated: where a
     /// test does what an operator or another pass could do at that moment. Nil outside tests.
     var afterCandidates: (() throws -> Void)?
 
-    public init(db: PGConnection, passId: String, shard: Shard? = nil) {
+    public init(db: PGConnection, passId: String, shard: Shard? = nil, clock: PassClock = PassClock(now: nil)) {
         self.db = db
         self.passId = passId
         self.shard = shard
+        self.clock = clock
     }
 
     /// The table this pass claims, reads and records in: the queue, or its shard's partition — so each

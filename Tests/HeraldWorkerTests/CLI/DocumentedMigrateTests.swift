@@ -75,17 +75,17 @@ import Testing
         #expect(commands.count >= 3, "\(commands)")
         let installation = try HeraldCLI.Installation()
         let app = try HeraldCLI.AppRepository()
-        let tdb = try MigrateCommandTests.emptyDatabase()
-        defer { tdb.drop() }
-        for command in commands {
-            let r = try HeraldCLI.run(command.arguments, env: ["DATABASE_URL": tdb.url], in: app.url,
-                                      executable: installation.binary)
-            #expect(r.status == 0, "\(command)\n\(r.stdout)\n\(r.stderr)")
+        try MigrateCommandTests.emptyDatabase { tdb in
+            for command in commands {
+                let r = try HeraldCLI.run(command.arguments, env: ["DATABASE_URL": tdb.url], in: app.url,
+                                          executable: installation.binary)
+                #expect(r.status == 0, "\(command)\n\(r.stdout)\n\(r.stderr)")
+            }
+            let files = try Migrator(directory: TestDatabase.migrationsDirectory).migrations.count
+            let db = try tdb.connect()
+            defer { db.close() }
+            #expect(try db.query("select count(*)::int as n from schema_migrations").first?["n"].int == files)
+            #expect(try db.query("select to_regclass('orders') is null as absent").first?["absent"].bool == true)
         }
-        let files = try Migrator(directory: TestDatabase.migrationsDirectory).migrations.count
-        let db = try tdb.connect()
-        defer { db.close() }
-        #expect(try db.query("select count(*)::int as n from schema_migrations").first?["n"].int == files)
-        #expect(try db.query("select to_regclass('orders') is null as absent").first?["absent"].bool == true)
     }
 }

@@ -14,39 +14,39 @@ import Testing
     /// `ok` is true only when the pass exits 0, and `exit_code` is the code it exits with: a pass whose
     /// patterns phase fails exits 4 with `"ok": false`.
     @Test func okIsTrueOnlyWhenThePassExitsZero() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let db = try tdb.connect()
-        defer { db.close() }
-        let clean = try HeraldCLI.run(["run", "--now", Self.now, "--quiet"], env: ["DATABASE_URL": tdb.url])
-        #expect(clean.status == 0, "\(clean.stderr)")
-        let good = try JSONValue.parse(clean.stdout)
-        #expect(good["ok"]?.boolValue == true && good["exit_code"]?.intValue == 0, "\(clean.stdout)")
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            defer { db.close() }
+            let clean = try HeraldCLI.run(["run", "--now", Self.now, "--quiet"], env: ["DATABASE_URL": tdb.url])
+            #expect(clean.status == 0, "\(clean.stderr)")
+            let good = try JSONValue.parse(clean.stdout)
+            #expect(good["ok"]?.boolValue == true && good["exit_code"]?.intValue == 0, "\(clean.stdout)")
 
-        try db.execute("delete from pattern_scan_state")  // the patterns phase cannot run without it
-        let degraded = try HeraldCLI.run(["run", "--now", Self.now, "--quiet"], env: ["DATABASE_URL": tdb.url])
-        #expect(degraded.status == 4, "\(degraded.stderr)")
-        let summary = try JSONValue.parse(degraded.stdout)
-        #expect(summary["ok"]?.boolValue == false && summary["exit_code"]?.intValue == 4, "\(degraded.stdout)")
+            try db.execute("delete from pattern_scan_state")  // the patterns phase cannot run without it
+            let degraded = try HeraldCLI.run(["run", "--now", Self.now, "--quiet"], env: ["DATABASE_URL": tdb.url])
+            #expect(degraded.status == 4, "\(degraded.stderr)")
+            let summary = try JSONValue.parse(degraded.stdout)
+            #expect(summary["ok"]?.boolValue == false && summary["exit_code"]?.intValue == 4, "\(degraded.stdout)")
+        }
     }
 
     /// A dry run prints exactly one JSON document: each due row's decision inside it, and the parts it
     /// did not run named (no send, no weather fetch for the forecasts). The row stays as it was.
     @Test func aDryRunPrintsOneDocumentNamingWhatItDidNotRun() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let f = Fixtures(db: try tdb.connect())
-        let id = try f.enqueue(to: try f.profile(), at: seedInstant)
-        let r = try HeraldCLI.run(["run", "--dry-run", "--now", Self.now, "--quiet"], env: ["DATABASE_URL": tdb.url])
-        #expect(r.status == 0, "\(r.stderr)")
-        let summary = try JSONValue.parse(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
-        #expect(summary["dry_run"]?.boolValue == true)
-        let decisions = summary["decisions"]?.arrayValue ?? []
-        #expect(decisions.map { $0["id"]?.stringValue } == [id.uuidString.lowercased()], "\(r.stdout)")
-        #expect(decisions.first?["decision"]?.stringValue == "send", "\(r.stdout)")
-        let notRun = Set((summary["not_run"]?.arrayValue ?? []).compactMap(\.stringValue))
-        #expect(notRun.isSuperset(of: ["sends", "housekeeping", "forecasts.weather", "receipts"]), "\(notRun)")
-        #expect(try f.row(id)["status"].string == "pending")
+        try withTestDatabase { tdb in
+            let f = Fixtures(db: try tdb.connect())
+            let id = try f.enqueue(to: try f.profile(), at: seedInstant)
+            let r = try HeraldCLI.run(["run", "--dry-run", "--now", Self.now, "--quiet"], env: ["DATABASE_URL": tdb.url])
+            #expect(r.status == 0, "\(r.stderr)")
+            let summary = try JSONValue.parse(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+            #expect(summary["dry_run"]?.boolValue == true)
+            let decisions = summary["decisions"]?.arrayValue ?? []
+            #expect(decisions.map { $0["id"]?.stringValue } == [id.uuidString.lowercased()], "\(r.stdout)")
+            #expect(decisions.first?["decision"]?.stringValue == "send", "\(r.stdout)")
+            let notRun = Set((summary["not_run"]?.arrayValue ?? []).compactMap(\.stringValue))
+            #expect(notRun.isSuperset(of: ["sends", "housekeeping", "forecasts.weather", "receipts"]), "\(notRun)")
+            #expect(try f.row(id)["status"].string == "pending")
+        }
     }
 
     /// `herald --version` prints the release and the schema migration it needs.
@@ -59,13 +59,13 @@ import Testing
 
     /// A `HERALD_*` variable herald does not read is warned of by a pass, by name, as the doctor does.
     @Test func aPassWarnsOfAHeraldVariableItDoesNotRead() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let r = try HeraldCLI.run(["run", "--only", "deliver", "--now", Self.now],
-                                  env: ["DATABASE_URL": tdb.url, "HERALD_BACTH_SIZE": "200"])
-        #expect(r.status == 0, "\(r.stderr)")
-        #expect(r.stderr.split(separator: "\n").contains { $0.contains("HERALD_BACTH_SIZE") && $0.contains("not a setting herald reads") },
-                "\(r.stderr)")
+        try withTestDatabase { tdb in
+            let r = try HeraldCLI.run(["run", "--only", "deliver", "--now", Self.now],
+                                      env: ["DATABASE_URL": tdb.url, "HERALD_BACTH_SIZE": "200"])
+            #expect(r.status == 0, "\(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").contains { $0.contains("HERALD_BACTH_SIZE") && $0.contains("not a setting herald reads") },
+                    "\(r.stderr)")
+        }
     }
 
     /// A connection that fails says why: an unknown database, an unknown role, nothing listening; each

@@ -139,37 +139,37 @@ import Testing
     /// Behind a transaction pooler a notification never reaches the listener: a warning, not a failure.
     @Test(.enabled(if: PgBouncer.binary != nil, "needs pgbouncer (scripts/deps.sh installs it)"))
     func listenThroughATransactionPoolerIsAWarning() throws {
-        let tdb = try TestDatabase.create()
-        defer { tdb.drop() }
-        let bouncer = try PgBouncer(database: try TestDatabase.serverURL(), poolSize: 2)
-        defer { bouncer.stop() }
-        var options = DoctorOptions()
-        options.listenWait = 1
-        let report = Doctor.run(environment: ["DATABASE_URL": bouncer.url(tdb.url)], options: options)
-        let listen = report.checks.first { $0.name == "database.listen" }
-        #expect(listen?.status == .warn, "\(report.text)")
-        #expect(listen?.detail.contains("LISTEN is not possible") == true)
-        #expect(report.exitCode == .ok, "a warning does not fail the doctor:\n\(report.text)")
+        try withTestDatabase { tdb in
+            let bouncer = try PgBouncer(database: try TestDatabase.serverURL(), poolSize: 2)
+            defer { bouncer.stop() }
+            var options = DoctorOptions()
+            options.listenWait = 1
+            let report = Doctor.run(environment: ["DATABASE_URL": bouncer.url(tdb.url)], options: options)
+            let listen = report.checks.first { $0.name == "database.listen" }
+            #expect(listen?.status == .warn, "\(report.text)")
+            #expect(listen?.detail.contains("LISTEN is not possible") == true)
+            #expect(report.exitCode == .ok, "a warning does not fail the doctor:\n\(report.text)")
+        }
     }
 
     /// A role other than the owner that may create in public, where herald's functions live and which
     /// their bodies name, is a warning naming the role and the schema; without that grant, none.
     @Test func aRoleThatMayCreateWhereHeraldsFunctionsLookIsAWarning() throws {
-        let (tdb, db) = try SecurityTests.supabase()
-        defer { tdb.drop() }
-        var options = DoctorOptions()
-        options.listenWait = 1
-        let check = { () -> DoctorCheck? in
-            Doctor.run(environment: ["DATABASE_URL": tdb.url], options: options).checks.first { $0.name == "database.search_path" }
+        try SecurityTests.supabase { tdb, db in
+            var options = DoctorOptions()
+            options.listenWait = 1
+            let check = { () -> DoctorCheck? in
+                Doctor.run(environment: ["DATABASE_URL": tdb.url], options: options).checks.first { $0.name == "database.search_path" }
+            }
+            let before = check()
+            #expect(before?.status == .ok, "\(before?.detail ?? "no database.search_path check")")
+            #expect(before?.detail.contains("pg_catalog") == true && before?.detail.contains("public") == true)
+            try db.execute("grant create on schema public to authenticated")
+            let after = check()
+            #expect(after?.status == .warn, "\(after?.detail ?? "no database.search_path check")")
+            #expect(after?.detail.contains("authenticated may create in schema public") == true, "\(after?.detail ?? "")")
+            #expect(after?.detail.contains("anon") == false && after?.detail.contains("service_role") == false)
         }
-        let before = check()
-        #expect(before?.status == .ok, "\(before?.detail ?? "no database.search_path check")")
-        #expect(before?.detail.contains("pg_catalog") == true && before?.detail.contains("public") == true)
-        try db.execute("grant create on schema public to authenticated")
-        let after = check()
-        #expect(after?.status == .warn, "\(after?.detail ?? "no database.search_path check")")
-        #expect(after?.detail.contains("authenticated may create in schema public") == true, "\(after?.detail ?? "")")
-        #expect(after?.detail.contains("anon") == false && after?.detail.contains("service_role") == false)
     }
 
     static func expectNoSecret(_ lab: DoctorLab, in report: DoctorReport) {

@@ -125,7 +125,7 @@ final class BatchPlanner {
             let own = Renderer.locale(profile: prefs.locale, destination: destination)
             let text = own == prefs.locale ? rendered
                 : renderer.render(item, preferences: prefs, unreadInApp: row.unreadInApp, destination: destination)
-            let envelope = Envelope(item: item, rendered: text, destination: destination, now: Date())
+            let envelope = Envelope(item: item, rendered: text, destination: destination, now: clock.wire())
             switch route {
             case .log:
                 outbox.deliver(envelope)

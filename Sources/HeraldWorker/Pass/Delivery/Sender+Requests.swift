@@ -17,7 +17,7 @@ extension Sender {
                 continue
             }
             do {
-                try adapter.prepare(now: Date(), transport: transport)  // access tokens live in real time
+                try adapter.prepare(now: clock.wire(), transport: transport)  // access tokens live in real time
             } catch {
                 logger.error("could not prepare a provider; its sends are retried later",
                              metadata: ["provider": .string(provider.rawValue), "error": .string("\(error)")])
@@ -70,7 +70,7 @@ extension Sender {
     func answers(_ request: Request, _ result: Result<HTTPResponse, TransportError>) -> [ClassifiedResponse] {
         let ended: Bool
         if case .failure(let error) = result { ended = error.isConnectionEnd } else { ended = false }
-        return request.adapter.answers(result, envelopes: request.jobs.map(\.envelope), now: Date()).map { answer in
+        return request.adapter.answers(result, envelopes: request.jobs.map(\.envelope), now: clock.wire()).map { answer in
             var a = answer
             a.connectionEnded = ended
             return a
