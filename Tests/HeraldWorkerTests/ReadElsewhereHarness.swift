@@ -9,10 +9,10 @@ import Testing
 /// (Twilio), on a database prepared as Supabase prepares one, so the app's reads go through the RPCs as
 /// the signed-in person (`authenticated`), and the fakes over real TLS.
 ///
-///     let s = try ReadElsewhere.Scene()
-///     defer { s.cleanup() }
+///     try ReadElsewhereScene.with { s in
 ///     let n = try s.notification(now: now, smsIn: 600)   // a push copy and an SMS copy of one notification
 ///     try s.read([n.push])                               // as the app marks it read
+///     }
 final class ReadElsewhereScene: @unchecked Sendable {
     let lab: ProviderPass.Lab
     let apns: FakeAPNs
@@ -24,13 +24,23 @@ final class ReadElsewhereScene: @unchecked Sendable {
     let phones: [String]
     let settings: [String: String]
 
-    init() throws {
+    /// Runs `body` with a scene on a fresh Supabase-like database; both go when it returns or throws.
+    static func with(_ body: (ReadElsewhereScene) throws -> Void) throws {
+        try SecurityTests.supabase { tdb, db in
+            let scene = try ReadElsewhereScene(tdb: tdb, db: db)
+            defer { scene.cleanup() }
+            try body(scene)
+        }
+    }
+
+    private init(tdb: TestDB, db: PGConnection) throws {
+        self.tdb = tdb
+        self.db = db
         lab = try ProviderPass.Lab()
         apns = try FakeAPNs(certificates: lab.certificates)
         let sid = "AC" + String(repeating: "0123456789abcdef", count: 2)
         let authToken = "twilio-auth-" + UUID().uuidString
         twilio = try FakeTwilio(tls: lab.certificates, accountSid: sid, authToken: authToken)
-        (tdb, db) = try SecurityTests.supabase()
         f = Fixtures(db: db)
         person = try f.profile(phone: "+15555550177", sms: true)
         phones = [ProviderPass.apnsToken(), ProviderPass.apnsToken()]
@@ -54,7 +64,6 @@ final class ReadElsewhereScene: @unchecked Sendable {
     func cleanup() {
         apns.shutdown()
         twilio.shutdown()
-        tdb.drop()
         lab.cleanup()
     }
 

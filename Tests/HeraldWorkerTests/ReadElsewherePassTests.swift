@@ -16,133 +16,133 @@ import Testing
     /// each of the person's two devices gets one silent badge update (APNs background, priority 5,
     /// `aps` only `content-available`, the unread count in `data.badge`); the SMS never goes.
     @Test func readingThePushWithdrawsTheSMSCopyAndSilentlyCorrectsEachDevicesBadge() throws {
-        let s = try ReadElsewhereScene()
-        defer { s.cleanup() }
-        let now = ProviderPass.now()
-        let n = try s.notification(now: now, smsIn: 600)
-        s.pass(now)
-        #expect(try s.f.row(n.push)["status"].string == "sent")
-        #expect(s.apns.requests.count == 2, "the push, to both devices")
+        try ReadElsewhereScene.with { s in
+            let now = ProviderPass.now()
+            let n = try s.notification(now: now, smsIn: 600)
+            s.pass(now)
+            #expect(try s.f.row(n.push)["status"].string == "sent")
+            #expect(s.apns.requests.count == 2, "the push, to both devices")
 
-        let answer = try s.read([n.push])
-        #expect(answer["updated_count"]?.intValue == 1)
-        // Withdrawn by the read itself, before any pass.
-        let sms = try s.f.row(n.sms)
-        #expect(sms["status"].string == "skipped")
-        #expect(sms["skip_reason"].string == "read_elsewhere")
-        #expect(try s.events(n.sms).map(\.1) == ["read_elsewhere"])
-        #expect(try s.badgeRows("pending") == 1)
-        let due = try s.count("select extract(epoch from run_after - now())::int from notification_queue where kind = 'badge_sync'")
-        #expect((3...6).contains(due), "due a few seconds after the read, got \(due) s")
+            let answer = try s.read([n.push])
+            #expect(answer["updated_count"]?.intValue == 1)
+            // Withdrawn by the read itself, before any pass.
+            let sms = try s.f.row(n.sms)
+            #expect(sms["status"].string == "skipped")
+            #expect(sms["skip_reason"].string == "read_elsewhere")
+            #expect(try s.events(n.sms).map(\.1) == ["read_elsewhere"])
+            #expect(try s.badgeRows("pending") == 1)
+            let due = try s.count("select extract(epoch from run_after - now())::int from notification_queue where kind = 'badge_sync'")
+            #expect((3...6).contains(due), "due a few seconds after the read, got \(due) s")
 
-        s.pass(now.addingTimeInterval(30))
-        s.pass(now.addingTimeInterval(700))  // the SMS's own time: nothing left to send
-        #expect(s.twilio.accepted.isEmpty)
-        let silent = s.silentPushes
-        #expect(silent.count == 2)
-        #expect(Set(ProviderPass.paths(silent)) == Set(s.phones), "one silent update per device")
-        for push in silent {
-            #expect(push.header("apns-priority") == "5")
-            let b = try ReadElsewhereScene.badge(of: push)
-            #expect(b.badge == 0, "nothing unread is left")
-            #expect(b.aps == ["content-available": 1])
-            #expect(b.type == "badge_sync")
+            s.pass(now.addingTimeInterval(30))
+            s.pass(now.addingTimeInterval(700))  // the SMS's own time: nothing left to send
+            #expect(s.twilio.accepted.isEmpty)
+            let silent = s.silentPushes
+            #expect(silent.count == 2)
+            #expect(Set(ProviderPass.paths(silent)) == Set(s.phones), "one silent update per device")
+            for push in silent {
+                #expect(push.header("apns-priority") == "5")
+                let b = try ReadElsewhereScene.badge(of: push)
+                #expect(b.badge == 0, "nothing unread is left")
+                #expect(b.aps == ["content-available": 1])
+                #expect(b.type == "badge_sync")
+            }
+            #expect(try s.badgeRows("sent") == 1)
+            // The correction is not a notification of its own: the list holds the one entry, read.
+            #expect(try s.count("select count(*) from inbox where user_id = \(s.person)") == 1)
+            #expect(try s.count("select count(*) from inbox where user_id = \(s.person) and not is_read") == 0)
         }
-        #expect(try s.badgeRows("sent") == 1)
-        // The correction is not a notification of its own: the list holds the one entry, read.
-        #expect(try s.count("select count(*) from inbox where user_id = \(s.person)") == 1)
-        #expect(try s.count("select count(*) from inbox where user_id = \(s.person) and not is_read") == 0)
     }
 
     /// An action recorded on the notification (here `dismissed`, through `record_notification_action`)
     /// withdraws the other copies as a read does, and asks for the badge correction.
     @Test func anActionOnTheNotificationWithdrawsItsOtherCopies() throws {
-        let s = try ReadElsewhereScene()
-        defer { s.cleanup() }
-        let now = ProviderPass.now()
-        let n = try s.notification(now: now, smsIn: 600)
-        s.pass(now)
-        try s.act(n.push, "dismissed")
-        let sms = try s.f.row(n.sms)
-        #expect(sms["status"].string == "skipped")
-        #expect(sms["skip_reason"].string == "read_elsewhere")
-        #expect(try s.badgeRows("pending") == 1)
+        try ReadElsewhereScene.with { s in
+            let now = ProviderPass.now()
+            let n = try s.notification(now: now, smsIn: 600)
+            s.pass(now)
+            try s.act(n.push, "dismissed")
+            let sms = try s.f.row(n.sms)
+            #expect(sms["status"].string == "skipped")
+            #expect(sms["skip_reason"].string == "read_elsewhere")
+            #expect(try s.badgeRows("pending") == 1)
+        }
     }
 
     /// A badge correction shows nothing and plays nothing: quiet hours (here all day, at the level that
     /// lets nothing through) do not hold it, while they would hold a notification.
     @Test func quietHoursDoNotHoldTheSilentBadgeCorrection() throws {
-        let s = try ReadElsewhereScene()
-        defer { s.cleanup() }
-        let now = ProviderPass.now()
-        let n = try s.notification(now: now, smsIn: 600)
-        s.pass(now)
-        try s.db.execute("""
-            update user_profiles set quiet_hours_start = '00:00', quiet_hours_end = '23:59:59',
-                   quiet_hours_notification_level = 'none', quiet_hours_action = 'skip'
-             where user_id = \(s.person)
-            """)
-        try s.read([n.push])
-        s.pass(now.addingTimeInterval(30))
-        #expect(try s.badgeRows("sent") == 1)
-        #expect(s.silentPushes.count == 2)
+        try ReadElsewhereScene.with { s in
+            let now = ProviderPass.now()
+            let n = try s.notification(now: now, smsIn: 600)
+            s.pass(now)
+            try s.db.execute("""
+                update user_profiles set quiet_hours_start = '00:00', quiet_hours_end = '23:59:59',
+                       quiet_hours_notification_level = 'none', quiet_hours_action = 'skip'
+                 where user_id = \(s.person)
+                """)
+            try s.read([n.push])
+            s.pass(now.addingTimeInterval(30))
+            #expect(try s.badgeRows("sent") == 1)
+            #expect(s.silentPushes.count == 2)
+        }
     }
 
     /// Twenty reads one after another, each its own request, send one silent update per device, due
     /// a few seconds after the first: the one waiting correction absorbs the rest. It carries the
     /// count as it is when sent (one of the twenty left unread).
     @Test func aBurstOfTwentyReadsSendsOneSilentUpdatePerDevice() throws {
-        let s = try ReadElsewhereScene()
-        defer { s.cleanup() }
-        let now = ProviderPass.now()
-        var pushes: [UUID] = []
-        for _ in 0..<21 { pushes.append(try s.notification(now: now, smsIn: 600).push) }
-        s.pass(now)
-        #expect(s.apns.requests.count == 42)
+        try ReadElsewhereScene.with { s in
+            let now = ProviderPass.now()
+            var pushes: [UUID] = []
+            for _ in 0..<21 { pushes.append(try s.notification(now: now, smsIn: 600).push) }
+            s.pass(now)
+            #expect(s.apns.requests.count == 42)
 
-        for id in pushes.dropFirst() { try s.read([id]) }
-        #expect(try s.badgeRows("pending") == 1)
-        #expect(try s.count("select count(*) from notification_queue where channel = 'sms' and skip_reason = 'read_elsewhere'") == 20)
+            for id in pushes.dropFirst() { try s.read([id]) }
+            #expect(try s.badgeRows("pending") == 1)
+            #expect(try s.count("select count(*) from notification_queue where channel = 'sms' and skip_reason = 'read_elsewhere'") == 20)
 
-        s.pass(now.addingTimeInterval(30))
-        let silent = s.silentPushes
-        #expect(silent.count == 2)
-        #expect(Set(ProviderPass.paths(silent)) == Set(s.phones))
-        #expect(try silent.map { try ReadElsewhereScene.badge(of: $0).badge } == [1, 1])
-        #expect(s.twilio.accepted.isEmpty)
+            s.pass(now.addingTimeInterval(30))
+            let silent = s.silentPushes
+            #expect(silent.count == 2)
+            #expect(Set(ProviderPass.paths(silent)) == Set(s.phones))
+            #expect(try silent.map { try ReadElsewhereScene.badge(of: $0).badge } == [1, 1])
+            #expect(s.twilio.accepted.isEmpty)
+        }
     }
 
     /// A copy a pass holds under its lease when the read commits is that pass's to decide: the read
     /// leaves it as it is (no second hand on it), and the pass that holds it — here the one that takes
     /// it over once the first pass's lease ran out — skips it `read_elsewhere` through its fenced record.
     @Test func aCopyClaimedByAPassInFlightIsDecidedByThatPassNotTheRead() throws {
-        let s = try ReadElsewhereScene()
-        defer { s.cleanup() }
-        let now = ProviderPass.now()
-        let n = try s.notification(now: now, smsIn: 600)
-        s.pass(now)
+        try ReadElsewhereScene.with { s in
+            let now = ProviderPass.now()
+            let n = try s.notification(now: now, smsIn: 600)
+            s.pass(now)
 
-        let inFlight = QueueStore(db: try s.tdb.connect(), passId: "pass-in-flight")
-        let claimed = try inFlight.claimRows(limit: 10, now: now.addingTimeInterval(700), channels: [.sms], leaseSeconds: 60)
-        #expect(claimed.map(\.item.id) == [n.sms])
-        try s.read([n.push])
-        var sms = try s.f.row(n.sms)
-        #expect(sms["status"].string == "pending", "held by the pass in flight")
-        #expect(sms["locked_by"].string == "pass-in-flight")
-        #expect(try s.events(n.sms).isEmpty)
+            let inFlight = QueueStore(db: try s.tdb.connect(), passId: "pass-in-flight")
+            let claimed = try inFlight.claimRows(limit: 10, now: now.addingTimeInterval(700), channels: [.sms], leaseSeconds: 60)
+            #expect(claimed.map(\.item.id) == [n.sms])
+            try s.read([n.push])
+            var sms = try s.f.row(n.sms)
+            #expect(sms["status"].string == "pending", "held by the pass in flight")
+            #expect(sms["locked_by"].string == "pass-in-flight")
+            #expect(try s.events(n.sms).isEmpty)
 
-        // The pass in flight dies; its lease runs out, and the next pass decides the copy.
-        try s.db.execute("update notification_queue set locked_until = now() - interval '1 second' where id = \(n.sms)")
-        s.pass(now.addingTimeInterval(700))
-        sms = try s.f.row(n.sms)
-        #expect(sms["status"].string == "skipped")
-        #expect(sms["skip_reason"].string == "read_elsewhere")
-        let decided = try s.db.query("""
-            select count(*) filter (where pass_id is not null) as by_pass, count(*) as events
-              from notification_events where queue_id = \(n.sms) and reason = 'read_elsewhere'
-            """).first!
-        #expect(decided["events"].int == 1)
-        #expect(decided["by_pass"].int == 1, "recorded by the pass, fenced on its lease")
-        #expect(s.twilio.accepted.isEmpty)
+            // The pass in flight dies; its lease runs out, and the next pass decides the copy.
+            try s.db.execute("update notification_queue set locked_until = now() - interval '1 second' where id = \(n.sms)")
+            s.pass(now.addingTimeInterval(700))
+            sms = try s.f.row(n.sms)
+            #expect(sms["status"].string == "skipped")
+            #expect(sms["skip_reason"].string == "read_elsewhere")
+            let decided = try s.db.query("""
+                select count(*) filter (where pass_id is not null) as by_pass, count(*) as events
+                  from notification_events where queue_id = \(n.sms) and reason = 'read_elsewhere'
+                """).first!
+            #expect(decided["events"].int == 1)
+            #expect(decided["by_pass"].int == 1, "recorded by the pass, fenced on its lease")
+            #expect(s.twilio.accepted.isEmpty)
+        }
     }
 }
