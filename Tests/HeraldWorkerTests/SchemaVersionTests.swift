@@ -33,9 +33,9 @@ import Testing
 
     /// `body` with a database migrated with every migration but the newest, dropped when it ends.
     static func databaseBehind(_ body: (TestDB) throws -> Void) throws {
-        try databaseBehind { tdb in
-            try body(tdb)
-        }
+        let tdb = try databaseBehind()
+        defer { tdb.drop() }
+        try body(tdb)
     }
 
     @Test func aPassRefusesASchemaBehindItAndClaimsNothing() throws {
