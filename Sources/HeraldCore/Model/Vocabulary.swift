@@ -83,6 +83,9 @@ public enum SkipReason: String, CaseIterable, Sendable, Codable {
     /// Withdrawn before it was sent: its reminder was cancelled, disabled, deleted or rescheduled, or an
     /// operator cancelled it.
     case cancelled
+    /// A follow-up step whose condition the notification's chain met before its time: read, acted on
+    /// or delivered (the trail says which, by whom, when).
+    case followUpSatisfied = "follow_up_satisfied"
 }
 
 /// The reminder types (`reminders.reminder_type`, and `reminder_type` in a reminder row's payload).
