@@ -637,6 +637,7 @@ $$;
 CREATE FUNCTION public.herald_follow_up_read_cancel() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
   acted boolean := new.action is not null and new.action is distinct from old.action;
@@ -646,6 +647,13 @@ declare
 begin
   -- Nothing to cancel while no type has a policy: a read then costs one look at notification_types.
   if not exists (select 1 from public.notification_types t where t.follow_up is not null) then
+    return null;
+  end if;
+  -- Nor for an entry whose notification has no chain: two index lookups.
+  if not exists (select 1 from public.notification_queue q
+                  where q.recipient_user_id = new.user_id and q.notification_group = new.notification_key
+                    and (q.follows_up or q.follow_up_of is not null))
+     and not exists (select 1 from public.notification_queue q where q.id = new.queue_id and q.follows_up) then
     return null;
   end if;
   with sources as (

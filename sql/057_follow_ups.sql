@@ -327,9 +327,12 @@ $$;
 -- Reading or acting on the notification anywhere in the chain cancels its pending steps at once, in
 -- the read's own transaction: one statement. A read satisfies `read` and `delivered` steps; an action
 -- satisfies every step. A step a pass is sending right now (under its lease) goes on.
+-- Its statements keep one plan (`force_generic_plan`): planned afresh at each read, the cancelling
+-- statement cost more than the read itself.
 create or replace function public.herald_follow_up_read_cancel() returns trigger
 language plpgsql security definer
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = force_generic_plan
 as $$
 declare
   acted boolean := new.action is not null and new.action is distinct from old.action;
@@ -339,6 +342,13 @@ declare
 begin
   -- Nothing to cancel while no type has a policy: a read then costs one look at notification_types.
   if not exists (select 1 from public.notification_types t where t.follow_up is not null) then
+    return null;
+  end if;
+  -- Nor for an entry whose notification has no chain: two index lookups.
+  if not exists (select 1 from public.notification_queue q
+                  where q.recipient_user_id = new.user_id and q.notification_group = new.notification_key
+                    and (q.follows_up or q.follow_up_of is not null))
+     and not exists (select 1 from public.notification_queue q where q.id = new.queue_id and q.follows_up) then
     return null;
   end if;
   with sources as (

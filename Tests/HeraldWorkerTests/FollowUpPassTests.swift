@@ -123,6 +123,23 @@ import Testing
             """).first?["by"].string == "delivered")
     }
 
+    /// A next-admin step of a member whose family has no other admin is not enqueued, and
+    /// `herald explain` says why; the same admin's step still goes.
+    @Test func aStepWithNoOtherAdminSaysWhyInTheExplanation() throws {
+        let family = try FollowUpFamily()
+        defer { family.cleanup() }
+        try family.db.execute("update family_members set role = 'member' where user_id = \(family.second)")
+        let t = P.now()
+        let alert = try family.alert(at: t)
+        family.pass(t)
+        family.pass(t.addingTimeInterval(1300))
+        #expect(family.smsCount(to: family.firstPhone) == 1)
+        #expect(family.smsCount(to: family.secondPhone) == 0 && family.pushCount(to: family.secondToken) == 0)
+        let text = Explain.text(try Explain.report(family.db, id: alert))
+        #expect(text.contains("step 2, loop 1: (next_admin, until read): not enqueued: no other admin of the family to tell"),
+                "\(text)")
+    }
+
     /// A notification of a type without a policy is sent as before: no chain, no follow-up in its
     /// explanation.
     @Test func aTypeWithoutAPolicyHasNoChain() throws {

@@ -40,9 +40,30 @@ extension Explain {
             steps.append(.object(step(s)))
         }
         let started = !steps.isEmpty
+        if started { steps += try unwritten(db, sources: sources, written: steps) }
         return ["started": .bool(started), "steps": .array(steps),
                 "note": .string(started ? "each step fires only while its condition fails at its time"
                                         : "the chain starts when the notification is first sent")]
+    }
+
+    /// The steps of the type's policy that the chain has no row for: a `next_admin` step of a member
+    /// whose family has no other admin.
+    private static func unwritten(_ db: PGConnection, sources: [UUID], written: [JSONValue]) throws -> [JSONValue] {
+        let have = Set(written.map { "\($0["step"]?.intValue ?? 0):\($0["loop"]?.intValue ?? 0)" })
+        var out: [JSONValue] = []
+        for s in try db.query("""
+            select l.loop, p.ordinality as step, p.value ->> 'to' as to, p.value ->> 'until' as until
+              from notification_types t
+              join lateral jsonb_array_elements(t.follow_up -> 'steps') with ordinality p on true
+              join lateral generate_series(1, coalesce((t.follow_up ->> 'loops')::int, 1)) l(loop) on true
+             where t.type = (select q.kind from notification_queue q where q.id = any(\(sources)::uuid[]) limit 1)
+             order by 1, 2
+            """) where !have.contains("\(s["step"].int ?? 0):\(s["loop"].int ?? 0)") {
+            out.append(["step": .number(Double(s["step"].int ?? 0)), "loop": .number(Double(s["loop"].int ?? 0)),
+                        "to": .string(s["to"].string ?? ""), "until": .string(s["until"].string ?? ""),
+                        "outcome": .string("not enqueued: no other admin of the family to tell")])
+        }
+        return out
     }
 
     /// One step's entry: what it is, and when it fired or why not.
@@ -80,8 +101,8 @@ extension Explain {
         var lines = ["", "follow-ups: \(chain["note"]?.stringValue ?? "")"]
         if case .array(let steps)? = chain["steps"] {
             for s in steps {
-                lines.append("  step \(s["step"]?.intValue ?? 0), loop \(s["loop"]?.intValue ?? 0): "
-                    + "\(s["channel"]?.stringValue ?? "?") to \(s["recipient_user_id"]?.stringValue ?? "?") "
+                let whom = s["channel"]?.stringValue.map { "\($0) to \(s["recipient_user_id"]?.stringValue ?? "?") " } ?? ""
+                lines.append("  step \(s["step"]?.intValue ?? 0), loop \(s["loop"]?.intValue ?? 0): " + whom
                     + "(\(s["to"]?.stringValue ?? "?"), until \(s["until"]?.stringValue ?? "?")): "
                     + (s["outcome"]?.stringValue ?? ""))
             }
