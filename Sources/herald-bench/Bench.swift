@@ -31,12 +31,16 @@ import Logging
 ///      adds to an insert;
 ///   9. a morning: 100,000 people whose forecasts are due at 08:00 in 500 places, primed by passes in
 ///      the hour before and delivered at 08:00 by a follower through APNs and FCM fakes — beside h2load
-///      against the same fakes (the providers' ceiling) and the bare claim + record (the database's floor).
+///      against the same fakes (the providers' ceiling) and the bare claim + record (the database's floor);
+///  10. follow-ups: what a follow-up policy costs per notification — the enqueue, the send that enqueues
+///      its chain, the claim's check of a step, the read that cancels one — beside the same without a
+///      policy, and a type without one with the follow-up triggers and with them off (the floor).
 ///
 /// Each section has a file of its own: `Bench+ClaimDecideRecord` (1, with `Bench+Floors`,
 /// `Bench+DurableWAL`, `Bench+Growth` and `Bench+EnqueueCost`), `Bench+Webhooks` (2), `Bench+IdlePass` (3),
 /// `Bench+PeakMemory` (4), `Bench+APNs` (5), `Bench+Patterns` (6), `Bench+ConnectionEnds` (7) and
-/// `Bench+Follow` (8, with `LatencyRun` and `Bench+FollowReminders`) and `Bench+Morning` (9, with `H2Load`).
+/// `Bench+Follow` (8, with `LatencyRun` and `Bench+FollowReminders`), `Bench+Morning` (9, with `H2Load`) and
+/// `Bench+FollowUps` (10).
 /// This file holds what they share.
 @main
 struct Bench {
@@ -55,6 +59,7 @@ struct Bench {
             (1, "claim", bench.claimDecideRecord), (2, "webhooks", bench.webhookFanOut), (3, "idle", bench.idlePass),
             (4, "memory", bench.peakMemory), (5, "apns", bench.apnsPushes), (6, "patterns", bench.patterns),
             (7, "connection-ends", bench.apnsConnectionEnds), (8, "follow", bench.followLatency), (9, "morning", bench.morning),
+            (10, "followups", bench.followUps),
         ]
         for (n, name, run) in sections where only.isEmpty || only.contains("\(n)") || only.contains(name) { try run() }
     }
