@@ -645,11 +645,10 @@ declare
                     then jsonb_build_object('satisfied_by', 'acted', 'action', new.action, 'by', new.user_id, 'at', new.actioned_at)
                     else jsonb_build_object('satisfied_by', 'read', 'by', new.user_id, 'at', new.read_at) end;
 begin
-  -- Nothing to cancel while no type has a policy: a read then costs one look at notification_types.
+  -- Nothing to cancel while no type has a policy, nor for an entry whose notification has no chain.
   if not exists (select 1 from public.notification_types t where t.follow_up is not null) then
     return null;
   end if;
-  -- Nor for an entry whose notification has no chain: two index lookups.
   if not exists (select 1 from public.notification_queue q
                   where q.recipient_user_id = new.user_id and q.notification_group = new.notification_key
                     and (q.follows_up or q.follow_up_of is not null))

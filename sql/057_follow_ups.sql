@@ -18,10 +18,9 @@
 --                  chain), `acted` (an action recorded through record_notification_action), or
 --                  `delivered` (read, acted, or a provider confirmed a delivery of the chain)
 --   as             optional: the type its copies are sent as (default: this type)
--- At most 6 steps, 1 to 5 loops, 12 steps in all. A policy that names an unknown channel, recipient,
--- condition or type, a delay of zero or less, too many steps, or a cycle of types (a step sending as
--- a type whose own policy sends, directly or further on, as this one) is refused when the type is
--- written, with a message naming the step. A type without a policy (null, the default) is as before.
+-- At most 6 steps, 1 to 5 loops, 12 steps in all. An unknown channel, recipient, condition or type,
+-- a delay of zero or less, too many steps, or a cycle of types (through `as`) is refused when the type
+-- is written, naming the step. A type without a policy (null, the default) is as before.
 --
 -- The chain: when a notification of a type with a policy is first sent to its recipient (any copy of
 -- it, on any channel), one statement enqueues every step of every loop as queue rows, due at their
@@ -340,11 +339,10 @@ declare
                     then jsonb_build_object('satisfied_by', 'acted', 'action', new.action, 'by', new.user_id, 'at', new.actioned_at)
                     else jsonb_build_object('satisfied_by', 'read', 'by', new.user_id, 'at', new.read_at) end;
 begin
-  -- Nothing to cancel while no type has a policy: a read then costs one look at notification_types.
+  -- Nothing to cancel while no type has a policy, nor for an entry whose notification has no chain.
   if not exists (select 1 from public.notification_types t where t.follow_up is not null) then
     return null;
   end if;
-  -- Nor for an entry whose notification has no chain: two index lookups.
   if not exists (select 1 from public.notification_queue q
                   where q.recipient_user_id = new.user_id and q.notification_group = new.notification_key
                     and (q.follows_up or q.follow_up_of is not null))
