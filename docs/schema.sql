@@ -953,6 +953,321 @@ CREATE FUNCTION public.herald_entry_of(uid uuid, notification_id uuid) RETURNS u
 $$;
 
 --
+-- Name: herald_follow_up_policy_check(); Type: FUNCTION; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+CREATE FUNCTION public.herald_follow_up_policy_check() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  why text;
+  cycle text[];
+begin
+  if new.follow_up is null or jsonb_typeof(new.follow_up) = 'null' then
+    new.follow_up := null;
+    return new;
+  end if;
+  why := public.herald_follow_up_refusal(new.type, new.follow_up);
+  if why is null then
+    -- A cycle: the types the steps send as, followed through their own policies, lead back here.
+    with recursive reach(type, path) as (
+      select t, array[new.type, t] from public.herald_follow_up_targets(new.type, new.follow_up) t
+      union all
+      select x, r.path || x from reach r
+        join public.notification_types nt on nt.type = r.type and nt.type <> new.type
+        cross join lateral public.herald_follow_up_targets(nt.type, nt.follow_up) x
+       where not x = any(r.path[2:]) and cardinality(r.path) < 32
+    )
+    select path into cycle from reach where type = new.type limit 1;
+    if cycle is not null then
+      why := format('a cycle of types: %s', array_to_string(cycle, ' → '));
+    end if;
+  end if;
+  if why is not null then
+    raise exception 'follow_up of type "%" refused: %', left(new.type, 64), why
+      using errcode = '23514',
+            hint = 'steps: [{"after_seconds": 600, "channels": ["sms"], "to": "same", "until": "read"}], loops 1 to 5';
+  end if;
+  return new;
+end
+$$;
+
+--
+-- Name: herald_follow_up_read_cancel(); Type: FUNCTION; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+CREATE FUNCTION public.herald_follow_up_read_cancel() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+declare
+  acted boolean := new.action is not null and new.action is distinct from old.action;
+  why jsonb := case when acted
+                    then jsonb_build_object('satisfied_by', 'acted', 'action', new.action, 'by', new.user_id, 'at', new.actioned_at)
+                    else jsonb_build_object('satisfied_by', 'read', 'by', new.user_id, 'at', new.read_at) end;
+begin
+  -- Nothing to cancel while no type has a policy, nor for an entry whose notification has no chain.
+  if not exists (select 1 from public.notification_types t where t.follow_up is not null) then
+    return null;
+  end if;
+  if not exists (select 1 from public.notification_queue q
+                  where q.recipient_user_id = new.user_id and q.notification_group = new.notification_key
+                    and (q.follows_up or q.follow_up_of is not null))
+     and not exists (select 1 from public.notification_queue q where q.id = new.queue_id and q.follows_up) then
+    return null;
+  end if;
+  with sources as (
+    -- The chains this entry is part of: those its own notification started, and those that told it.
+    select q.id from public.notification_queue q
+     where q.recipient_user_id = new.user_id and q.notification_group = new.notification_key and q.follows_up
+    union
+    select q.id from public.notification_queue q where q.id = new.queue_id and q.follows_up
+    union
+    select q.follow_up_of from public.notification_queue q
+     where q.recipient_user_id = new.user_id and q.notification_group = new.notification_key
+       and q.follow_up_of is not null
+  ), target as (
+    select q.id from public.notification_queue q where q.follow_up_of in (select id from sources)
+  ), u as (
+    update public.notification_queue q
+       set status = 'skipped', skip_reason = 'follow_up_satisfied', locked_until = null, locked_by = null,
+           updated_at = now()
+     where q.id in (select id from target)
+       and q.status in ('pending', 'failed') and not q.permanent
+       and not coalesce(q.locked_until >= now(), false)
+       and (acted or q.payload -> 'follow_up' ->> 'until' in ('read', 'delivered'))
+    returning q.id
+  )
+  insert into public.notification_events (queue_id, event, reason, details)
+  select u.id, 'skipped', 'follow_up_satisfied', why from u;
+  return null;
+end
+$$;
+
+--
+-- Name: herald_follow_up_refusal(text, jsonb); Type: FUNCTION; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+CREATE FUNCTION public.herald_follow_up_refusal(type_name text, policy jsonb) RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  steps jsonb := policy -> 'steps';
+  loops jsonb := coalesce(policy -> 'loops', '1');
+  step jsonb;
+  n int := 0;
+  extra text;
+  channel jsonb;
+  delay numeric;
+begin
+  if jsonb_typeof(policy) <> 'object' then
+    return 'must be an object with "steps" (and "loops")';
+  end if;
+  select string_agg(k, ', ') into extra from jsonb_object_keys(policy) k where k not in ('steps', 'loops');
+  if extra is not null then return format('unknown key(s) %s: only "steps" and "loops"', extra); end if;
+  if jsonb_typeof(loops) <> 'number' or loops::numeric not in (1, 2, 3, 4, 5) then
+    return format('loops is %s: a whole number from 1 to 5', left(loops::text, 40));
+  end if;
+  if jsonb_typeof(steps) is distinct from 'array' or jsonb_array_length(steps) = 0 then
+    return '"steps" must be a non-empty array';
+  end if;
+  if jsonb_array_length(steps) > 6 then
+    return format('%s steps: at most 6', jsonb_array_length(steps));
+  end if;
+  if jsonb_array_length(steps) * loops::int > 12 then
+    return format('%s steps × %s loops: at most 12 steps in all', jsonb_array_length(steps), loops);
+  end if;
+  for step in select s from jsonb_array_elements(steps) s loop
+    n := n + 1;
+    if jsonb_typeof(step) <> 'object' then return format('step %s must be an object', n); end if;
+    select string_agg(k, ', ') into extra from jsonb_object_keys(step) k
+     where k not in ('after_seconds', 'channels', 'to', 'until', 'as');
+    if extra is not null then
+      return format('step %s: unknown key(s) %s: only after_seconds, channels, to, until, as', n, extra);
+    end if;
+    if jsonb_typeof(step -> 'after_seconds') is distinct from 'number' then
+      return format('step %s: after_seconds is required, a whole number of seconds', n);
+    end if;
+    delay := (step ->> 'after_seconds')::numeric;
+    if delay <= 0 or delay > 604800 or delay <> trunc(delay) then
+      return format('step %s: after_seconds is %s: a whole number from 1 to 604800 (a week)', n, delay);
+    end if;
+    if jsonb_typeof(step -> 'channels') is distinct from 'array' or jsonb_array_length(step -> 'channels') = 0 then
+      return format('step %s: channels must be a non-empty array', n);
+    end if;
+    for channel in select c from jsonb_array_elements(step -> 'channels') c loop
+      if jsonb_typeof(channel) <> 'string'
+         or channel #>> '{}' not in ('push', 'sms', 'whatsapp', 'email', 'webhook', 'in_app') then
+        return format('step %s: unknown channel %s (one of push, sms, whatsapp, email, webhook, in_app)',
+                      n, left(channel::text, 40));
+      end if;
+    end loop;
+    if (select count(distinct c) from jsonb_array_elements(step -> 'channels') c) < jsonb_array_length(step -> 'channels') then
+      return format('step %s: a channel is named twice', n);
+    end if;
+    if jsonb_typeof(step -> 'to') is distinct from 'string' or step ->> 'to' not in ('same', 'next_admin') then
+      return format('step %s: unknown recipient %s (same or next_admin)', n, left(coalesce((step -> 'to')::text, 'none'), 40));
+    end if;
+    if jsonb_typeof(step -> 'until') is distinct from 'string' or step ->> 'until' not in ('read', 'acted', 'delivered') then
+      return format('step %s: unknown condition %s (read, acted or delivered)', n, left(coalesce((step -> 'until')::text, 'none'), 40));
+    end if;
+    if step ? 'as' then
+      if jsonb_typeof(step -> 'as') <> 'string'
+         or (step ->> 'as' <> type_name and not exists (select 1 from public.notification_types t where t.type = step ->> 'as')) then
+        return format('step %s: sends as unknown type %s', n, left((step -> 'as')::text, 70));
+      end if;
+    end if;
+  end loop;
+  return null;
+end
+$$;
+
+--
+-- Name: herald_follow_up_satisfied(jsonb); Type: FUNCTION; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+CREATE FUNCTION public.herald_follow_up_satisfied(step_payload jsonb) RETURNS jsonb
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  with chain as (
+    select (step_payload ->> 'recipient')::uuid as user_id
+    union
+    select q.recipient_user_id from public.notification_queue q where q.follow_up_of = (step_payload ->> 'of')::uuid
+  ), entry as (
+    select i.user_id, i.is_read, i.read_at, i.action, i.actioned_at
+      from public.inbox i join chain c on i.user_id = c.user_id
+     where i.notification_key = step_payload ->> 'notification'
+  )
+  select coalesce(
+    (select jsonb_build_object('satisfied_by', 'acted', 'action', e.action, 'by', e.user_id, 'at', e.actioned_at)
+       from entry e where e.action is not null order by e.actioned_at limit 1),
+    (select jsonb_build_object('satisfied_by', 'read', 'by', e.user_id, 'at', e.read_at)
+       from entry e where e.is_read and step_payload ->> 'until' in ('read', 'delivered')
+      order by e.read_at limit 1),
+    (select jsonb_build_object('satisfied_by', 'delivered', 'queue_id', d.queue_id, 'channel', d.channel, 'at', d.final_at)
+       from public.notification_queue q join public.notification_deliveries d on d.queue_id = q.id
+      where step_payload ->> 'until' = 'delivered' and d.final_status = 'delivered'
+        and q.id in (select c.id from public.notification_queue c where c.follow_up_of = (step_payload ->> 'of')::uuid
+                     union all
+                     select c.id from public.notification_queue c
+                      where c.recipient_user_id = (step_payload ->> 'recipient')::uuid
+                        and c.notification_group = step_payload ->> 'notification'
+                     union all
+                     select c.id from public.notification_queue c
+                      where c.id = (step_payload ->> 'of')::uuid)
+      order by d.final_at limit 1))
+$$;
+
+--
+-- Name: herald_follow_up_settle(uuid[], text); Type: FUNCTION; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+CREATE FUNCTION public.herald_follow_up_settle(ids uuid[], pass text) RETURNS uuid[]
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare settled uuid[];
+begin
+  with satisfied as (
+    select q.id, public.herald_follow_up_satisfied(q.payload -> 'follow_up') as why
+      from public.notification_queue q
+     where q.id = any(ids) and q.follow_up_of is not null and q.status in ('pending', 'failed')
+  ), u as (
+    update public.notification_queue q
+       set status = 'skipped', skip_reason = 'follow_up_satisfied', locked_until = null, locked_by = null,
+           updated_at = now()
+      from satisfied s where q.id = s.id and s.why is not null
+    returning q.id, s.why
+  ), e as (
+    insert into public.notification_events (queue_id, pass_id, event, reason, details)
+    select u.id, pass, 'skipped', 'follow_up_satisfied', u.why from u
+  )
+  select coalesce(array_agg(u.id), '{}') into settled from u;
+  return settled;
+end
+$$;
+
+--
+-- Name: herald_follow_up_start(); Type: FUNCTION; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+CREATE FUNCTION public.herald_follow_up_start() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+declare
+  policy jsonb;
+  key text := coalesce(new.notification_group, new.id::text);
+  admins uuid[];
+begin
+  select t.follow_up into policy from public.notification_types t where t.type = new.kind;
+  if policy is null then return null; end if;
+  select array_agg(a.user_id order by a.joined, a.user_id) into admins
+    from (select fm.user_id, min(fm.created_at) as joined
+            from public.family_members fm
+           where fm.role = 'admin' and fm.user_id <> new.recipient_user_id
+             and fm.family_id in (select m.family_id from public.family_members m
+                                   where m.user_id = coalesce(new.member_user_id, new.recipient_user_id))
+           group by fm.user_id) a;
+  insert into public.notification_queue (recipient_user_id, member_user_id, alert_state_id, channel, kind,
+      severity, priority, payload, scheduled_at, run_after, dedupe_key, notification_group, related_entity_type,
+      related_entity_id, follow_up_of)
+  select p.recipient, new.member_user_id, new.alert_state_id, c.channel,
+         coalesce((select t.type from public.notification_types t where t.type = p.step ->> 'as'), new.kind),
+         new.severity, new.priority,
+         new.payload || jsonb_build_object('follow_up', jsonb_build_object(
+           'of', new.id, 'recipient', new.recipient_user_id, 'notification', key, 'step', p.step_no,
+           'loop', p.loop_no, 'to', p.step ->> 'to', 'until', p.step ->> 'until')),
+         p.due, p.due,
+         format('follow_up:%s:%s:%s:%s:%s', new.recipient_user_id, key, p.step_no, p.loop_no, c.channel),
+         key, new.related_entity_type, new.related_entity_id, new.id
+    from (select s.step, s.step_no, l.loop_no,
+                 coalesce(new.sent_at, now()) + make_interval(secs => sum((s.step ->> 'after_seconds')::int)
+                   over (order by l.loop_no, s.step_no)) as due,
+                 case when s.step ->> 'to' = 'same' then new.recipient_user_id
+                      else admins[1 + (count(*) filter (where s.step ->> 'to' = 'next_admin')
+                                         over (order by l.loop_no, s.step_no) - 1) % greatest(cardinality(admins), 1)]
+                 end as recipient
+            from generate_series(1, coalesce((policy ->> 'loops')::int, 1)) l(loop_no)
+           cross join lateral jsonb_array_elements(policy -> 'steps') with ordinality s(step, step_no)) p
+   cross join lateral jsonb_array_elements_text(p.step -> 'channels') c(channel)
+   where p.recipient is not null
+     and length(format('follow_up:%s:%s:%s:%s:%s', new.recipient_user_id, key, p.step_no, p.loop_no, c.channel)) <= 512
+  on conflict do nothing;
+  return null;
+exception when others then
+  -- A chain that cannot be enqueued never fails the send's record: the record stands, and the log
+  -- names the notification.
+  raise warning 'follow-up chain of notification % not enqueued: %', new.id, sqlerrm;
+  return null;
+end
+$$;
+
+--
+-- Name: herald_follow_up_targets(text, jsonb); Type: FUNCTION; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+CREATE FUNCTION public.herald_follow_up_targets(type_name text, policy jsonb) RETURNS SETOF text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+  select distinct s ->> 'as' from jsonb_array_elements(case when jsonb_typeof(policy -> 'steps') = 'array'
+                                                            then policy -> 'steps' else '[]' end) s
+   where jsonb_typeof(s -> 'as') = 'string' and s ->> 'as' <> type_name
+$$;
+
+--
 -- Name: herald_forecast_time_changed(); Type: FUNCTION; Schema: public
 -- Last defined in sql/051_functions_resolve_in_catalog.sql
 --
@@ -3547,7 +3862,7 @@ CREATE TABLE public.notification_history (
 
 --
 -- Name: notification_queue; Type: TABLE; Schema: public
--- Last defined in sql/047_bounded_app_text.sql
+-- Last defined in sql/057_follow_ups.sql
 --
 
 CREATE TABLE public.notification_queue (
@@ -3586,6 +3901,8 @@ END) STORED,
     related_entity_id text,
     notification_group text,
     reminder_id uuid,
+    follows_up boolean,
+    follow_up_of uuid,
     CONSTRAINT notification_queue_dedupe_key_length CHECK ((char_length(dedupe_key) <= 512)),
     CONSTRAINT notification_queue_max_attempts_check CHECK ((max_attempts > 0)),
     CONSTRAINT notification_queue_notification_group_length CHECK ((char_length(notification_group) <= 256)),
@@ -3637,7 +3954,7 @@ UNION ALL
 
 --
 -- Name: notification_types; Type: TABLE; Schema: public
--- Last defined in sql/035_notification_types.sql
+-- Last defined in sql/057_follow_ups.sql
 --
 
 CREATE TABLE public.notification_types (
@@ -3651,6 +3968,7 @@ CREATE TABLE public.notification_types (
     per_minute_cap integer DEFAULT 100,
     rate_exempt boolean DEFAULT false NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    follow_up jsonb,
     CONSTRAINT notification_types_android_channel_id_check CHECK ((android_channel_id ~ '^[A-Za-z0-9_.-]{1,64}$'::text)),
     CONSTRAINT notification_types_daily_cap_check CHECK ((daily_cap > 0)),
     CONSTRAINT notification_types_ios_category_check CHECK ((ios_category ~ '^[A-Za-z0-9_.-]{1,64}$'::text)),
@@ -4513,6 +4831,13 @@ CREATE INDEX notification_queue_due ON public.notification_queue USING btree (pr
 CREATE INDEX notification_queue_escalated_from ON public.notification_queue USING btree (escalated_from) WHERE (escalated_from IS NOT NULL);
 
 --
+-- Name: notification_queue_follow_up; Type: INDEX; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+CREATE INDEX notification_queue_follow_up ON public.notification_queue USING btree (follow_up_of) WHERE (follow_up_of IS NOT NULL);
+
+--
 -- Name: notification_queue_group; Type: INDEX; Schema: public
 -- Last defined in sql/037_notification_entries.sql
 --
@@ -4672,6 +4997,27 @@ CREATE TRIGGER dose_events_admitted BEFORE INSERT ON public.dose_events FOR EACH
 --
 
 CREATE TRIGGER herald_device_token_written BEFORE INSERT OR UPDATE OF device_token, provider ON public.device_tokens FOR EACH ROW EXECUTE FUNCTION public.herald_device_token_written();
+
+--
+-- Name: notification_types herald_follow_up_policy_check; Type: TRIGGER; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+CREATE TRIGGER herald_follow_up_policy_check BEFORE INSERT OR UPDATE OF follow_up ON public.notification_types FOR EACH ROW EXECUTE FUNCTION public.herald_follow_up_policy_check();
+
+--
+-- Name: inbox herald_follow_up_read_cancel; Type: TRIGGER; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+CREATE TRIGGER herald_follow_up_read_cancel AFTER UPDATE OF is_read, action ON public.inbox FOR EACH ROW WHEN (((new.is_read AND (NOT old.is_read)) OR ((new.action IS NOT NULL) AND (new.action IS DISTINCT FROM old.action)))) EXECUTE FUNCTION public.herald_follow_up_read_cancel();
+
+--
+-- Name: notification_queue herald_follow_up_start; Type: TRIGGER; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+CREATE TRIGGER herald_follow_up_start AFTER UPDATE OF status ON public.notification_queue FOR EACH ROW WHEN ((new.follows_up AND (new.status = 'sent'::text) AND (old.status IS DISTINCT FROM 'sent'::text))) EXECUTE FUNCTION public.herald_follow_up_start();
 
 --
 -- Name: user_profiles herald_generate_profile_added; Type: TRIGGER; Schema: public
@@ -5506,6 +5852,62 @@ GRANT ALL ON FUNCTION public.herald_dose_event_admitted() TO service_role;
 
 REVOKE ALL ON FUNCTION public.herald_entry_of(uid uuid, notification_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.herald_entry_of(uid uuid, notification_id uuid) TO service_role;
+
+--
+-- Name: FUNCTION herald_follow_up_policy_check(); Type: ACL; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+REVOKE ALL ON FUNCTION public.herald_follow_up_policy_check() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.herald_follow_up_policy_check() TO service_role;
+
+--
+-- Name: FUNCTION herald_follow_up_read_cancel(); Type: ACL; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+REVOKE ALL ON FUNCTION public.herald_follow_up_read_cancel() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.herald_follow_up_read_cancel() TO service_role;
+
+--
+-- Name: FUNCTION herald_follow_up_refusal(type_name text, policy jsonb); Type: ACL; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+REVOKE ALL ON FUNCTION public.herald_follow_up_refusal(type_name text, policy jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.herald_follow_up_refusal(type_name text, policy jsonb) TO service_role;
+
+--
+-- Name: FUNCTION herald_follow_up_satisfied(step_payload jsonb); Type: ACL; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+REVOKE ALL ON FUNCTION public.herald_follow_up_satisfied(step_payload jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.herald_follow_up_satisfied(step_payload jsonb) TO service_role;
+
+--
+-- Name: FUNCTION herald_follow_up_settle(ids uuid[], pass text); Type: ACL; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+REVOKE ALL ON FUNCTION public.herald_follow_up_settle(ids uuid[], pass text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.herald_follow_up_settle(ids uuid[], pass text) TO service_role;
+
+--
+-- Name: FUNCTION herald_follow_up_start(); Type: ACL; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+REVOKE ALL ON FUNCTION public.herald_follow_up_start() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.herald_follow_up_start() TO service_role;
+
+--
+-- Name: FUNCTION herald_follow_up_targets(type_name text, policy jsonb); Type: ACL; Schema: public
+-- Last defined in sql/057_follow_ups.sql
+--
+
+REVOKE ALL ON FUNCTION public.herald_follow_up_targets(type_name text, policy jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.herald_follow_up_targets(type_name text, policy jsonb) TO service_role;
 
 --
 -- Name: FUNCTION herald_forecast_time_changed(); Type: ACL; Schema: public

@@ -32,14 +32,17 @@ import Logging
 ///   9. a morning: 100,000 people whose forecasts are due at 08:00 in 500 places, primed by passes in
 ///      the hour before and delivered at 08:00 by a follower through APNs and FCM fakes — beside h2load
 ///      against the same fakes (the providers' ceiling) and the bare claim + record (the database's floor);
+///  10. follow-ups: what a follow-up policy costs per notification — the enqueue, the send that enqueues
+///      its chain, the claim's check of a step, the read that cancels one — beside the same without a
+///      policy, and a type without one with the follow-up triggers and with them off (the floor).
 ///  11. a digest join per notification, one row per transaction and 20,000 in a statement — beside the
 ///      plain enqueue, and an undigested type's enqueue beside the same without the digest machinery.
 ///
 /// Each section has a file of its own: `Bench+ClaimDecideRecord` (1, with `Bench+Floors`,
 /// `Bench+DurableWAL`, `Bench+Growth` and `Bench+EnqueueCost`), `Bench+Webhooks` (2), `Bench+IdlePass` (3),
 /// `Bench+PeakMemory` (4), `Bench+APNs` (5), `Bench+Patterns` (6), `Bench+ConnectionEnds` (7) and
-/// `Bench+Follow` (8, with `LatencyRun` and `Bench+FollowReminders`), `Bench+Morning` (9, with `H2Load`)
-/// and `Bench+Digests` (11).
+/// `Bench+Follow` (8, with `LatencyRun` and `Bench+FollowReminders`), `Bench+Morning` (9, with `H2Load`),
+/// `Bench+FollowUps` (10) and `Bench+Digests` (11).
 /// This file holds what they share.
 @main
 struct Bench {
@@ -58,6 +61,7 @@ struct Bench {
             (1, "claim", bench.claimDecideRecord), (2, "webhooks", bench.webhookFanOut), (3, "idle", bench.idlePass),
             (4, "memory", bench.peakMemory), (5, "apns", bench.apnsPushes), (6, "patterns", bench.patterns),
             (7, "connection-ends", bench.apnsConnectionEnds), (8, "follow", bench.followLatency), (9, "morning", bench.morning),
+            (10, "followups", bench.followUps),
             (11, "digests", bench.digests),
         ]
         for (n, name, run) in sections where only.isEmpty || only.contains("\(n)") || only.contains(name) { try run() }

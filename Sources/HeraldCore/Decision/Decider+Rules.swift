@@ -121,7 +121,10 @@ extension Decider {
         }
         if Self.quietLets(local.severity, through: row.prefs.quietLevel) { return nil }
         let criticalReminder = row.kind == .reminder && local.severity == .critical
-        if row.prefs.quietAction == .skip && !criticalReminder { return .skip(.quietHours) }
+        // A follow-up step is held until the window ends, never dropped: the chain waits for it.
+        let heldStep = row.item.isFollowUpStep && local.severity != .critical
+        if heldStep { trail["follow_up_held"] = .bool(true) }
+        if row.prefs.quietAction == .skip && !criticalReminder && !heldStep { return .skip(.quietHours) }
         let until = local.window.end(after: now, in: row.zone)
         trail["until"] = .string(Self.iso(until))
         if criticalReminder && row.prefs.quietAction == .skip { trail["critical_deferred"] = .bool(true) }

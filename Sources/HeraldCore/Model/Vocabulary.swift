@@ -89,6 +89,9 @@ public enum SkipReason: String, CaseIterable, Sendable, Codable {
     /// Collected into its type's digest (`notification_type_digests`): the digest's own row carries it;
     /// recorded when the row is written, never by the decision.
     case digested
+    /// A follow-up step whose condition the notification's chain met before its time: read, acted on
+    /// or delivered (the trail says which, by whom, when).
+    case followUpSatisfied = "follow_up_satisfied"
 }
 
 /// The reminder types (`reminders.reminder_type`, and `reminder_type` in a reminder row's payload).

@@ -53,8 +53,10 @@ public enum Explain {
             if let reason = e["skip_reason"].string { o["skip_reason"] = .string(reason) }
             escalations.append(.object(o))
         }
-        return ["row": .object(r), "events": .array(events), "deliveries": .array(deliveries),
-                "escalations": .array(escalations)]
+        var report: [String: JSONValue] = ["row": .object(r), "events": .array(events), "deliveries": .array(deliveries),
+                                           "escalations": .array(escalations)]
+        report["follow_ups"] = try followUps(db, id: id)
+        return .object(report)
     }
 
     /// The row's events and delivery attempts, in order: they are kept after the row is pruned. The
@@ -123,6 +125,7 @@ public enum Explain {
                     + (e["status"]?.stringValue ?? "?") + (e["skip_reason"]?.stringValue.map { " (\($0))" } ?? ""))
             }
         }
+        lines += followUpLines(report)
         lines.append("")
         lines.append("trail:")
         if case .array(let events)? = report["events"] {

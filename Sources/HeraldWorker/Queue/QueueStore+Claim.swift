@@ -69,9 +69,9 @@ extension QueueStore {
         -> (rows: [Claimed], contended: Bool) {
         try db.transaction { db in
             let candidates = try db.query("""
-                select id, ctid, recipient_user_id, pg_try_advisory_xact_lock(\(QueueStore.recipientLockClass),
+                select id, ctid, recipient_user_id, step, pg_try_advisory_xact_lock(\(QueueStore.recipientLockClass),
                          hashtext(recipient_user_id::text) & \(QueueStore.recipientBuckets - 1)) as mine
-                  from (select q.id, q.ctid, q.recipient_user_id from \(queue) q
+                  from (select q.id, q.ctid, q.recipient_user_id, q.follow_up_of is not null as step from \(queue) q
                          where \(QueueStore.due(now, lease: clock.lease)) and \(QueueStore.notPaused)
                            and (q.channel = any(\(channels.map(\.rawValue))::text[]) or not q.channel = any(\(QueueStore.knownChannels)::text[]))
                          order by q.priority_rank, q.run_after, q.id
@@ -79,10 +79,12 @@ extension QueueStore {
                          for update skip locked) c
                 """)
             var mine: [(id: UUID, tid: String, recipient: UUID)] = []
+            var steps: Set<UUID> = []  // follow-up steps, settled below
             for row in candidates {
                 guard row["mine"].bool == true, let recipient = row["recipient_user_id"].uuid,
                       !excluding.contains(recipient), let id = row["id"].uuid, let tid = row["ctid"].string else { continue }
                 mine.append((id, tid, recipient))
+                if row["step"].bool == true { steps.insert(id) }
             }
             guard !mine.isEmpty else { return ([], candidates.count > 0) }
             try afterCandidates?()
@@ -103,7 +105,9 @@ extension QueueStore {
                  where q.recipient_user_id = any(\(Array(Set(mine.map(\.recipient))))::uuid[])
                    and \(Lease.heldByAnother(passId, at: clock.lease))
                 """).compactMap { $0["recipient_user_id"].uuid })
-            let free = mine.filter { !busy.contains($0.recipient) }
+            let settled = try QueueStore.settleFollowUps(db, mine.filter { !busy.contains($0.recipient) && steps.contains($0.id) }
+                                                            .map(\.id), pass: passId)
+            let free = mine.filter { !busy.contains($0.recipient) && !settled.contains($0.id) }
             guard !free.isEmpty else { return ([], true) }
             let ids = free.map(\.id), tids = free.map(\.tid)
             // The candidates are updated where they are, found by their physical address and their key
