@@ -22,7 +22,7 @@ import Testing
         40: "42762034534d166a", 41: "b0a796a2392a2e32", 42: "eaa433b95e6ebbdc", 43: "1a89d3e25f6a63a6",
         44: "02a734f71dca9a20", 45: "cc801cbce94fb1f0", 46: "872ae6eb6d46872d", 47: "54ad2f196d3158f8",
         48: "74cb93ef4ff6fc3c", 50: "b29d6181a1f77436", 51: "a4a3eb64e3f0e5e3", 52: "09469cca31e2ebe1",
-        53: "bf8c6822fe9a628f", 56: "a3b01131cdcd1275",
+        53: "bf8c6822fe9a628f", 56: "a3b01131cdcd1275", 61: "a1c965390107cf84",
     ]
 
     @Test func everyMigrationHasTheChecksumItWasReleasedWith() throws {
