@@ -4864,11 +4864,11 @@ CREATE INDEX notification_queue_recipient_sent ON public.notification_queue USIN
 CREATE INDEX notification_queue_reminder_waiting ON public.notification_queue USING btree (reminder_id) WHERE ((reminder_id IS NOT NULL) AND (status = ANY (ARRAY['pending'::text, 'failed'::text])));
 
 --
--- Name: notification_queue_status_created; Type: INDEX; Schema: public
--- Last defined in sql/004_queue.sql
+-- Name: notification_queue_status_created_waiting; Type: INDEX; Schema: public
+-- Last defined in sql/061_waiting_rows_by_status.sql
 --
 
-CREATE INDEX notification_queue_status_created ON public.notification_queue USING btree (status, created_at);
+CREATE INDEX notification_queue_status_created_waiting ON public.notification_queue USING btree (status, created_at) WHERE (status = ANY (ARRAY['pending'::text, 'processing'::text, 'failed'::text]));
 
 --
 -- Name: notification_queue_terminal; Type: INDEX; Schema: public

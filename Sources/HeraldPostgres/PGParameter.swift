@@ -87,6 +87,7 @@ enum PGBinaryArray {
         return .binary(type: type.array, bytes: out)
     }
 
+    @inline(__always)
     static func appendBigEndian<Integer: FixedWidthInteger>(_ value: Integer, to out: inout [UInt8]) {
         withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
     }

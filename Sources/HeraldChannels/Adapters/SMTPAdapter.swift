@@ -84,7 +84,7 @@ public struct SMTPAdapter: SingleMessageAdapter {
 
     /// The RFC 5322 message for `envelope`, CRLF line ends.
     public func message(for envelope: Envelope, to: String) -> String {
-        let id = envelope.item.id.uuidString.lowercased()
+        let id = envelope.item.id.lowercased
         var text = envelope.rendered.body
         if let link = envelope.rendered.deepLink { text += "\n\n" + link }
         let (encoding, body) = Self.encodeBody(text)

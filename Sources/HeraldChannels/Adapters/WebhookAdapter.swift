@@ -33,8 +33,8 @@ public struct WebhookAdapter: SingleMessageAdapter {
         let item = envelope.item
         let r = envelope.rendered
         var data: [String: JSONValue] = [
-            "id": .string(item.id.uuidString.lowercased()),
-            "recipient_user_id": .string(item.recipientUserId.uuidString.lowercased()),
+            "id": .string(item.id.lowercased),
+            "recipient_user_id": .string(item.recipientUserId.lowercased),
             "kind": .string(item.kindRaw),
             "priority": .string(item.priority.rawValue),
             "title": .string(r.title),
@@ -42,7 +42,7 @@ public struct WebhookAdapter: SingleMessageAdapter {
             "locale": .string(r.locale),
             "data": .object(r.data),
         ]
-        if let m = item.memberUserId { data["member_user_id"] = .string(m.uuidString.lowercased()) }
+        if let m = item.memberUserId { data["member_user_id"] = .string(m.lowercased) }
         if let s = item.severity { data["severity"] = .string(s.rawValue) }
         if let link = r.deepLink { data["deep_link"] = .string(link) }
         let event: JSONValue = [
@@ -59,7 +59,7 @@ public struct WebhookAdapter: SingleMessageAdapter {
     }
 
     public func request(for envelope: Envelope) throws -> HTTPRequest {
-        let id = envelope.item.id.uuidString.lowercased()
+        let id = envelope.item.id.lowercased
         let timestamp = Int(envelope.now.timeIntervalSince1970)
         let body = Array(WebhookAdapter.body(for: envelope).utf8)
         var request = HTTPRequest(

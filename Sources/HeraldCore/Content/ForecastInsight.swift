@@ -38,7 +38,7 @@ public enum ForecastInsight {
                                    hourly: JSONValue?, risk: RiskLevel, pressureChangeHPa: Double?) -> JSONValue {
         [
             "type": "forecast.insight",
-            "user_id": .string(user.uuidString.lowercased()),
+            "user_id": .string(user.lowercased),
             "date": .string(date.description),
             "locale": .string(ForecastWords.language(locale)),
             "notification_time": .string(notificationTime.description),

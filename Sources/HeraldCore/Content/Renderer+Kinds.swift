@@ -21,15 +21,15 @@ extension Renderer {
         let (title, body) = alertText(payload, lang)
         let deepLink: String
         if let id = item.alertStateId {
-            deepLink = link("alerts/\(id.uuidString.lowercased())")
-            data["alert_state_id"] = .string(id.uuidString.lowercased())
+            deepLink = link("alerts/\(id.lowercased)")
+            data["alert_state_id"] = .string(id.lowercased)
         } else {
             deepLink = link("alerts")
         }
         for (key, names) in Renderer.alertFields {
             if let v = names.lazy.compactMap({ payload[$0] }).first.flatMap(Renderer.dataValue) { data[key] = v }
         }
-        if let member = item.memberUserId { data["member_user_id"] = .string(member.uuidString.lowercased()) }
+        if let member = item.memberUserId { data["member_user_id"] = .string(member.lowercased) }
         return Draft(title: title, body: body, deepLink: deepLink)
     }
 

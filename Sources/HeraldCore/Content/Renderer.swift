@@ -52,7 +52,7 @@ public struct Renderer: Sendable {
                        locale: String) -> RenderedNotification {
         let lang = Templates.language(locale)
         let payload = item.payload ?? [:]
-        let id = JSONValue.string(item.id.uuidString.lowercased())
+        let id = JSONValue.string(item.id.lowercased)
         var data: [String: JSONValue] = [
             "kind": .string(item.kindRaw),
             "type": .string(item.kindRaw),

@@ -59,7 +59,7 @@ extension Decider {
             }
             forecastDate = try Self.forecastDate(kind, payload)
             level = try Self.level(kind, payload)
-            let recipient = item.recipientUserId.uuidString.lowercased()
+            let recipient = item.recipientUserId.lowercased
             guard let prefs = context.preferences else {
                 throw RowFailure("recipient \(recipient) has no user_profiles row", rule: "missing_profile")
             }
@@ -68,7 +68,7 @@ extension Decider {
                 throw RowFailure("unknown timezone '\(prefs.timezone)' for recipient \(recipient)", rule: "unknown_timezone")
             }
             if let id = item.alertStateId, context.alert == nil {
-                throw RowFailure("alert episode \(id.uuidString.lowercased()) not found", rule: "alert_not_found")
+                throw RowFailure("alert episode \(id.lowercased) not found", rule: "alert_not_found")
             }
             (self.item, self.context, self.channel, self.kind, self.type) = (item, context, channel, kind, type)
             (self.prefs, self.zone) = (prefs, zone)

@@ -49,7 +49,7 @@ public struct EscalationPolicy: Sendable, Equatable {
     /// The dedupe key of the escalated row: one per original and channel, so concurrent passes (and
     /// retries of the same record) escalate once.
     public static func dedupeKey(from original: UUID, to channel: Channel) -> String {
-        "escalation:\(original.uuidString.lowercased()):\(channel.rawValue)"
+        "escalation:\(original.lowercased):\(channel.rawValue)"
     }
 
     /// The dedupe key of `item`'s escalation to `channel`. A row of a notification group (one logical

@@ -155,26 +155,36 @@ public enum JSONValue: Hashable, Sendable {
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// A JSON string: `"` and `\` escaped, control characters as \n, \r, \t or \u00XX; every other
-    /// byte (multi-byte UTF-8 included) copied as it is.
+    /// byte (multi-byte UTF-8 included) copied as it is. The bytes between two that need escaping are
+    /// copied as one run, not one by one: most strings (keys, reasons, zones) have none.
     private static func writeString(_ s: String, to out: inout [UInt8], nul: [UInt8]) {
         out.append(UInt8(ascii: "\""))
         var s = s
         s.withUTF8 { bytes in
-            for b in bytes {
+            guard let base = bytes.baseAddress else { return }
+            var run = 0, i = 0
+            while i < bytes.count {
+                let b = base[i]
+                if b >= 0x20 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") {
+                    i += 1
+                    continue
+                }
+                if run < i { out.append(contentsOf: UnsafeBufferPointer(start: base + run, count: i - run)) }
                 switch b {
-                case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(b)
-                case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(b)
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(b)
                 case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
                 case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
                 case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
                 case 0: out.append(contentsOf: nul)
-                case 0..<0x20:
-                    out.append(contentsOf: Array("\\u00".utf8))
+                default:
+                    out.append(contentsOf: "\\u00".utf8)
                     out.append(hex[Int(b >> 4)])
                     out.append(hex[Int(b & 0xF)])
-                default: out.append(b)
                 }
+                i += 1
+                run = i
             }
+            if run < bytes.count { out.append(contentsOf: UnsafeBufferPointer(start: base + run, count: bytes.count - run)) }
         }
         out.append(UInt8(ascii: "\""))
     }

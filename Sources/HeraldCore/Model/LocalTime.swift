@@ -34,8 +34,19 @@ public struct LocalTime: Hashable, Comparable, Sendable, CustomStringConvertible
     public var secondsSinceMidnight: Int { hour * 3600 + minute * 60 + second }
 
     public var description: String {
-        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(two(hour)):\(two(minute)):\(two(second))"
+        guard (0..<100).contains(hour), (0..<100).contains(minute), (0..<100).contains(second) else {
+            func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+            return "\(two(hour)):\(two(minute)):\(two(second))"
+        }
+        // Digits written in place: every decision's trail writes a time or two.
+        return String(unsafeUninitializedCapacity: 8) { out in
+            for (i, n) in [hour, minute, second].enumerated() {
+                out[i * 3] = UInt8(ascii: "0") + UInt8(n / 10)
+                out[i * 3 + 1] = UInt8(ascii: "0") + UInt8(n % 10)
+                if i < 2 { out[i * 3 + 2] = UInt8(ascii: ":") }
+            }
+            return 8
+        }
     }
 
     public static func < (a: LocalTime, b: LocalTime) -> Bool { a.secondsSinceMidnight < b.secondsSinceMidnight }
@@ -84,10 +95,19 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
     public static let maxYear = 5_874_897
 
     public var description: String {
-        func pad(_ n: Int, _ w: Int) -> String {
-            let s = String(n); return String(repeating: "0", count: max(0, w - s.count)) + s
+        guard (0..<10_000).contains(year), (0..<100).contains(month), (0..<100).contains(day) else {
+            func pad(_ n: Int, _ w: Int) -> String {
+                let s = String(n); return String(repeating: "0", count: max(0, w - s.count)) + s
+            }
+            return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))"
         }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))"
+        // Digits written in place: every decision's trail writes its local date.
+        return String(unsafeUninitializedCapacity: 10) { out in
+            let digits = [year / 1000, year / 100 % 10, year / 10 % 10, year % 10, -1,
+                          month / 10, month % 10, -1, day / 10, day % 10]
+            for (i, d) in digits.enumerated() { out[i] = d < 0 ? UInt8(ascii: "-") : UInt8(ascii: "0") + UInt8(d) }
+            return 10
+        }
     }
 
     /// Days since 1970-01-01 (proleptic Gregorian), for arithmetic without a calendar object.

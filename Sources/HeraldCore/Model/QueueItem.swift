@@ -10,8 +10,18 @@ public struct QueueItem: Sendable, Equatable {
     /// Who the notification is about; equal to the recipient for a person's own notifications.
     public var memberUserId: UUID?
     public var alertStateId: UUID?
-    public var channelRaw: String
-    public var kindRaw: String
+    /// The channel as stored; parsed once into `channel` (a decision reads it many times).
+    public var channelRaw: String {
+        didSet { channel = Channel(rawValue: channelRaw) }
+    }
+    /// The kind as stored; parsed once into `kind`.
+    public var kindRaw: String {
+        didSet { kind = Kind(rawValue: kindRaw) }
+    }
+    /// The parsed channel; nil when herald does not know it.
+    public private(set) var channel: Channel?
+    /// The parsed kind; nil when herald does not know it.
+    public private(set) var kind: Kind?
     /// The row's own severity; an alert's severity wins when the row links one.
     public var severity: Severity?
     public var priority: Priority
@@ -42,6 +52,8 @@ public struct QueueItem: Sendable, Equatable {
         self.alertStateId = alertStateId
         self.channelRaw = channelRaw
         self.kindRaw = kindRaw
+        self.channel = Channel(rawValue: channelRaw)
+        self.kind = Kind(rawValue: kindRaw)
         self.severity = severity
         self.priority = priority
         self.payloadText = payloadText
@@ -72,8 +84,6 @@ public struct QueueItem: Sendable, Equatable {
     /// The notification group, or the row's own id when it has none.
     public var group: String { notificationGroup ?? id.lowercased }
 
-    public var channel: Channel? { Channel(rawValue: channelRaw) }
-    public var kind: Kind? { Kind(rawValue: kindRaw) }
 
     /// The parsed payload; nil when it is not a JSON object.
     static func parse(_ text: String) -> [String: JSONValue]? {

@@ -4,6 +4,7 @@ import HeraldPostgres
 
 extension QueueStore {
 
+    /// A queue row as `item(_:)` reads it, by position: keep the two in the same order.
     static let itemColumns = """
         id, recipient_user_id, member_user_id, alert_state_id, channel, kind, severity, priority,
         payload::text as payload, scheduled_at, created_at, run_after, attempts, max_attempts, dedupe_key,
@@ -81,8 +82,9 @@ extension QueueStore {
             var mine: [(id: UUID, tid: String, recipient: UUID)] = []
             var steps: Set<UUID> = []  // follow-up steps, settled below
             for row in candidates {
-                guard row["mine"].bool == true, let recipient = row["recipient_user_id"].uuid,
-                      !excluding.contains(recipient), let id = row["id"].uuid, let tid = row["ctid"].string else { continue }
+                // By position: id, ctid, recipient_user_id, mine.
+                guard row.bool(at: 3) == true, let recipient = row.uuid(at: 2),
+                      !excluding.contains(recipient), let id = row.uuid(at: 0), let tid = row.string(at: 1) else { continue }
                 mine.append((id, tid, recipient))
                 if row["step"].bool == true { steps.insert(id) }
             }
@@ -131,7 +133,7 @@ extension QueueStore {
                 order by priority_rank, run_after, id
                 """)
             let rows = result.compactMap { row in
-                QueueStore.item(row).map { Claimed(item: $0, maxAttempts: row["max_attempts"].int ?? 5) }
+                QueueStore.item(row).map { Claimed(item: $0, maxAttempts: row.int(at: 13) ?? 5) }
             }
             return (rows, rows.count < candidates.count)
         }
@@ -186,17 +188,19 @@ extension QueueStore {
         return QueueStore.countsByChannel(result)
     }
 
+    /// A row of `itemColumns`, read by position (in `itemColumns`' order): a claimed batch's rows are
+    /// read without looking up a column's name in each cell.
     static func item(_ row: PGRow) -> QueueItem? {
-        guard let id = row["id"].uuid, let recipient = row["recipient_user_id"].uuid else { return nil }
-        let scheduled = row["scheduled_at"].date ?? row["created_at"].date ?? Date(timeIntervalSince1970: 0)
+        guard let id = row.uuid(at: 0), let recipient = row.uuid(at: 1) else { return nil }
+        let scheduled = row.date(at: 9) ?? row.date(at: 10) ?? Date(timeIntervalSince1970: 0)
         return QueueItem(
-            id: id, recipientUserId: recipient, memberUserId: row["member_user_id"].uuid,
-            alertStateId: row["alert_state_id"].uuid, channelRaw: row["channel"].string ?? "",
-            kindRaw: row["kind"].string ?? "", severity: row["severity"].string.flatMap(Severity.init(rawValue:)),
-            priority: row["priority"].string.flatMap(Priority.init(rawValue:)) ?? .normal,
-            payloadText: row["payload"].string ?? "{}", scheduledAt: scheduled,
-            createdAt: row["created_at"].date, runAfter: row["run_after"].date,
-            attempts: row["attempts"].int ?? 1, dedupeKey: row["dedupe_key"].string,
-            notificationGroup: row["notification_group"].string)
+            id: id, recipientUserId: recipient, memberUserId: row.uuid(at: 2),
+            alertStateId: row.uuid(at: 3), channelRaw: row.string(at: 4) ?? "",
+            kindRaw: row.string(at: 5) ?? "", severity: row.string(at: 6).flatMap(Severity.init(rawValue:)),
+            priority: row.string(at: 7).flatMap(Priority.init(rawValue:)) ?? .normal,
+            payloadText: row.string(at: 8) ?? "{}", scheduledAt: scheduled,
+            createdAt: row.date(at: 10), runAfter: row.date(at: 11),
+            attempts: row.int(at: 12) ?? 1, dedupeKey: row.string(at: 14),
+            notificationGroup: row.string(at: 15))
     }
 }

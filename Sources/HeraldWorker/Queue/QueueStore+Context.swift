@@ -54,6 +54,7 @@ extension QueueStore {
     private func profiles(of recipients: [UUID]) throws -> [UUID: Preferences] {
         var profiles: [UUID: Preferences] = [:]
         profiles.reserveCapacity(recipients.count)
+        // Read by position in preferences(_:): keep the two in the same order.
         for row in try db.query("""
             select user_id, left(timezone, 64) as timezone, left(locale, 35) as locale,
                    case when char_length(email) <= 254 then email end as email,
@@ -72,33 +73,34 @@ extension QueueStore {
         return profiles
     }
 
-    /// One `user_profiles` row as preferences; a column left null reads as its default. Nil without a
-    /// user id.
+    /// One `user_profiles` row as preferences, read by position in `profiles(of:)`'s column order (a
+    /// batch's rows are read without looking up a column's name in each cell); a column left null
+    /// reads as its default. Nil without a user id.
     private static func preferences(_ row: PGRow) -> Preferences? {
-        guard let id = row["user_id"].uuid else { return nil }
+        guard let id = row.uuid(at: 0) else { return nil }
         // The schema's checks keep these to known values; an unknown one reads as the default.
-        let level = row["ql"].string.flatMap(QuietLevel.init(rawValue:))
-        let action = row["qa"].string.flatMap(QuietAction.init(rawValue:))
-        let start = row["qs"].string.flatMap(LocalTime.init)
-        let end = row["qe"].string.flatMap(LocalTime.init)
+        let start = row.string(at: 13).flatMap(LocalTime.init)
+        let end = row.string(at: 14).flatMap(LocalTime.init)
+        let level = row.string(at: 15).flatMap(QuietLevel.init(rawValue:))
+        let action = row.string(at: 16).flatMap(QuietAction.init(rawValue:))
         var prefs = Preferences(
-            userId: id, timezone: row["timezone"].string ?? "UTC", locale: row["locale"].string ?? "en",
-            email: row["email"].string, phoneE164: row["phone_e164"].string,
-            notifyInApp: row["notify_in_app"].bool ?? true, notifyPush: row["push_on"].bool ?? false,
-            notifyEmail: row["notify_email"].bool ?? false, notifySMS: row["notify_sms"].bool ?? false,
-            notifyWhatsApp: row["notify_whatsapp"].bool ?? false,
-            championNotifyEmail: row["champion_notify_email"].bool ?? true,
-            championNotifySMS: row["champion_notify_sms"].bool ?? false,
+            userId: id, timezone: row.string(at: 1) ?? "UTC", locale: row.string(at: 2) ?? "en",
+            email: row.string(at: 3), phoneE164: row.string(at: 4),
+            notifyInApp: row.bool(at: 5) ?? true, notifyPush: row.bool(at: 7) ?? false,
+            notifyEmail: row.bool(at: 8) ?? false, notifySMS: row.bool(at: 9) ?? false,
+            notifyWhatsApp: row.bool(at: 10) ?? false,
+            championNotifyEmail: row.bool(at: 11) ?? true,
+            championNotifySMS: row.bool(at: 12) ?? false,
             quietHoursStart: start, quietHoursEnd: end,
             quietLevel: level ?? .none, quietAction: action ?? .skip)
-        prefs.pushNeverSet = row["notify_push"].isNull
-        prefs.quietAllowCritical = row["quiet_hours_allow_critical"].bool ?? true
-        prefs.dailyReminderEnabled = row["daily_reminder_enabled"].bool ?? true
-        prefs.doseReminderEnabled = row["dose_reminder_enabled"].bool ?? true
-        prefs.washoutNotificationsEnabled = row["washout_notifications_enabled"].bool ?? true
-        prefs.testStartReminderEnabled = row["test_start_reminder_enabled"].bool ?? true
-        prefs.forecastNotificationsEnabled = row["forecast_notifications_enabled"].bool ?? true
-        prefs.promptNotificationsEnabled = row["prompt_notifications_enabled"].bool ?? true
+        prefs.pushNeverSet = row.isNull(at: 6)
+        prefs.quietAllowCritical = row.bool(at: 17) ?? true
+        prefs.dailyReminderEnabled = row.bool(at: 18) ?? true
+        prefs.doseReminderEnabled = row.bool(at: 19) ?? true
+        prefs.washoutNotificationsEnabled = row.bool(at: 20) ?? true
+        prefs.testStartReminderEnabled = row.bool(at: 21) ?? true
+        prefs.forecastNotificationsEnabled = row.bool(at: 22) ?? true
+        prefs.promptNotificationsEnabled = row.bool(at: 23) ?? true
         return prefs
     }
 
