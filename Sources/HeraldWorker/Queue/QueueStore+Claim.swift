@@ -82,11 +82,11 @@ extension QueueStore {
             var mine: [(id: UUID, tid: String, recipient: UUID)] = []
             var steps: Set<UUID> = []  // follow-up steps, settled below
             for row in candidates {
-                // By position: id, ctid, recipient_user_id, mine.
-                guard row.bool(at: 3) == true, let recipient = row.uuid(at: 2),
+                // By position: id, ctid, recipient_user_id, step, mine.
+                guard row.bool(at: 4) == true, let recipient = row.uuid(at: 2),
                       !excluding.contains(recipient), let id = row.uuid(at: 0), let tid = row.string(at: 1) else { continue }
                 mine.append((id, tid, recipient))
-                if row["step"].bool == true { steps.insert(id) }
+                if row.bool(at: 3) == true { steps.insert(id) }
             }
             guard !mine.isEmpty else { return ([], candidates.count > 0) }
             try afterCandidates?()
