@@ -145,4 +145,35 @@ import Testing
             #expect(s.twilio.accepted.isEmpty)
         }
     }
+
+    /// One notification with every kind of copy still to come: a push to two devices, an SMS copy due
+    /// later, and a follow-up step its type's policy enqueued when the push went. Reading the push
+    /// quiets all of it in the read's own transaction: the SMS copy is withdrawn, the step cancelled,
+    /// and each device gets one silent badge update; no SMS ever goes.
+    @Test func aReadQuietsTheOtherChannelsCopyAndThePendingFollowUpAndCorrectsBothBadges() throws {
+        try ReadElsewhereScene.with { s in
+            try s.db.execute("""
+                update notification_types set follow_up = '{"loops": 1, "steps": [
+                  {"after_seconds": 300, "channels": ["sms"], "to": "same", "until": "read"}]}'
+                 where type = 'system'
+                """)
+            let now = ProviderPass.now()
+            let n = try s.notification(now: now, smsIn: 600)
+            s.pass(now)
+            #expect(s.apns.requests.count == 2, "the push, to both devices")
+            let steps = "select count(*) from notification_queue where follow_up_of is not null"
+            #expect(try s.count("\(unescaped: steps) and status = 'pending'") == 1, "the push's send enqueued its step")
+
+            try s.read([n.push])
+            #expect(try s.f.row(n.sms)["skip_reason"].string == "read_elsewhere")
+            #expect(try s.count("\(unescaped: steps) and status = 'pending'") == 0, "the read cancelled the step")
+            #expect(try s.badgeRows("pending") == 1)
+
+            for later in [30.0, 400, 700] { s.pass(now.addingTimeInterval(later)) }
+            #expect(s.twilio.accepted.isEmpty, "neither the SMS copy nor the step went")
+            #expect(try s.count("\(unescaped: steps) and status = 'sent'") == 0)
+            #expect(Set(ProviderPass.paths(s.silentPushes)) == Set(s.phones), "one silent update per device")
+            #expect(s.silentPushes.count == 2)
+        }
+    }
 }
