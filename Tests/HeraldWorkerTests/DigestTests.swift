@@ -106,6 +106,38 @@ import Testing
         }
     }
 
+    /// A statement's digested rows join their window, whatever else it or its transaction wrote: one
+    /// statement of digested and undigested rows, then another in the same transaction, join once each,
+    /// and the undigested rows are queued as before.
+    @Test func aStatementsDigestedRowsJoinOnceBesideUndigestedRows() throws {
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            let user = try f.profile()
+            try db.execute("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'fixed', 900)")
+            let t0 = instant("2026-03-10T09:00:00Z")
+            try db.transaction { db in
+                for kinds in [["message", "assignment", "message"], ["assignment", "message"]] {
+                    try db.execute("""
+                        insert into notification_queue (recipient_user_id, member_user_id, channel, kind, payload,
+                                                        scheduled_at, run_after)
+                        select \(user), \(user), 'push', k, '{"title_en": "T", "title_ar": "T", "body_en": "b"}'::jsonb,
+                               \(t0), \(t0)
+                          from unnest(\(kinds)::text[]) k
+                        """)
+                }
+            }
+            #expect(try Self.windows(db, user).first?.count == 3)
+            #expect(try f.count("select count(*) from notification_events where event = 'skipped' and reason = 'digested'") == 3)
+            #expect(try f.count("select count(*) from notification_queue where kind = 'assignment' and status = 'pending'") == 2)
+
+            // The policy removed, the type is queued as before.
+            try db.execute("delete from notification_type_digests where type = 'message'")
+            try Self.item(db, user, at: t0)
+            #expect(try f.count("select count(*) from notification_queue where kind = 'message' and status = 'pending' and dedupe_key not like 'digest:%'") == 1)
+        }
+    }
+
     /// Types without a digest are queued as before, and a critical row of a digested type (or any row
     /// of a type made critical) is never digested.
     @Test func undigestedTypesAndCriticalRowsAreQueuedAsBefore() throws {
