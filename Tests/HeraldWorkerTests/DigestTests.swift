@@ -155,6 +155,36 @@ import Testing
         }
     }
 
+    /// A statement that writes no digested row calls no digest function: the join's trigger fires only
+    /// when the type check marked a row, so an undigested type's insert costs what it did before digests.
+    /// A digested row's statement calls the join once, and the next undigested insert calls it no more.
+    @Test func onlyAStatementWithADigestedRowCallsTheJoin() throws {
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let user = try Fixtures(db: db).profile()
+            try db.execute("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'fixed', 900)")
+            let t0 = instant("2026-03-10T09:00:00Z")
+            /// A fresh connection each time: a backend's function counts are flushed at most once a second,
+            /// and until then its transaction's view holds the earlier transactions' calls too.
+            func joinCalls(_ kinds: [String]) throws -> Int {
+                let c = try tdb.connect()
+                defer { c.close() }
+                return try c.transaction { tx in
+                    try tx.execute("set local track_functions = 'pl'")
+                    for kind in kinds { try Self.item(tx, user, at: t0, kind: kind) }
+                    return try tx.query("""
+                        select coalesce(sum(calls), 0)::int as n from pg_stat_xact_user_functions
+                         where funcname = 'herald_queue_digests'
+                        """).first?["n"].int ?? -1
+                }
+            }
+            #expect(try joinCalls(["assignment", "assignment"]) == 0)
+            #expect(try joinCalls(["message", "assignment"]) == 1)
+            #expect(try joinCalls(["message", "message", "assignment"]) == 2)
+            #expect(try Self.windows(db, user).map(\.count) == [3])
+        }
+    }
+
     /// A sliding window ends its length after the latest row, never later than its cap after the first;
     /// a window that has ended takes no more rows (the next opens), and one that reaches max_items is
     /// due at once and closed.
