@@ -6,7 +6,7 @@ import HeraldWorker
 import Testing
 
 /// The harness of the read-elsewhere suites: one person with two iPhones (APNs) and a phone number
-/// (Twilio), on a database prepared as Supabase prepares one, so the app's reads go through the RPCs as
+/// (Twilio), the type `system` quiet once read, on a database prepared as Supabase prepares one, so the app's reads go through the RPCs as
 /// the signed-in person (`authenticated`), and the fakes over real TLS.
 ///
 ///     try ReadElsewhereScene.with { s in
@@ -42,6 +42,7 @@ final class ReadElsewhereScene: @unchecked Sendable {
         let authToken = "twilio-auth-" + UUID().uuidString
         twilio = try FakeTwilio(tls: lab.certificates, accountSid: sid, authToken: authToken)
         f = Fixtures(db: db)
+        try db.execute("update notification_types set quiet_once_read = true where type = 'system'")
         person = try f.profile(phone: "+15555550177", sms: true)
         phones = [ProviderPass.apnsToken(), ProviderPass.apnsToken()]
         for token in phones { try f.token(person, token) }

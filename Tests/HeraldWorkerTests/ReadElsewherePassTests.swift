@@ -54,6 +54,26 @@ import Testing
         }
     }
 
+    /// Quiet once read is the type's choice (`notification_types.quiet_once_read`, off by default): a
+    /// type without it is read as before, its SMS copy still sent at its time (neither the read nor the
+    /// pass withdraws it) and no badge correction asked for.
+    @Test func aTypeNotQuietOnceReadStillSendsItsOtherCopiesAndNoBadgeUpdate() throws {
+        try ReadElsewhereScene.with { s in
+            try s.db.execute("update notification_types set quiet_once_read = false where type = 'system'")
+            let now = ProviderPass.now()
+            let n = try s.notification(now: now, smsIn: 600)
+            s.pass(now)
+            _ = try s.read([n.push])
+            #expect(try s.f.row(n.sms)["status"].string == "pending")
+            #expect(try s.badgeRows("pending") == 0)
+
+            s.pass(now.addingTimeInterval(700))
+            #expect(try s.f.row(n.sms)["status"].string == "sent")
+            #expect(s.twilio.accepted.count == 1)
+            #expect(s.silentPushes.isEmpty)
+        }
+    }
+
     /// An action recorded on the notification (here `dismissed`, through `record_notification_action`)
     /// withdraws the other copies as a read does, and asks for the badge correction.
     @Test func anActionOnTheNotificationWithdrawsItsOtherCopies() throws {
