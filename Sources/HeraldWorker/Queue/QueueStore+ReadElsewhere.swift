@@ -11,7 +11,8 @@ extension QueueStore {
     /// `read_elsewhere`, recorded through the pass's fenced record like any decision.
     ///
     /// Read in the pass's own partition when it is pinned to one, and by recipient too, so a queue
-    /// split by recipient is read only where the batch's rows are.
+    /// split by recipient is read only where the batch's rows are. While no type is quiet once read, the
+    /// `exists` is false once for the statement and the server reads no entry at all.
     ///
     ///     try store.readElsewhere(batch)   // [the SMS copy's id] once the push was opened
     func readElsewhere(_ items: [QueueItem]) throws -> Set<UUID> {
@@ -25,7 +26,8 @@ extension QueueStore {
               join inbox i on i.user_id = q.recipient_user_id
                           and i.notification_key = coalesce(q.notification_group, q.id::text)
               join notification_types t on t.type = i.type and t.quiet_once_read
-             where q.id = any(\(ids)::uuid[]) and q.recipient_user_id = any(\(recipients)::uuid[])
+             where exists (select 1 from notification_types o where o.quiet_once_read)
+               and q.id = any(\(ids)::uuid[]) and q.recipient_user_id = any(\(recipients)::uuid[])
                and (i.is_read or i.action is not null)
                and q.id in (select herald_waiting_copies(i.user_id, i.notification_key, i.queue_id))
             """) {
