@@ -18,6 +18,7 @@ extension Bench {
         var enqueuePlain = Double.infinity, enqueueFollowed = Double.infinity
         var sendPlain = Double.infinity, sendFloor = Double.infinity, sendFollowed = Double.infinity
         var steps = Double.infinity, readCancel = Double.infinity, readPlain = Double.infinity
+        var readFloor = Double.infinity
     }
 
     static let benchPolicy = #"{"steps": [{"after_seconds": 600, "channels": ["in_app"], "to": "same", "until": "read"}]}"#
@@ -63,6 +64,8 @@ extension Bench {
                    String(format: "%.1f µs", c.sendPlain), String(format: "(%+.1f µs: the claim's check)", c.steps - c.sendPlain))
         Bench.line("a read cancelling its step", String(format: "%.1f µs", c.readCancel), "a read without a chain",
                    String(format: "%.1f µs", c.readPlain), String(format: "(%+.1f µs)", c.readCancel - c.readPlain))
+        Bench.line("a read, a type using none", String(format: "%.1f µs", c.readPlain), "the read triggers off",
+                   String(format: "%.1f µs", c.readFloor), String(format: "(%+.0f%%; aim: within noise)", (c.readPlain / c.readFloor - 1) * 100))
         print("")
     }
 
@@ -87,11 +90,20 @@ extension Bench {
         try db.execute("alter table inbox \(unescaped: verb) trigger herald_follow_up_read_cancel")
     }
 
-    /// 1,000 reads one per transaction, as the app marks them: of notifications whose step is pending
-    /// (each read cancels it), and of notifications without a policy.
+    /// 1,000 reads one per transaction, as the app marks them, commits not waited for (the disk's time is
+    /// the same for each): of notifications whose step is pending (each read cancels it), of
+    /// notifications of a type using none of follow-ups, quiet once read and digests, and of the same
+    /// with the read's triggers (the follow-up cancel, the read-elsewhere withdrawal) disabled.
     func measureReads(_ db: PGConnection, now: Date, into c: inout FollowUpCosts, settings: Settings) throws {
         let n = 1_000
-        for kind in ["bench_followed", "system"] {
+        try db.execute("set synchronous_commit = off")
+        defer { _ = try? db.execute("reset synchronous_commit") }
+        for kind in ["bench_followed", "system", "system, triggers off"] {
+            let off = kind.hasSuffix("off"), kind = off ? "system" : kind
+            for trigger in ["herald_follow_up_read_cancel", "herald_inbox_read_elsewhere"] {
+                try db.execute("alter table inbox \(unescaped: off ? "disable" : "enable") trigger \(unescaped: trigger)")
+            }
+            defer { if off { _ = try? setFollowUpTriggers(db, true); _ = try? db.execute("alter table inbox enable trigger herald_inbox_read_elsewhere") } }
             _ = try enqueueFollowUpBench(db, kind: kind, at: now)
             _ = try pass(settings, drainOptions(batch: 1_000, now: now))
             // The chains' rows counted, as autovacuum would after such a burst: planned from the
@@ -102,7 +114,9 @@ extension Bench {
                 for id in ids { try db.execute("update inbox set is_read = true, read_at = now() where id = \(id)") }
             }
             let us = seconds / Double(ids.count) * 1e6
-            if kind == "system" { c.readPlain = min(c.readPlain, us) } else { c.readCancel = min(c.readCancel, us) }
+            if off { c.readFloor = min(c.readFloor, us) } else if kind == "system" { c.readPlain = min(c.readPlain, us) } else {
+                c.readCancel = min(c.readCancel, us)
+            }
         }
     }
 }
