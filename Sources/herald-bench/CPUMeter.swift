@@ -84,10 +84,12 @@ struct CPUMeter {
     }
 
     /// Whether a server process serves a client: its title names the client's address, "postgres: user
-    /// db 127.0.0.1(port) …".
+    /// db 127.0.0.1(port) …". A process that has exited but is not yet reaped has no title any more; it
+    /// is counted as the postmaster counts it once reaped, with the backends (a drain's connections
+    /// close as it ends, so its backends are often in that state when the drain's sample is taken).
     static func isClientBackend(_ pid: Int32) -> Bool {
         guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
-        return String(decoding: data, as: UTF8.self).contains("(")
+        return data.isEmpty || String(decoding: data, as: UTF8.self).contains("(")
     }
 
     static func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
