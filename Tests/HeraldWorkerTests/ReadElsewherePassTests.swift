@@ -74,6 +74,26 @@ import Testing
         }
     }
 
+    /// A type turned quiet once read quiets the notifications written after, not those written before:
+    /// the read of an earlier one withdraws nothing, and the pass that claims its SMS copy sends it, as
+    /// the read's trigger decided.
+    @Test func turningATypeQuietOnceReadLeavesItsEarlierNotificationsAsTheyWere() throws {
+        try ReadElsewhereScene.with { s in
+            try s.db.execute("update notification_types set quiet_once_read = false where type = 'system'")
+            let now = ProviderPass.now()
+            let n = try s.notification(now: now, smsIn: 600)
+            s.pass(now)
+            try s.db.execute("update notification_types set quiet_once_read = true where type = 'system'")
+            _ = try s.read([n.push])
+            #expect(try s.f.row(n.sms)["status"].string == "pending")
+            #expect(try s.badgeRows("pending") == 0)
+
+            s.pass(now.addingTimeInterval(700))
+            #expect(try s.f.row(n.sms)["status"].string == "sent")
+            #expect(s.twilio.accepted.count == 1)
+        }
+    }
+
     /// An action recorded on the notification (here `dismissed`, through `record_notification_action`)
     /// withdraws the other copies as a read does, and asks for the badge correction.
     @Test func anActionOnTheNotificationWithdrawsItsOtherCopies() throws {

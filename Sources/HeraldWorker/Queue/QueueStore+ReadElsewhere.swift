@@ -4,8 +4,9 @@ import HeraldPostgres
 
 extension QueueStore {
     /// Of a claimed batch, the rows that are copies of a notification the person has read or acted on
-    /// (its entry `is_read`, or an action recorded) whose type is quiet once read
-    /// (`notification_types.quiet_once_read`), as `herald_waiting_copies` names copies
+    /// (its entry `is_read`, or an action recorded) that is quiet once read — written while its type was
+    /// (`inbox.quiet_once_read`) and its type still is, as the read's own trigger decides — as
+    /// `herald_waiting_copies` names copies
     /// (sql/058_quiet_once_read.sql): read after the claim took them, so the read's own withdrawal left
     /// them to this pass, or enqueued into the notification after the read. The decision skips them
     /// `read_elsewhere`, recorded through the pass's fenced record like any decision.
@@ -28,7 +29,7 @@ extension QueueStore {
               join notification_types t on t.type = i.type and t.quiet_once_read
              where exists (select 1 from notification_types o where o.quiet_once_read)
                and q.id = any(\(ids)::uuid[]) and q.recipient_user_id = any(\(recipients)::uuid[])
-               and (i.is_read or i.action is not null)
+               and (i.is_read or i.action is not null) and i.quiet_once_read
                and q.id in (select herald_waiting_copies(i.user_id, i.notification_key, i.queue_id))
             """) {
             if let id = row["id"].uuid { read.insert(id) }
