@@ -164,18 +164,9 @@ import Testing
             let user = try Fixtures(db: db).profile()
             try db.execute("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'fixed', 900)")
             let t0 = instant("2026-03-10T09:00:00Z")
-            /// A fresh connection each time: a backend's function counts are flushed at most once a second,
-            /// and until then its transaction's view holds the earlier transactions' calls too.
             func joinCalls(_ kinds: [String]) throws -> Int {
-                let c = try tdb.connect()
-                defer { c.close() }
-                return try c.transaction { tx in
-                    try tx.execute("set local track_functions = 'pl'")
+                try tdb.functionCalls(["herald_queue_digests"]) { tx in
                     for kind in kinds { try Self.item(tx, user, at: t0, kind: kind) }
-                    return try tx.query("""
-                        select coalesce(sum(calls), 0)::int as n from pg_stat_xact_user_functions
-                         where funcname = 'herald_queue_digests'
-                        """).first?["n"].int ?? -1
                 }
             }
             #expect(try joinCalls(["assignment", "assignment"]) == 0)

@@ -9,18 +9,10 @@ import Testing
 /// server calls neither the follow-up cancel nor the read-elsewhere withdrawal — even while other
 /// types use both.
 @Suite struct ReadTriggerTests {
-    /// Counts the calls of the two read functions while `person` reads the entry of the queue row `id`,
-    /// on a fresh connection (a backend's function counts reach its transaction's view late).
+    /// The calls of the two read functions while the entry of the queue row `id` is read.
     static func readCalls(_ tdb: TestDB, entryOf id: UUID) throws -> Int {
-        let c = try tdb.connect()
-        defer { c.close() }
-        return try c.transaction { tx in
-            try tx.execute("set local track_functions = 'pl'")
+        try tdb.functionCalls(["herald_follow_up_read_cancel", "herald_read_elsewhere"]) { tx in
             try tx.execute("update inbox set is_read = true, read_at = now() where queue_id = \(id)")
-            return try tx.query("""
-                select coalesce(sum(calls), 0)::int as n from pg_stat_xact_user_functions
-                 where funcname in ('herald_follow_up_read_cancel', 'herald_read_elsewhere')
-                """).first?["n"].int ?? -1
         }
     }
 

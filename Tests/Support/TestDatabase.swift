@@ -163,6 +163,24 @@ public final class TestDB: Sendable {
         try db.execute("update notification_types set min_spacing_seconds = null")
     }
 
+    /// How many times the PL/pgSQL functions `names` ran while `work` ran, in one transaction on a fresh
+    /// connection: a backend flushes its function counts at most once a second, and until then its
+    /// transaction's view holds the earlier transactions' calls too.
+    ///
+    ///     try tdb.functionCalls(["herald_queue_digests"]) { try $0.execute("insert …") }   // 0
+    public func functionCalls(_ names: [String], during work: (PGConnection) throws -> Void) throws -> Int {
+        let c = try connect()
+        defer { c.close() }
+        return try c.transaction { tx in
+            try tx.execute("set local track_functions = 'pl'")
+            try work(tx)
+            return try tx.query("""
+                select coalesce(sum(calls), 0)::int as n from pg_stat_xact_user_functions
+                 where funcname = any(\(names)::text[])
+                """).first?["n"].int ?? -1
+        }
+    }
+
     /// Drops the database, ending any connections to it. Errors are reported on stderr, not thrown.
     public func drop() {
         do {
