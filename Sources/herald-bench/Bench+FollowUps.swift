@@ -90,6 +90,13 @@ extension Bench {
         try db.execute("alter table inbox \(unescaped: verb) trigger herald_follow_up_read_cancel")
     }
 
+    /// The triggers a read fires: the follow-up cancel and the read-elsewhere withdrawal.
+    func setReadTriggers(_ db: PGConnection, _ on: Bool) throws {
+        for trigger in ["herald_follow_up_read_cancel", "herald_inbox_read_elsewhere"] {
+            try db.execute("alter table inbox \(unescaped: on ? "enable" : "disable") trigger \(unescaped: trigger)")
+        }
+    }
+
     /// 1,000 reads one per transaction, as the app marks them, commits not waited for (the disk's time is
     /// the same for each): of notifications whose step is pending (each read cancels it), of
     /// notifications of a type using none of follow-ups, quiet once read and digests, and of the same
@@ -98,12 +105,9 @@ extension Bench {
         let n = 1_000
         try db.execute("set synchronous_commit = off")
         defer { _ = try? db.execute("reset synchronous_commit") }
-        for kind in ["bench_followed", "system", "system, triggers off"] {
-            let off = kind.hasSuffix("off"), kind = off ? "system" : kind
-            for trigger in ["herald_follow_up_read_cancel", "herald_inbox_read_elsewhere"] {
-                try db.execute("alter table inbox \(unescaped: off ? "disable" : "enable") trigger \(unescaped: trigger)")
-            }
-            defer { if off { _ = try? setFollowUpTriggers(db, true); _ = try? db.execute("alter table inbox enable trigger herald_inbox_read_elsewhere") } }
+        defer { _ = try? setReadTriggers(db, true) }
+        for (kind, triggers) in [("bench_followed", true), ("system", true), ("system", false)] {
+            try setReadTriggers(db, triggers)
             _ = try enqueueFollowUpBench(db, kind: kind, at: now)
             _ = try pass(settings, drainOptions(batch: 1_000, now: now))
             // The chains' rows counted, as autovacuum would after such a burst: planned from the
@@ -114,8 +118,10 @@ extension Bench {
                 for id in ids { try db.execute("update inbox set is_read = true, read_at = now() where id = \(id)") }
             }
             let us = seconds / Double(ids.count) * 1e6
-            if off { c.readFloor = min(c.readFloor, us) } else if kind == "system" { c.readPlain = min(c.readPlain, us) } else {
-                c.readCancel = min(c.readCancel, us)
+            switch (kind, triggers) {
+            case (_, false): c.readFloor = min(c.readFloor, us)
+            case ("system", _): c.readPlain = min(c.readPlain, us)
+            default: c.readCancel = min(c.readCancel, us)
             }
         }
     }
