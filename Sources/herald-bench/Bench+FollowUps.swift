@@ -87,14 +87,12 @@ extension Bench {
     func setFollowUpTriggers(_ db: PGConnection, _ on: Bool) throws {
         let verb = on ? "enable" : "disable"
         try db.execute("alter table notification_queue \(unescaped: verb) trigger herald_follow_up_start")
-        try db.execute("alter table inbox \(unescaped: verb) trigger herald_follow_up_read_cancel")
+        try db.execute("alter table inbox \(unescaped: verb) trigger herald_inbox_read")
     }
 
-    /// The triggers a read fires: the follow-up cancel and the read-elsewhere withdrawal.
+    /// The trigger a read fires: the follow-up cancel, the read-elsewhere withdrawal and a digest's read.
     func setReadTriggers(_ db: PGConnection, _ on: Bool) throws {
-        for trigger in ["herald_follow_up_read_cancel", "herald_inbox_read_elsewhere"] {
-            try db.execute("alter table inbox \(unescaped: on ? "enable" : "disable") trigger \(unescaped: trigger)")
-        }
+        try db.execute("alter table inbox \(unescaped: on ? "enable" : "disable") trigger herald_inbox_read")
     }
 
     /// 1,000 reads one per transaction, as the app marks them, commits not waited for (the disk's time is
