@@ -6,9 +6,9 @@ import HeraldPostgres
 /// server's backend that runs the inserts (its `/proc/<pid>/schedstat`, in ns), per row: the cost the
 /// machinery adds, without the client's, the network's or the disk's time, which it does not change.
 /// Ways of enqueueing take turns, nine rounds, the median of each:
-/// - an undigested type with the machinery (the type check's marks and the join's trigger, whose `when`
-///   reads the mark) and without it (the trigger disabled and the type check as it was before digests),
-///   one row per transaction and 20,000 rows in a statement;
+/// - an undigested type with the machinery (the type check's marks, and the entries' trigger testing
+///   the mark before it joins) and without it (the type check as it was before digests, the entries'
+///   trigger without the join), one row per transaction and 20,000 rows in a statement;
 /// - the way without the machinery a second time: how far two runs of the same work lie apart (the
 ///   noise the undigested difference is read against);
 /// - a digested type (a fixed window of an hour, at most 100 items): rows one per transaction and
@@ -35,6 +35,16 @@ extension Bench {
         $$
         """
 
+    /// The entries' trigger function `definition` without its digest join: the block from the test of
+    /// `herald.digests_to_join` to its `end if;`.
+    static func withoutJoin(_ definition: String) throws -> String {
+        guard let start = definition.range(of: "if current_setting('herald.digests_to_join', true) = 'on' then"),
+              let end = definition.range(of: "end if;", range: start.upperBound..<definition.endIndex) else {
+            throw BenchError("the entries' trigger has no digest join to take out")
+        }
+        return definition.replacingCharacters(in: start.lowerBound..<end.upperBound, with: "")
+    }
+
     /// Each way's rounds, in µs of the backend's CPU per row; a way's figure is its median round.
     struct DigestCost {
         var single: [String: [Double]] = [:], bulk: [String: [Double]] = [:]
@@ -57,8 +67,11 @@ extension Bench {
         defer { db.close() }
         let pid = try db.query("select pg_backend_pid() as pid").first?["pid"].int ?? 0
         try db.execute("set synchronous_commit = off")
-        let withMachinery = try db.query("select pg_get_functiondef('public.herald_queue_type()'::regprocedure) as d")
-            .first?["d"].string ?? ""
+        let definition = { (fn: String) in
+            try db.query("select pg_get_functiondef(\(fn)::regprocedure) as d").first?["d"].string ?? ""
+        }
+        let withMachinery = try definition("public.herald_queue_type()") + ";\n" + definition("public.herald_queue_entries()")
+        let withoutMachinery = Self.typeCheckBeforeDigests + ";\n" + (try Self.withoutJoin(definition("public.herald_queue_entries()")))
         try db.execute("""
             insert into user_profiles (user_id, timezone)
             select md5('digest' || g)::uuid, 'Europe/London' from generate_series(0, 199) g
@@ -67,8 +80,7 @@ extension Bench {
         let singles = 4_000, bulk = 20_000
         var cost = DigestCost(), windows = 0
         func machinery(_ on: Bool) throws {
-            try db.execute("alter table notification_queue \(unescaped: on ? "enable" : "disable") trigger herald_queue_digests")
-            try db.executeScript(on ? withMachinery : Self.typeCheckBeforeDigests)
+            try db.executeScript(on ? withMachinery : withoutMachinery)
         }
         func cpu(_ n: Int, _ work: () throws -> Void) throws -> Double {
             let start = Self.backendCPU(pid)

@@ -155,9 +155,9 @@ import Testing
         }
     }
 
-    /// A statement that writes no digested row calls no digest function: the join's trigger fires only
+    /// A statement that writes no digested row calls no digest function: the entries' trigger joins only
     /// when the type check marked a row, so an undigested type's insert costs what it did before digests.
-    /// A digested row's statement calls the join once, and the next undigested insert calls it no more.
+    /// A digested row joins once, and the next undigested insert joins no more.
     @Test func onlyAStatementWithADigestedRowCallsTheJoin() throws {
         try withTestDatabase { tdb in
             let db = try tdb.connect()
@@ -165,7 +165,7 @@ import Testing
             try db.execute("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'fixed', 900)")
             let t0 = instant("2026-03-10T09:00:00Z")
             func joinCalls(_ kinds: [String]) throws -> Int {
-                try tdb.functionCalls(["herald_queue_digests"]) { tx in
+                try tdb.functionCalls(["herald_digest_join"]) { tx in
                     for kind in kinds { try Self.item(tx, user, at: t0, kind: kind) }
                 }
             }

@@ -167,7 +167,7 @@ public final class TestDB: Sendable {
     /// connection: a backend flushes its function counts at most once a second, and until then its
     /// transaction's view holds the earlier transactions' calls too.
     ///
-    ///     try tdb.functionCalls(["herald_queue_digests"]) { try $0.execute("insert …") }   // 0
+    ///     try tdb.functionCalls(["herald_digest_join"]) { try $0.execute("insert …") }   // 0
     public func functionCalls(_ names: [String], during work: (PGConnection) throws -> Void) throws -> Int {
         let c = try connect()
         defer { c.close() }
