@@ -8,17 +8,29 @@ import HeraldWorker
 /// log adapter, drained by one pass at batch 1,000:
 ///   - enqueue, one statement: a type without a policy, and one with (the same lookup of the type);
 ///   - the send of a type without a policy, with the follow-up triggers and with them disabled (the
-///     floor: what the send cost before), taking turns;
+///     floor: what the send cost before), and the floor a second time (how far two runs of the same
+///     work lie apart: the noise the difference is read against);
 ///   - the send of a type with a one-step policy: each send enqueues its chain;
 ///   - the step at its time: the claim's check of each step (unread, so it is sent) beside the plain send;
-///   - the read that cancels a pending step, beside a read of a notification with none.
-/// Three rounds, the best of each.
+///   - reads, in µs of the server backend's CPU: one that cancels a pending step, one of a type using
+///     none of follow-ups, quiet once read and digests, and the same with the read trigger disabled,
+///     twice.
+/// Five rounds, the ways taking turns; a way's figure is its median round.
 extension Bench {
+    /// Each way's rounds, in µs per notification.
     struct FollowUpCosts {
-        var enqueuePlain = Double.infinity, enqueueFollowed = Double.infinity
-        var sendPlain = Double.infinity, sendFloor = Double.infinity, sendFollowed = Double.infinity
-        var steps = Double.infinity, readCancel = Double.infinity, readPlain = Double.infinity
-        var readFloor = Double.infinity
+        var rounds: [String: [Double]] = [:]
+        mutating func add(_ way: String, _ value: Double) { rounds[way, default: []].append(value) }
+        func median(_ way: String) -> Double {
+            guard let sorted = rounds[way]?.sorted(), !sorted.isEmpty else { return .nan }
+            return sorted[sorted.count / 2]
+        }
+        /// `way` against `floor`, read against how far `floor` and `again` (the floor's second run) lie apart.
+        func verdict(_ way: String, _ floor: String, _ again: String) -> String {
+            let extra = median(way) / median(floor) - 1, noise = abs(median(again) / median(floor) - 1)
+            return String(format: "(%+.1f%%; the same way twice: %.1f%% apart; aim: within noise: %@)",
+                          extra * 100, noise * 100, extra <= noise ? "met" : "not met")
+        }
     }
 
     static let benchPolicy = #"{"steps": [{"after_seconds": 600, "channels": ["in_app"], "to": "same", "until": "read"}]}"#
@@ -37,35 +49,42 @@ extension Bench {
         let rows = 5_000, now = Date()
         let settings = Settings(["DATABASE_URL": url, "HERALD_CHANNEL_IN_APP": "log"])
         func perRow(_ seconds: Double, _ n: Int) -> Double { seconds / Double(max(n, 1)) * 1e6 }
-        for round in 0..<3 {
-            c.enqueuePlain = min(c.enqueuePlain, perRow(try enqueueFollowUpBench(db, kind: "system", at: now), rows))
-            c.enqueueFollowed = min(c.enqueueFollowed, perRow(try enqueueFollowUpBench(db, kind: "bench_followed", at: now), rows))
-            for on in round % 2 == 0 ? [true, false] : [false, true] {
+        for round in 0..<5 {
+            c.add("enqueue plain", perRow(try enqueueFollowUpBench(db, kind: "system", at: now), rows))
+            c.add("enqueue followed", perRow(try enqueueFollowUpBench(db, kind: "bench_followed", at: now), rows))
+            let sends = [("send", true), ("send floor", false), ("send floor again", false)]
+            for (way, on) in round % 2 == 0 ? sends : sends.reversed() {
                 try setFollowUpTriggers(db, on)
                 _ = try enqueueFollowUpBench(db, kind: "system", at: now)
                 let (s, t) = try pass(settings, drainOptions(batch: 1_000, now: now))
-                if on { c.sendPlain = min(c.sendPlain, perRow(t, s.sent)) } else { c.sendFloor = min(c.sendFloor, perRow(t, s.sent)) }
+                c.add(way, perRow(t, s.sent))
             }
             try setFollowUpTriggers(db, true)
             _ = try enqueueFollowUpBench(db, kind: "bench_followed", at: now)
             let (s, t) = try pass(settings, drainOptions(batch: 1_000, now: now))
-            c.sendFollowed = min(c.sendFollowed, perRow(t, s.sent))
+            c.add("send followed", perRow(t, s.sent))
             let (steps, st) = try pass(settings, drainOptions(batch: 1_000, now: now.addingTimeInterval(660)))
-            c.steps = min(c.steps, perRow(st, steps.sent))
-            try measureReads(db, now: now, into: &c, settings: settings)
+            c.add("steps", perRow(st, steps.sent))
+            try measureReads(db, now: now, reversed: round % 2 == 1, into: &c, settings: settings)
         }
-        Bench.line("enqueue, a type with a policy", String(format: "%.2f µs", c.enqueueFollowed), "without a policy",
-                   String(format: "%.2f µs", c.enqueuePlain), String(format: "(%+.0f%%)", (c.enqueueFollowed / c.enqueuePlain - 1) * 100))
-        Bench.line("send, a type without a policy", String(format: "%.1f µs", c.sendPlain), "follow-up triggers off",
-                   String(format: "%.1f µs", c.sendFloor), String(format: "(%+.0f%%; aim: within noise)", (c.sendPlain / c.sendFloor - 1) * 100))
-        Bench.line("send, a type with a policy", String(format: "%.1f µs", c.sendFollowed), "without a policy",
-                   String(format: "%.1f µs", c.sendPlain), String(format: "(%+.1f µs: its chain enqueued)", c.sendFollowed - c.sendPlain))
-        Bench.line("a step at its time (checked, sent)", String(format: "%.1f µs", c.steps), "a plain send",
-                   String(format: "%.1f µs", c.sendPlain), String(format: "(%+.1f µs: the claim's check)", c.steps - c.sendPlain))
-        Bench.line("a read cancelling its step", String(format: "%.1f µs", c.readCancel), "a read without a chain",
-                   String(format: "%.1f µs", c.readPlain), String(format: "(%+.1f µs)", c.readCancel - c.readPlain))
-        Bench.line("a read, a type using none", String(format: "%.1f µs", c.readPlain), "the read triggers off",
-                   String(format: "%.1f µs", c.readFloor), String(format: "(%+.0f%%; aim: within noise)", (c.readPlain / c.readFloor - 1) * 100))
+        followUpLines(c)
+    }
+
+    func followUpLines(_ c: FollowUpCosts) {
+        func f(_ way: String, _ digits: Int = 1) -> String { String(format: "%.\(digits)f µs", c.median(way)) }
+        func delta(_ way: String, _ base: String) -> Double { c.median(way) - c.median(base) }
+        Bench.line("enqueue, a type with a policy", f("enqueue followed", 2), "without a policy", f("enqueue plain", 2),
+                   String(format: "(%+.0f%%)", (c.median("enqueue followed") / c.median("enqueue plain") - 1) * 100))
+        Bench.line("send, a type without a policy", f("send"), "follow-up triggers off", f("send floor"),
+                   c.verdict("send", "send floor", "send floor again"))
+        Bench.line("send, a type with a policy", f("send followed"), "without a policy", f("send"),
+                   String(format: "(%+.1f µs: its chain enqueued)", delta("send followed", "send")))
+        Bench.line("a step at its time (checked, sent)", f("steps"), "a plain send", f("send"),
+                   String(format: "(%+.1f µs: the claim's check)", delta("steps", "send")))
+        Bench.line("a read cancelling its step (CPU)", f("read cancel"), "a read without a chain", f("read"),
+                   String(format: "(%+.1f µs)", delta("read cancel", "read")))
+        Bench.line("a read, a type using none (CPU)", f("read"), "the read trigger off", f("read floor"),
+                   c.verdict("read", "read floor", "read floor again"))
         print("")
     }
 
@@ -95,32 +114,30 @@ extension Bench {
         try db.execute("alter table inbox \(unescaped: on ? "enable" : "disable") trigger herald_inbox_read")
     }
 
-    /// 1,000 reads one per transaction, as the app marks them, commits not waited for (the disk's time is
-    /// the same for each): of notifications whose step is pending (each read cancels it), of
-    /// notifications of a type using none of follow-ups, quiet once read and digests, and of the same
-    /// with the read's triggers (the follow-up cancel, the read-elsewhere withdrawal) disabled.
-    func measureReads(_ db: PGConnection, now: Date, into c: inout FollowUpCosts, settings: Settings) throws {
+    /// 1,000 reads one per transaction, as the app marks them, commits not waited for, in µs of the
+    /// server backend's CPU per read (the disk's and the client's time are the same for each): of
+    /// notifications whose step is pending (each read cancels it), of notifications of a type using none
+    /// of follow-ups, quiet once read and digests, and of the same with the read trigger disabled, twice.
+    func measureReads(_ db: PGConnection, now: Date, reversed: Bool, into c: inout FollowUpCosts,
+                      settings: Settings) throws {
         let n = 1_000
+        let pid = try db.query("select pg_backend_pid() as pid").first?["pid"].int ?? 0
         try db.execute("set synchronous_commit = off")
         defer { _ = try? db.execute("reset synchronous_commit") }
         defer { _ = try? setReadTriggers(db, true) }
-        for (kind, triggers) in [("bench_followed", true), ("system", true), ("system", false)] {
-            try setReadTriggers(db, triggers)
+        let ways = [("read cancel", "bench_followed", true), ("read", "system", true), ("read floor", "system", false),
+                    ("read floor again", "system", false)]
+        for (way, kind, trigger) in reversed ? ways.reversed() : ways {
+            try setReadTriggers(db, trigger)
             _ = try enqueueFollowUpBench(db, kind: kind, at: now)
             _ = try pass(settings, drainOptions(batch: 1_000, now: now))
             // The chains' rows counted, as autovacuum would after such a burst: planned from the
             // statistics of the queue before its chains, a read's cancelling statement took 2 ms.
             try db.execute("analyze notification_queue")
             let ids = try db.query("select id from inbox order by id limit \(n)").compactMap { $0["id"].uuid }
-            let seconds = try Bench.seconds {
-                for id in ids { try db.execute("update inbox set is_read = true, read_at = now() where id = \(id)") }
-            }
-            let us = seconds / Double(ids.count) * 1e6
-            switch (kind, triggers) {
-            case (_, false): c.readFloor = min(c.readFloor, us)
-            case ("system", _): c.readPlain = min(c.readPlain, us)
-            default: c.readCancel = min(c.readCancel, us)
-            }
+            let start = Self.backendCPU(pid)
+            for id in ids { try db.execute("update inbox set is_read = true, read_at = now() where id = \(id)") }
+            c.add(way, (Self.backendCPU(pid) - start) / Double(max(ids.count, 1)) * 1e6)
         }
     }
 }
