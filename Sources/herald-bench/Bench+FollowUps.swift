@@ -14,7 +14,7 @@ import HeraldWorker
 ///   - the step at its time: the claim's check of each step (unread, so it is sent) beside the plain send;
 ///   - reads, in µs of the server backend's CPU: one that cancels a pending step, one of a type using
 ///     none of follow-ups, quiet once read and digests, and the same with the read trigger disabled,
-///     twice.
+///     twice, these three in chunks taking turns.
 /// Five rounds, the ways taking turns; a way's figure is its median round.
 extension Bench {
     /// Each way's rounds, in µs per notification.
@@ -114,30 +114,43 @@ extension Bench {
         try db.execute("alter table inbox \(unescaped: on ? "enable" : "disable") trigger herald_inbox_read")
     }
 
-    /// 1,000 reads one per transaction, as the app marks them, commits not waited for, in µs of the
-    /// server backend's CPU per read (the disk's and the client's time are the same for each): of
-    /// notifications whose step is pending (each read cancels it), of notifications of a type using none
-    /// of follow-ups, quiet once read and digests, and of the same with the read trigger disabled, twice.
+    /// Reads one per transaction, as the app marks them, commits not waited for, in µs of the server
+    /// backend's CPU per read (the disk's and the client's time are the same for each): 1,000 of
+    /// notifications whose step is pending (each read cancels it); then, of one queue of a type using
+    /// none of follow-ups, quiet once read and digests, 1,000 each with the read trigger, without it, and
+    /// without it again, in chunks of 100 taking turns (a neighbour's burst falls on all three alike).
     func measureReads(_ db: PGConnection, now: Date, reversed: Bool, into c: inout FollowUpCosts,
                       settings: Settings) throws {
-        let n = 1_000
         let pid = try db.query("select pg_backend_pid() as pid").first?["pid"].int ?? 0
         try db.execute("set synchronous_commit = off")
         defer { _ = try? db.execute("reset synchronous_commit") }
         defer { _ = try? setReadTriggers(db, true) }
-        let ways = [("read cancel", "bench_followed", true), ("read", "system", true), ("read floor", "system", false),
-                    ("read floor again", "system", false)]
-        for (way, kind, trigger) in reversed ? ways.reversed() : ways {
-            try setReadTriggers(db, trigger)
+        func entries(_ kind: String, _ n: Int) throws -> [UUID] {
             _ = try enqueueFollowUpBench(db, kind: kind, at: now)
             _ = try pass(settings, drainOptions(batch: 1_000, now: now))
             // The chains' rows counted, as autovacuum would after such a burst: planned from the
             // statistics of the queue before its chains, a read's cancelling statement took 2 ms.
             try db.execute("analyze notification_queue")
-            let ids = try db.query("select id from inbox order by id limit \(n)").compactMap { $0["id"].uuid }
+            return try db.query("select id from inbox order by id limit \(n)").compactMap { $0["id"].uuid }
+        }
+        func read(_ ids: ArraySlice<UUID>) throws -> Double {
             let start = Self.backendCPU(pid)
             for id in ids { try db.execute("update inbox set is_read = true, read_at = now() where id = \(id)") }
-            c.add(way, (Self.backendCPU(pid) - start) / Double(max(ids.count, 1)) * 1e6)
+            return Self.backendCPU(pid) - start
         }
+        try setReadTriggers(db, true)
+        let cancelling = try entries("bench_followed", 1_000)
+        c.add("read cancel", try read(cancelling[...]) / Double(max(cancelling.count, 1)) * 1e6)
+        let ways = [("read", true), ("read floor", false), ("read floor again", false)]
+        let plain = try entries("system", 3_000), chunk = 100
+        var cpu: [String: Double] = [:]
+        for (i, start) in stride(from: 0, to: plain.count - chunk * ways.count + 1, by: chunk * ways.count).enumerated() {
+            let order = (i + (reversed ? 1 : 0)) % 2 == 0 ? ways : ways.reversed()
+            for (j, (way, trigger)) in order.enumerated() {
+                try setReadTriggers(db, trigger)
+                cpu[way, default: 0] += try read(plain[(start + j * chunk)..<(start + (j + 1) * chunk)])
+            }
+        }
+        for (way, _) in ways { c.add(way, (cpu[way] ?? 0) / Double(plain.count / ways.count) * 1e6) }
     }
 }
