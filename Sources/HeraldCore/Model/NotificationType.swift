@@ -16,6 +16,8 @@ public struct NotificationType: Sendable, Equatable {
     /// through and the rate limits do not hold them back.
     public var critical: Bool
     public var limits: RateLimits
+    /// Once the person reads or acts on one copy, the copies not yet sent are withdrawn.
+    public var quietOnceRead = false
 
     public init(_ name: String, priority: Priority = .normal, androidChannelId: String? = nil,
                 iosCategory: String? = nil, critical: Bool = false, limits: RateLimits = .perMinuteOnly) {
@@ -51,6 +53,9 @@ public struct NotificationTypes: Sendable, Equatable {
     }
 
     public subscript(name: String) -> NotificationType? { byName[name] }
+
+    /// Whether any type is quiet once read: when none is, no copy can have been read elsewhere.
+    public var anyQuietOnceRead: Bool { byName.values.contains { $0.quietOnceRead } }
 
     /// The rate limits of every type, for ``RateLimiter``.
     public var ratePolicy: RatePolicy { RatePolicy(byType: byName.mapValues(\.limits)) }

@@ -5,11 +5,12 @@ import HeraldPostgres
 extension QueueStore {
     /// Loads the context of a claimed batch (`DeliveryContext`, what its decisions read) in a fixed
     /// number of queries, one per table for the whole batch, never one per row. `now` bounds the
-    /// history window of the rate limits.
+    /// history window of the rate limits. `anyQuietOnceRead` false (no type is quiet once read, as the
+    /// pass read the types): no copy can have been read elsewhere, and that query is not made.
     ///
     ///     let context = try store.loadContext(for: claimed.map(\.item), now: now)
     ///     context.profiles[item.recipientUserId]   // their preferences, if they have a profile
-    public func loadContext(for items: [QueueItem], now: Date) throws -> DeliveryContext {
+    public func loadContext(for items: [QueueItem], now: Date, anyQuietOnceRead: Bool = true) throws -> DeliveryContext {
         var ctx = DeliveryContext()
         guard !items.isEmpty else { return ctx }
         let recipients = Array(Set(items.map(\.recipientUserId)))
@@ -28,7 +29,7 @@ extension QueueStore {
         if !retried.isEmpty { ctx.delivered = try deliveredDestinations(of: retried) }
         let members = Array(Set(items.filter { $0.kind == .patternAlert && $0.isAboutAnotherMember }.compactMap(\.memberUserId)))
         if !members.isEmpty { ctx.familyAdmins = try familyAdmins(of: members) }
-        ctx.readElsewhere = try readElsewhere(items)
+        if anyQuietOnceRead { ctx.readElsewhere = try readElsewhere(items) }
         return ctx
     }
 

@@ -37,10 +37,10 @@ extension QueueStore {
     ///
     ///     let loaded = try store.loadContexts(for: claimed.map(\.item), now: now)
     ///     loaded.unloadable[item.recipientUserId]   // why this row's recipient could not be loaded
-    public func loadContexts(for items: [QueueItem], now: Date) throws -> RecipientContexts {
+    public func loadContexts(for items: [QueueItem], now: Date, anyQuietOnceRead: Bool = true) throws -> RecipientContexts {
         let batchError: Error
         do {
-            return RecipientContexts(context: try loadContext(for: items, now: now), unloadable: [:])
+            return RecipientContexts(context: try loadContext(for: items, now: now, anyQuietOnceRead: anyQuietOnceRead), unloadable: [:])
         } catch {
             batchError = error
         }
@@ -49,7 +49,7 @@ extension QueueStore {
         var loaded = RecipientContexts(context: DeliveryContext(), unloadable: [:])
         for (recipient, rows) in byRecipient {
             do {
-                loaded.context.merge(try loadContext(for: rows, now: now))
+                loaded.context.merge(try loadContext(for: rows, now: now, anyQuietOnceRead: anyQuietOnceRead))
             } catch {
                 if Self.isConnectionFailure(error) { throw error }
                 loaded.unloadable[recipient] = String(Self.describe(error).prefix(Self.unloadableErrorLength))

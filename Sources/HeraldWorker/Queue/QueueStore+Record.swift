@@ -39,16 +39,27 @@ struct RecordParts {
         told = batch.toldByDeliveries
     }
 
-    /// The whole statement: the rows, their fenced update, then every table's part.
+    /// The whole statement: the rows, their fenced update, then the part of each table the flush has
+    /// something for. A part with nothing to write is left out, not sent empty: the server plans and
+    /// starts every part it is given (a flush of 1,000 sends spent 0.8 ms planning five empty parts,
+    /// and 0.35 ms calling the opt-outs' function with none).
     var statement: SQL {
         var sql: SQL = "with r as materialized (" + rows + "), u as (" + queueRows + ")"
-        for (name, part) in [("ev", trail), ("d", deliveries), ("i", entries), ("t", deadTokens),
-                             ("o", optOuts), ("k", receipts), ("f", forecasts)] {
-            sql += SQL(unescaped: ", \(name) as (") + part + ")"
+        let parts: [(name: String, has: Bool, part: () -> SQL)] = [
+            ("ev", batch.rows.contains { !told.contains($0.id) }, { trail }),
+            ("d", !batch.deliveries.isEmpty, { deliveries }),
+            ("i", !batch.inbox.isEmpty, { entries }),
+            ("t", !batch.deactivations.isEmpty, { deadTokens }),
+            ("o", !batch.optOuts.isEmpty, { optOuts }),
+            ("k", !batch.tickets.isEmpty, { receipts }),
+            ("f", !batch.forecastsSent.isEmpty, { forecasts }),
+        ]
+        for (name, has, part) in parts where has {
+            sql += SQL(unescaped: ", \(name) as (") + part() + ")"
         }
         // `o` only selects (through a function that writes): a select part runs only when the statement
         // reads it, so the last line does, once.
-        return sql + " select u.id, (select count(*) from o) as channels_off from u"
+        return sql + (batch.optOuts.isEmpty ? " select u.id from u" : " select u.id, (select count(*) from o) as channels_off from u")
     }
 
     /// JSON of records for `jsonb_to_recordset`: delivery errors quote providers, whose answers may hold

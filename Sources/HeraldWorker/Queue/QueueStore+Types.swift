@@ -7,7 +7,7 @@ extension QueueStore {
     public func loadTypes() throws -> NotificationTypes {
         let rows = try db.query("""
             select type, priority, android_channel_id, ios_category, critical, daily_cap, min_spacing_seconds,
-                   per_minute_cap, rate_exempt
+                   per_minute_cap, rate_exempt, quiet_once_read
               from notification_types
             """)
         return NotificationTypes(rows.compactMap { row -> NotificationType? in
@@ -17,10 +17,12 @@ extension QueueStore {
                 sameTypeSpacing: Double(max(0, row["min_spacing_seconds"].int ?? 0)),
                 perMinute: row["per_minute_cap"].int.flatMap { $0 > 0 ? $0 : nil },
                 exempt: row["rate_exempt"].bool ?? false)
-            return NotificationType(
+            var type = NotificationType(
                 name, priority: row["priority"].string.flatMap(Priority.init(rawValue:)) ?? .normal,
                 androidChannelId: row["android_channel_id"].string, iosCategory: row["ios_category"].string,
                 critical: row["critical"].bool ?? false, limits: limits)
+            type.quietOnceRead = row["quiet_once_read"].bool ?? false
+            return type
         })
     }
 }

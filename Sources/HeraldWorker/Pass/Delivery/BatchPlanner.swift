@@ -82,14 +82,14 @@ final class BatchPlanner {
     /// The batch's planner: its context loaded in one set of queries, the routes, the time.
     func planner(for batch: [Claimed]) throws -> DeliveryPlanner {
         let now = clock.now()
-        return planner(context: try store.loadContext(for: batch.map(\.item), now: now), now: now)
+        return planner(context: try store.loadContext(for: batch.map(\.item), now: now, anyQuietOnceRead: types.anyQuietOnceRead), now: now)
     }
 
     /// The batch's planner, and the recipients whose context could not be loaded (`loadContexts`):
     /// their rows are failed, their batch-mates' planned.
     func plannerAndUnloadable(for batch: [Claimed]) throws -> (DeliveryPlanner, [UUID: String]) {
         let now = clock.now()
-        let loaded = try store.loadContexts(for: batch.map(\.item), now: now)
+        let loaded = try store.loadContexts(for: batch.map(\.item), now: now, anyQuietOnceRead: types.anyQuietOnceRead)
         for recipient in loaded.unloadable.keys.sorted(by: { $0.uuidString < $1.uuidString }) {
             logger.warning("a recipient's preferences and devices could not be read; their rows of the batch fail, the others go on",
                            metadata: ["recipient_user_id": .string(recipient.lowercased),
