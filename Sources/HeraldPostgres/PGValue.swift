@@ -117,23 +117,29 @@ enum PGUUID {
     }
 
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> UUID? {
-        guard bytes.count == 36 else { return UUID(uuidString: String(decoding: bytes, as: UTF8.self)) }
-        var out: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        let ok = withUnsafeMutableBytes(of: &out) { raw -> Bool in
-            var i = 0
-            for index in 0..<16 {
-                if i == 8 || i == 13 || i == 18 || i == 23 {
-                    guard bytes[i] == UInt8(ascii: "-") else { return false }
-                    i += 1
-                }
-                guard let high = nibble(bytes[i]), let low = nibble(bytes[i + 1]) else { return false }
-                raw[index] = high << 4 | low
-                i += 2
-            }
-            return true
+        guard bytes.count == 36, let base = bytes.baseAddress else {
+            return UUID(uuidString: String(decoding: bytes, as: UTF8.self))
         }
-        return ok ? UUID(uuid: out) : nil
+        guard base[8] == dash, base[13] == dash, base[18] == dash, base[23] == dash else { return nil }
+        var out: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        // Any byte that is not a hex digit reads as 0xFF, so one test of the OR of the nibbles finds it.
+        var bad: UInt8 = 0
+        withUnsafeMutableBytes(of: &out) { raw in
+            for index in 0..<16 {
+                let i = hexOffsets[index]
+                let high = hexValue[Int(base[i])], low = hexValue[Int(base[i + 1])]
+                bad |= high | low
+                raw[index] = high << 4 | low
+            }
+        }
+        return bad & 0xF0 == 0 ? UUID(uuid: out) : nil
     }
+
+    private static let dash = UInt8(ascii: "-")
+    /// Where each of the 16 bytes' two hex digits start in `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
+    private static let hexOffsets = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34]
+    /// Each byte's value as a hex digit, 0xFF where it is none.
+    private static let hexValue: [UInt8] = (0...255).map { nibble(UInt8($0)) ?? 0xFF }
 
     @inline(__always) private static func nibble(_ c: UInt8) -> UInt8? {
         switch c {

@@ -11,6 +11,12 @@ extension QueueStore {
         notification_group
         """
 
+    /// The names of `itemColumns`, in its order: what a select reads from a part that returned them.
+    static let itemNames = """
+        id, recipient_user_id, member_user_id, alert_state_id, channel, kind, severity, priority, payload,
+        scheduled_at, created_at, run_after, attempts, max_attempts, dedupe_key, notification_group
+        """
+
     /// The rows a claim may take at `now`, of a queue aliased `q`: the one definition of "due" for the
     /// claim, the dry run, the unroutable and paused counts and `herald status`. A row under a live
     /// lease (at the lease time `lease`, `PassClock.lease`) stays `pending` but is not due; one whose
@@ -127,9 +133,9 @@ extension QueueStore {
                          locked_until = \(clock.lease) + make_interval(secs => \(leaseSeconds)),
                          locked_by = \(passId)
                    where ctid = any(\(tids)::tid[]) and id = any(\(ids)::uuid[]) and \(QueueStore.notPaused)
-                  returning q.*
+                  returning \(unescaped: QueueStore.itemColumns), priority_rank
                 )
-                select \(unescaped: QueueStore.itemColumns) from u
+                select \(unescaped: QueueStore.itemNames) from u
                 order by priority_rank, run_after, id
                 """)
             let rows = result.compactMap { row in

@@ -135,6 +135,7 @@ final class Recorder {
 
     private func note(_ records: RecordBatch, recorded: Set<UUID>) {
         var channels: [UUID: RowChannel] = [:]
+        channels.reserveCapacity(records.rows.count)
         for row in records.rows { channels[row.id] = channelOf[row.id] }
         written.append(WrittenFlush(records: records, recorded: recorded, channelOf: channels))
     }
