@@ -5,15 +5,21 @@ import Foundation
 extension PGConnection {
     /// Runs `body` between BEGIN and COMMIT; ROLLBACK if it throws. Nested calls use a savepoint.
     /// If the body swallowed an SQL error, the aborted transaction is rolled back and this throws.
+    /// `setLocal` are settings of this transaction alone (`SET LOCAL`, sent with the BEGIN: no round
+    /// trip of their own), names and values written by the code, never data.
     ///
     ///     let claimed = try conn.transaction { conn in try conn.query(claimSQL) }
+    ///     try conn.transaction(setLocal: ["random_page_cost": "1.1"]) { conn in … }
     @discardableResult
-    public func transaction<T>(_ body: (PGConnection) throws -> T) throws -> T {
+    public func transaction<T>(setLocal: KeyValuePairs<String, String> = [:], _ body: (PGConnection) throws -> T) throws -> T {
         let connection = try liveHandle()
         if PQtransactionStatus(connection) != PQTRANS_IDLE {
-            return try savepoint(body)
+            return try savepoint { conn in
+                for (name, value) in setLocal { try conn.executeScript("SET LOCAL \(name) = \(value)") }
+                return try body(conn)
+            }
         }
-        try executeScript("BEGIN" + timeoutSettings)
+        try executeScript("BEGIN" + timeoutSettings + setLocal.map { "; SET LOCAL \($0.key) = \($0.value)" }.joined())
         let value: T
         do {
             value = try body(self)

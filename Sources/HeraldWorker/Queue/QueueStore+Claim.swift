@@ -60,9 +60,10 @@ extension QueueStore {
     /// A recipient's rows are held by one pass at a time, so the per-recipient rate limits hold across
     /// concurrent passes: the first statement takes a transaction-level advisory lock on each
     /// candidate's recipient (bucket), skipping those another claim holds right now; the second — whose
-    /// snapshot is taken after those locks, so it sees every claim committed before them — reads which
-    /// of those recipients have rows another pass holds under a live lease, and they are left out; the
-    /// third updates the rest, found again by `ctid`. The first statement already locks
+    /// snapshot is taken after those locks, so it sees every claim committed before them — leases the
+    /// rest, found again by `ctid`, but for the recipients with rows another pass holds under a live
+    /// lease, which it reads first (a batch holding follow-up steps reads them in a statement of its
+    /// own, before the steps are settled). The first statement already locks
     /// its candidates (SKIP LOCKED), so claims running at once take different rows instead of the same
     /// first `limit` rows, most of which the other would then leave. `contended` is true when due rows
     /// were left for that reason: the caller may try again shortly rather than take the queue for empty.
@@ -74,74 +75,108 @@ extension QueueStore {
     public func claim(limit: Int, now: Date, channels: [Channel], leaseSeconds: Int,
                       excluding: Set<UUID> = []) throws
         -> (rows: [Claimed], contended: Bool) {
-        try db.transaction { db in
-            let candidates = try db.query("""
-                select id, ctid, recipient_user_id, step, pg_try_advisory_xact_lock(\(QueueStore.recipientLockClass),
-                         hashtext(recipient_user_id::text) & \(QueueStore.recipientBuckets - 1)) as mine
-                  from (select q.id, q.ctid, q.recipient_user_id, q.follow_up_of is not null as step from \(queue) q
-                         where \(QueueStore.due(now, lease: clock.lease)) and \(QueueStore.notPaused)
-                           and (q.channel = any(\(channels.map(\.rawValue))::text[]) or not q.channel = any(\(QueueStore.knownChannels)::text[]))
-                         order by q.priority_rank, q.run_after, q.id
-                         limit \(limit)
-                         for update skip locked) c
-                """)
-            var mine: [(id: UUID, tid: String, recipient: UUID)] = []
-            var steps: Set<UUID> = []  // follow-up steps, settled below
-            for row in candidates {
-                // By position: id, ctid, recipient_user_id, step, mine.
-                guard row.bool(at: 4) == true, let recipient = row.uuid(at: 2),
-                      !excluding.contains(recipient), let id = row.uuid(at: 0), let tid = row.string(at: 1) else { continue }
-                mine.append((id, tid, recipient))
-                if row.bool(at: 3) == true { steps.insert(id) }
-            }
-            guard !mine.isEmpty else { return ([], candidates.count > 0) }
+        // The rest of the transaction reads rows whose pages were read a moment ago: priced as the
+        // cache hits they are (not as reads from disk, PostgreSQL's default). `set local` ends with the
+        // transaction, so a pooler in transaction mode is fine.
+        try db.transaction(setLocal: ["random_page_cost": "1.1"]) { db in
+            let (candidates, mine, steps) = try lockCandidates(db, limit: limit, now: now, channels: channels,
+                                                               excluding: excluding)
+            guard !mine.isEmpty else { return ([], candidates > 0) }
             try afterCandidates?()
             try leaseTimeForTheTrigger(db)
-            // The rest reads rows whose pages were read a moment ago: priced as the cache hits they are
-            // (not as reads from disk, PostgreSQL's default). `set local` ends with the transaction, so
-            // a pooler in transaction mode is fine.
-            try db.execute("set local random_page_cost = 1.1")
-            // Recipients with rows another pass holds under a live lease: this statement's snapshot is
-            // taken after the locks above, so it sees every claim committed before them. One read for
-            // the batch, whatever plan the planner picks (as a per-candidate anti-join, it could rescan
-            // every leased row for each candidate: 6× slower with a million rows in the queue). A
-            // leased row is pending, so the status no longer narrows them: the candidates' waiting rows
-            // are read by recipient (notification_queue_waiting_recipient), 1.7 ms a batch of 1,000
-            // against 5 ms for the plain scan the default costs pick on a queue of 20,000.
-            let busy = Set(try db.query("""
-                select distinct q.recipient_user_id from \(queue) q
-                 where q.recipient_user_id = any(\(Array(Set(mine.map(\.recipient))))::uuid[])
-                   and \(Lease.heldByAnother(passId, at: clock.lease))
-                """).compactMap { $0["recipient_user_id"].uuid })
-            let settled = try QueueStore.settleFollowUps(db, mine.filter { !busy.contains($0.recipient) && steps.contains($0.id) }
-                                                            .map(\.id), pass: passId)
-            let free = mine.filter { !busy.contains($0.recipient) && !settled.contains($0.id) }
-            guard !free.isEmpty else { return ([], true) }
-            let ids = free.map(\.id), tids = free.map(\.tid)
-            // The candidates are updated where they are, found by their physical address and their key
-            // (in a partitioned queue a ctid names a row of each partition, so the id must match too).
-            // This transaction holds their row locks since the first statement, which found them due:
-            // none of them can have moved or changed since, so they are neither re-checked nor locked
-            // again (a pause an operator sets meanwhile is still honoured). `updated_at` is left as it
-            // is: it is in the terminal rows' index, and the claim must stay a HOT update. Priced as
-            // cache hits (above), those lookups beat reading the whole table on small queues too
-            // (20,000 rows: 2.5 ms against 2–9 ms a batch of 1,000).
-            let result = try db.query("""
-                with u as (
-                  update \(queue) q
-                     set status = 'pending', attempts = q.attempts + 1,
-                         locked_until = \(clock.lease) + make_interval(secs => \(leaseSeconds)),
-                         locked_by = \(passId)
-                   where ctid = any(\(tids)::tid[]) and id = any(\(ids)::uuid[]) and \(QueueStore.notPaused)
-                  returning \(unescaped: QueueStore.itemColumns), priority_rank
-                )
-                select \(unescaped: QueueStore.itemNames) from u
-                order by priority_rank, run_after, id
-                """)
-            let rows = result.compactMap { row in
-                QueueStore.item(row).map { Claimed(item: $0, maxAttempts: row.int(at: 13) ?? 5) }
+            let rows: [Claimed]
+            if steps.isEmpty {
+                rows = try lease(db, mine, leaseSeconds: leaseSeconds, leavingBusy: true)
+            } else {
+                // Follow-up steps are settled first (a step whose condition is met is skipped, not
+                // sent), and only those of free recipients: the busy recipients are read on their own.
+                let busy = try busyRecipients(db, Set(mine.map(\.recipient)))
+                let settled = try QueueStore.settleFollowUps(
+                    db, mine.filter { !busy.contains($0.recipient) && steps.contains($0.id) }.map(\.id), pass: passId)
+                let free = mine.filter { !busy.contains($0.recipient) && !settled.contains($0.id) }
+                guard !free.isEmpty else { return ([], true) }
+                rows = try lease(db, free, leaseSeconds: leaseSeconds, leavingBusy: false)
             }
-            return (rows, rows.count < candidates.count)
+            return (rows, rows.count < candidates)
+        }
+    }
+
+    /// A candidate the claim holds: its row, where the row is, its recipient.
+    typealias Candidate = (id: UUID, tid: String, recipient: UUID)
+
+    /// The claim's first statement: up to `limit` due rows locked (SKIP LOCKED), each with its
+    /// recipient's advisory lock tried. Returns how many were found, those whose recipient lock this
+    /// claim took (but not those of `excluding`), and which of them are follow-up steps.
+    private func lockCandidates(_ db: PGConnection, limit: Int, now: Date, channels: [Channel],
+                                excluding: Set<UUID>) throws -> (found: Int, mine: [Candidate], steps: Set<UUID>) {
+        let candidates = try db.query("""
+            select id, ctid, recipient_user_id, step, pg_try_advisory_xact_lock(\(QueueStore.recipientLockClass),
+                     hashtext(recipient_user_id::text) & \(QueueStore.recipientBuckets - 1)) as mine
+              from (select q.id, q.ctid, q.recipient_user_id, q.follow_up_of is not null as step from \(queue) q
+                     where \(QueueStore.due(now, lease: clock.lease)) and \(QueueStore.notPaused)
+                       and (q.channel = any(\(channels.map(\.rawValue))::text[]) or not q.channel = any(\(QueueStore.knownChannels)::text[]))
+                     order by q.priority_rank, q.run_after, q.id
+                     limit \(limit)
+                     for update skip locked) c
+            """)
+        var mine: [Candidate] = []
+        var steps: Set<UUID> = []  // follow-up steps, settled before the lease
+        for row in candidates {
+            // By position: id, ctid, recipient_user_id, step, mine.
+            guard row.bool(at: 4) == true, let recipient = row.uuid(at: 2),
+                  !excluding.contains(recipient), let id = row.uuid(at: 0), let tid = row.string(at: 1) else { continue }
+            mine.append((id, tid, recipient))
+            if row.bool(at: 3) == true { steps.insert(id) }
+        }
+        return (candidates.count, mine, steps)
+    }
+
+    /// Recipients with rows another pass holds under a live lease. Read after the recipient locks, in
+    /// a statement of its own (or a part of the lease's), so its snapshot sees every claim committed
+    /// before them. One read for the batch, whatever plan the planner picks (as a per-candidate
+    /// anti-join, it could rescan every leased row for each candidate: 6× slower with a million rows in
+    /// the queue). A leased row is pending, so the status no longer narrows them: the candidates'
+    /// waiting rows are read by recipient (notification_queue_waiting_recipient), 1.7 ms a batch of
+    /// 1,000 against 5 ms for the plain scan the default costs pick on a queue of 20,000.
+    private func busyRead(_ recipients: [UUID]) -> SQL {
+        """
+        select distinct q.recipient_user_id from \(queue) q
+         where q.recipient_user_id = any(\(recipients)::uuid[]) and \(Lease.heldByAnother(passId, at: clock.lease))
+        """
+    }
+
+    private func busyRecipients(_ db: PGConnection, _ recipients: Set<UUID>) throws -> Set<UUID> {
+        Set(try db.query(busyRead(Array(recipients))).compactMap { $0["recipient_user_id"].uuid })
+    }
+
+    /// The claim's lease: the candidates updated where they are, found by their physical address and
+    /// their key (in a partitioned queue a ctid names a row of each partition, so the id must match
+    /// too). This transaction holds their row locks since the first statement, which found them due:
+    /// none of them can have moved or changed since, so they are neither re-checked nor locked again
+    /// (a pause an operator sets meanwhile is still honoured). `leavingBusy`: the busy recipients'
+    /// rows are left out by the same statement (its `busyRead` part, evaluated once), which saves the
+    /// batch a statement of its own. `updated_at` is left as it is: it is in the terminal rows' index,
+    /// and the claim must stay a HOT update. Priced as cache hits, those lookups beat reading the whole
+    /// table on small queues too (20,000 rows: 2.5 ms against 2–9 ms a batch of 1,000).
+    private func lease(_ db: PGConnection, _ rows: [Candidate], leaseSeconds: Int, leavingBusy: Bool) throws -> [Claimed] {
+        let busy: SQL = leavingBusy
+            ? "and not q.recipient_user_id = any(array(" + busyRead(Array(Set(rows.map(\.recipient)))) + "))"
+            : ""
+        let result = try db.query("""
+            with u as (
+              update \(queue) q
+                 set status = 'pending', attempts = q.attempts + 1,
+                     locked_until = \(clock.lease) + make_interval(secs => \(leaseSeconds)),
+                     locked_by = \(passId)
+               where ctid = any(\(rows.map(\.tid))::tid[]) and id = any(\(rows.map(\.id))::uuid[]) and \(QueueStore.notPaused)
+                 \(busy)
+              returning \(unescaped: QueueStore.itemColumns), priority_rank
+            )
+            select \(unescaped: QueueStore.itemNames) from u
+            order by priority_rank, run_after, id
+            """)
+        return result.compactMap { row in
+            QueueStore.item(row).map { Claimed(item: $0, maxAttempts: row.int(at: 13) ?? 5) }
         }
     }
 
