@@ -36,7 +36,9 @@ final class Sender {
     var policy: AnswerPolicy
     /// Each provider's quota, its share of it for this pass: when each request may start.
     var pacer: Pacer
-    private var rng = SystemRandomNumberGenerator()
+    /// The retries' jitter: seeded once from the system's generator, so passes spread their retries
+    /// apart, then drawn without a system call for each row (`getrandom` was one a settled row).
+    private var rng = SplitMix64(seed: UInt64.random(in: .min ... .max))
     private var counts = SendCounts()
 
     init(transport: HTTPTransport, routes: ChannelRoutes, options: PassOptions, clock: PassClock, logger: Logger) {
