@@ -226,7 +226,7 @@ extension QueueStore {
     /// table's default size it costs enough for the server to compile it (JIT, 24 ms a pass of 20,000
     /// due rows).
     public func countPaused(now: Date) throws -> [String: Int] {
-        guard try db.query("select exists (select 1 from herald_pauses) as any").first?["any"].bool == true else { return [:] }
+        guard try db.query("select exists (select 1 from herald_pauses) as paused").first?["paused"].bool == true else { return [:] }
         let result = try db.query("""
             select channel, count(*)::int as n from \(queue) q
              where \(QueueStore.due(now, lease: clock.lease)) and not \(QueueStore.notPaused)

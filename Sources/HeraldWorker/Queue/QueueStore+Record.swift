@@ -41,8 +41,8 @@ struct RecordParts {
 
     /// The whole statement: the rows, their fenced update, then the part of each table the flush has
     /// something for. A part with nothing to write is left out, not sent empty: the server plans and
-    /// starts every part it is given (a flush of 1,000 sends spent 0.8 ms planning five empty parts,
-    /// and 0.35 ms calling the opt-outs' function with none).
+    /// starts every part it is given, and called the opt-outs' function with none (0.35 ms). A flush
+    /// of 1,000 sends, by the statement log: bind 1.35 against 1.76 ms, execution 14.2 against 16.0 ms.
     var statement: SQL {
         var sql: SQL = "with r as materialized (" + rows + "), u as (" + queueRows + ")"
         let parts: [(name: String, has: Bool, part: () -> SQL)] = [
