@@ -16,7 +16,8 @@ extension QueueStore {
             let recorded = Set(try db.query(parts.statement).compactMap { $0["id"].uuid })
             guard !recorded.isEmpty else { return [] }
             // Escalations of the rows recorded here: their dedupe keys make a repeat a no-op.
-            try Enqueuer.insert(batch.keeping(recorded).escalations, db: db, passId: passId)
+            let escalations = batch.escalations.filter { $0.escalatedFrom.map(recorded.contains) ?? false }
+            if !escalations.isEmpty { try Enqueuer.insert(escalations, db: db, passId: passId) }
             return recorded
         }
     }

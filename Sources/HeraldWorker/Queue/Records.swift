@@ -68,21 +68,6 @@ public struct RecordBatch: Sendable {
         return Set(rows.filter { ($0.event == .sent || $0.event == .failed) && sent.contains($0.id) }.map(\.id))
     }
 
-    /// Only what belongs to the rows in `ids` (the rows a fenced update actually recorded).
-    func keeping(_ ids: Set<UUID>) -> RecordBatch {
-        var out = RecordBatch()
-        out.rows = rows.filter { ids.contains($0.id) }
-        out.deliveries = deliveries.filter { ids.contains($0.queueId) }
-        out.inbox = inbox.filter { ids.contains($0.queueId) }
-        out.tickets = tickets.filter { ids.contains($0.queueId) }
-        out.forecastsSent = forecastsSent.filter { ids.contains($0.queueId) }
-        out.escalations = escalations.filter { $0.escalatedFrom.map(ids.contains) ?? false }
-        // Dead destinations are facts about the destination, whoever recorded the row.
-        out.deactivations = deactivations
-        out.optOuts = optOuts
-        return out
-    }
-
     public mutating func append(_ other: RecordBatch) {
         rows += other.rows
         deliveries += other.deliveries
