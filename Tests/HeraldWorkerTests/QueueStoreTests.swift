@@ -40,6 +40,38 @@ import Testing
         }
     }
 
+    /// A record's escalations go in only for the rows its fenced update recorded: the pass that
+    /// overran its lease enqueues none for a row taken over, the pass that holds it does.
+    @Test func onlyARecordedRowEnqueuesItsEscalation() throws {
+        try withTestDatabase { tdb in
+            let f = Fixtures(db: try tdb.connect())
+            let recipient = try f.profile()
+            let id = try f.enqueue(to: recipient, at: seedInstant)
+            let a = QueueStore(db: try tdb.connect(), passId: "pass-a")
+            let later = ClockShift()
+            let b = QueueStore(db: try tdb.connect(), passId: "pass-b", clock: PassClock(now: seedInstant, shift: later))
+            _ = try a.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 1)
+            later.advance(by: 2)
+            #expect(try b.recoverExpiredLeases() == 1)
+            _ = try b.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 60)
+
+            func failedWithEscalation(_ key: String) -> RecordBatch {
+                var batch = RecordBatch()
+                batch.rows.append(RowRecord(id: id, status: .failed, event: .failed))
+                batch.escalations.append(NewNotification(
+                    recipient: recipient, channel: "sms", kind: "system", severity: .critical,
+                    payload: .object([:]), scheduledAt: seedInstant, dedupeKey: key, reason: "escalated_test",
+                    escalatedFrom: id))
+                return batch
+            }
+            let escalated: SQL = "select count(*)::int from notification_queue where escalated_from = \(id)"
+            #expect(try a.record(failedWithEscalation("late")).isEmpty)
+            #expect(try f.count(escalated) == 0, "fenced out: no escalation")
+            #expect(try b.record(failedWithEscalation("owner")) == [id])
+            #expect(try f.count(escalated) == 1)
+        }
+    }
+
     /// A pause an operator sets while a claim holds its candidates locked is honoured by that claim:
     /// the claim's update checks the pauses again, with a snapshot taken after its candidates were
     /// found. The paused kind's rows stay pending and untouched; the rest are claimed.
