@@ -68,6 +68,43 @@ import Testing
                 """) == 400, "one listed entry per notification")
         }
     }
+
+    /// A recipient is in flight from the moment their record is submitted until its transaction
+    /// commits, whether it waits in the writer's queue or is being written: the next claim leaves them
+    /// out, so its rate limits read that send.
+    @Test func aRecordOnItsWayKeepsItsRecipientInFlightUntilItCommits() throws {
+        try withTestDatabase { tdb in
+            let f = Fixtures(db: try tdb.connect())
+            let (first, second) = (try f.profile(), try f.profile())
+            for p in [first, second] { _ = try f.enqueue(to: p, at: seedInstant) }
+            let store = QueueStore(db: try tdb.connect(), passId: "p")
+            let claimed = try store.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 60)
+            func records(of recipient: UUID) -> RecordBatch {
+                var batch = RecordBatch()
+                for c in claimed where c.item.recipientUserId == recipient {
+                    batch.rows.append(RowRecord(item: c.item, status: .sent, event: .sent))
+                }
+                return batch
+            }
+            let writer = RecordWriter(store: store, retryDelays: [])
+            #expect(writer.recipientsInFlight.isEmpty)
+            // Another session holds the trail's table: the first flush is taken and waits to be written,
+            // the second waits in the queue behind it.
+            let holder = try tdb.connect()
+            defer { holder.close() }
+            try holder.execute("begin")
+            try holder.execute("lock table notification_events in access exclusive mode")
+            writer.submit(records(of: first))
+            writer.waitUntilPickedUp()
+            writer.submit(records(of: second))
+            #expect(writer.recipientsInFlight == [first, second])
+            try holder.execute("commit")
+            writer.waitUntilIdle()
+            #expect(writer.recipientsInFlight.isEmpty)
+            #expect(try writer.finish().flatMap { $0.1 }.count == 2)
+            #expect(try f.count("select count(*)::int from notification_queue where status = 'sent'") == 2)
+        }
+    }
 }
 
 /// A total several threads add to.

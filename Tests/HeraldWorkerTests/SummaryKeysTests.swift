@@ -49,17 +49,33 @@ import Testing
         #expect(metrics.contains("herald_pass_phase_errors{phase=\"recover\"} 1"))
     }
 
-    /// A recorded row counts under its channel as the row was written, one herald knows or not.
+    /// A recorded row counts under its channel as the row was written, one herald knows or not; a row
+    /// recorded from its id alone counts in the totals only. Rows with one channel and outcome in a
+    /// row add up as one run, and a run broken by another outcome or channel goes on counting.
     @Test func rowsCountUnderTheirChannelAsWritten() {
+        func row(_ channel: String?, _ status: QueueStatus) -> RowRecord {
+            var r = RowRecord(id: UUID(), status: status, event: status == .sent ? .sent : .failed)
+            r.channelName = channel
+            return r
+        }
         var s = Summary(passId: "p")
-        s.count(RowRecord(id: UUID(), status: .sent, event: .sent), channel: RowChannel(.push))
-        s.count(RowRecord(id: UUID(), status: .failed, event: .failed), channel: RowChannel("carrier_pigeon"))
-        s.count(RowRecord(id: UUID(), status: .sent, event: .sent), channel: RowChannel("push"))
+        s.count([row("push", .sent), row("carrier_pigeon", .failed), row("push", .sent), row("push", .sent),
+                 row("push", .failed), row(nil, .sent), row("push", .sent)])
+        #expect(s.processed == 7 && s.sent == 5 && s.failed == 2)
         let byChannel = s.json["by_channel"]?.objectValue
         #expect(byChannel?.keys.sorted() == ["carrier_pigeon", "push"])
-        #expect(byChannel?["push"]?["sent"]?.intValue == 2)
+        #expect(byChannel?["push"]?["sent"]?.intValue == 4)
+        #expect(byChannel?["push"]?["failed"]?.intValue == 1)
         #expect(byChannel?["carrier_pigeon"]?["failed"]?.intValue == 1)
         #expect(RowChannel("push").channel == .push && RowChannel("carrier_pigeon").channel == nil)
         #expect(Metrics.text(s).contains("herald_pass_rows_by_channel{channel=\"carrier_pigeon\",outcome=\"failed\"} 1"))
+    }
+
+    /// A claimed row's record carries its recipient and its channel as written.
+    @Test func aClaimedRowsRecordNamesItsRecipientAndChannel() {
+        let item = QueueItem(id: UUID(), recipientUserId: UUID(), channelRaw: "carrier_pigeon", kindRaw: "system",
+                             scheduledAt: Date(timeIntervalSince1970: 0))
+        let r = RowRecord(item: item, status: .skipped, event: .skipped)
+        #expect(r.id == item.id && r.recipient == item.recipientUserId && r.channelName == "carrier_pigeon")
     }
 }

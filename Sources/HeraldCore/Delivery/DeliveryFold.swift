@@ -105,7 +105,7 @@ public enum DeliveryFold {
     /// `random` (0..<1) is the backoff's jitter, injected so the result is reproducible.
     public static func fold(_ sent: SentRow, escalation policy: EscalationPolicy, now: Date, random: Double) -> FoldedRow {
         let item = sent.item
-        var out = FoldedRow(row: RowRecord(id: item.id, status: .failed, event: .failed))
+        var out = FoldedRow(row: RowRecord(item: item, status: .failed, event: .failed))
         for answer in sent.lostAnswers + sent.failedOver + sent.answers {
             out.deliveries.append(delivery(item, answer))
             followUps(of: answer, item: item, now: now, into: &out)
@@ -178,7 +178,7 @@ public enum DeliveryFold {
     /// rows past their first attempt (`QueueStore.loadContext`), so a row that reached someone must come back as
     /// attempt 2 or later.
     static func released(_ sent: SentRow, _ t: Tally, now: Date) -> RowRecord {
-        var r = RowRecord(id: sent.item.id, status: .pending, event: .released)
+        var r = RowRecord(item: sent.item, status: .pending, event: .released)
         r.attemptsDelta = t.delivered.isEmpty ? -1 : 0
         r.runAfter = min(t.unsentUntil ?? now, now.addingTimeInterval(maxHold))
         r.reason = sent.unsent.first?.reason.rawValue ?? refusedReason
@@ -191,7 +191,7 @@ public enum DeliveryFold {
     /// Transient failures remain and tries are left: again later, after the backoff (or the provider's
     /// wait), to the destinations not yet delivered.
     static func retrying(_ sent: SentRow, _ t: Tally, code: String?, now: Date, random: Double) -> RowRecord {
-        var r = RowRecord(id: sent.item.id, status: .failed, event: .failed)
+        var r = RowRecord(item: sent.item, status: .failed, event: .failed)
         let retryAfter = t.retries.compactMap { o -> Double? in
             if case .retry(let after, _, _) = o { return after } else { return nil }
         }.max()
@@ -206,7 +206,7 @@ public enum DeliveryFold {
     /// Some destination got it, now or on an earlier attempt: sent, with what failed noted, and the
     /// provider that actually delivered (push: the token's; email: after any failover).
     static func delivered(_ sent: SentRow, _ t: Tally, now: Date) -> RowRecord {
-        var r = RowRecord(id: sent.item.id, status: .sent, event: .sent)
+        var r = RowRecord(item: sent.item, status: .sent, event: .sent)
         r.sentAt = now
         r.providerMessageId = t.delivered.compactMap { $0 }.first
         r.lastError = t.messages.isEmpty ? nil : "some destinations failed: " + RowRecord.messages(t.messages)
@@ -218,7 +218,7 @@ public enum DeliveryFold {
 
     /// Failed for good: tries exhausted on transient failures, or permanent answers only.
     static func failed(_ sent: SentRow, _ t: Tally) -> RowRecord {
-        var r = RowRecord(id: sent.item.id, status: .failed, event: .failed)
+        var r = RowRecord(item: sent.item, status: .failed, event: .failed)
         r.permanent = true
         if !t.retries.isEmpty {
             r.reason = "attempts_exhausted"

@@ -164,14 +164,14 @@ public struct DeliveryPlanner: Sendable {
                        escalation: EscalationPolicy, unusable: [String] = []) -> PlannedRow.Action {
         switch result.decision {
         case .fail(let message):
-            var r = RowRecord(id: item.id, status: .failed, event: .failed)
+            var r = RowRecord(item: item, status: .failed, event: .failed)
             r.permanent = true
             r.lastError = message
             r.reason = "invalid_row"
             r.details = result.trail
             return .record(r, escalation: nil)
         case .skip(let reason):
-            var r = RowRecord(id: item.id, status: .skipped, event: reason == .superseded ? .superseded : .skipped)
+            var r = RowRecord(item: item, status: .skipped, event: reason == .superseded ? .superseded : .skipped)
             r.skipReason = reason
             r.reason = reason.rawValue
             r.details = result.trail
@@ -180,7 +180,7 @@ public struct DeliveryPlanner: Sendable {
             let next = reason == .noDestination ? prefs.flatMap { escalation.escalation(of: item, prefs: $0, because: reason.rawValue) } : nil
             return .record(r, escalation: next)
         case .deferUntil(let until, let reason):
-            var r = RowRecord(id: item.id, status: .pending, event: .deferred)
+            var r = RowRecord(item: item, status: .pending, event: .deferred)
             r.runAfter = until
             r.attemptsDelta = -1
             r.reason = reason.rawValue
@@ -189,7 +189,7 @@ public struct DeliveryPlanner: Sendable {
         case .send:
             guard prefs != nil, route != nil else {
                 // decide() fails rows without a profile or a known channel; never leave one leased.
-                var r = RowRecord(id: item.id, status: .failed, event: .failed)
+                var r = RowRecord(item: item, status: .failed, event: .failed)
                 r.permanent = true
                 r.lastError = "no route for channel '\(item.channelRaw)'"
                 return .record(r, escalation: nil)

@@ -27,11 +27,24 @@ public struct RowRecord: Sendable {
     public var event: QueueEvent
     public var reason: String?
     public var details: JSONValue = .null
+    /// Whose row it is: a pipelined pass claims none of this person's rows while the record is on its
+    /// way. Nil for a record made from an id alone.
+    public var recipient: UUID?
+    /// The row's `channel` as written, for the pass's counts by channel. Nil for a record made from an
+    /// id alone.
+    public var channelName: String?
 
     public init(id: UUID, status: QueueStatus, event: QueueEvent) {
         self.id = id
         self.status = status
         self.event = event
+    }
+
+    /// The record of a claimed row: its id, its recipient and its channel.
+    public init(item: QueueItem, status: QueueStatus, event: QueueEvent) {
+        self.init(id: item.id, status: status, event: event)
+        recipient = item.recipientUserId
+        channelName = item.channelRaw
     }
 
     /// Several destinations' messages as one `lastError`: each different message once, in order, the

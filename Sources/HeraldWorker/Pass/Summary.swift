@@ -80,9 +80,26 @@ public struct Summary: Sendable {
         }
     }
 
-    /// Counts one recorded row, and under its channel as it was claimed (every row a pass records it
-    /// claimed, noting its channel; nil counts it in the totals only).
-    mutating func count(_ record: RowRecord, channel: RowChannel?) {
+    /// Counts recorded rows, each also under its channel as the row names it (`RowRecord.channelName`;
+    /// a record made from an id alone counts in the totals only). A run of rows with one channel and
+    /// one outcome, a batch's usual shape, is added to `byChannel` once.
+    mutating func count(_ records: some Sequence<RowRecord>) {
+        var run: (channel: String, outcome: RowOutcome, rows: Int)?
+        for record in records {
+            let outcome = count(record)
+            guard let channel = record.channelName else { continue }
+            if let r = run, r.channel == channel, r.outcome == outcome {
+                run?.rows += 1
+                continue
+            }
+            if let r = run { byChannel[RowChannel(r.channel), default: [:]][r.outcome, default: 0] += r.rows }
+            run = (channel, outcome, 1)
+        }
+        if let r = run { byChannel[RowChannel(r.channel), default: [:]][r.outcome, default: 0] += r.rows }
+    }
+
+    /// Counts one recorded row in the totals; returns what became of it.
+    private mutating func count(_ record: RowRecord) -> RowOutcome {
         processed += 1
         let outcome = RowOutcome(record)
         switch outcome {
@@ -97,7 +114,7 @@ public struct Summary: Sendable {
             if !record.permanent { retrying += 1 }
         case .processing: break
         }
-        if let channel { byChannel[channel, default: [:]][outcome, default: 0] += 1 }
+        return outcome
     }
 
     public var json: JSONValue {

@@ -74,7 +74,7 @@ extension QueueStore {
     /// backoff while it has tries left (the cause may pass), then for good.
     static func unloadable(_ claimed: Claimed, why: String, now: Date) -> RowRecord {
         let item = claimed.item
-        var r = RowRecord(id: item.id, status: .failed, event: .failed)
+        var r = RowRecord(item: item, status: .failed, event: .failed)
         r.reason = "recipient_unloadable"
         r.lastError = "the recipient's preferences and devices could not be read: \(why)"
         if item.attempts >= claimed.maxAttempts {

@@ -149,7 +149,7 @@ final class BatchPlanner {
 
     /// The record of a row planned to send that has no profile or no route.
     static func unroutable(_ item: QueueItem) -> RowRecord {
-        var r = RowRecord(id: item.id, status: .failed, event: .failed)
+        var r = RowRecord(item: item, status: .failed, event: .failed)
         r.permanent = true
         r.lastError = "no route for channel '\(item.channelRaw)'"
         return r

@@ -49,17 +49,19 @@ final class Claimer {
             return .none
         }
         if let max = options.maxBatches, batches >= max { return .none }
-        var (claimed, contended) = try claimOnce(excluding: recorder.recipientsInFlight)
+        var inFlight = recorder.recipientsInFlight
+        var (claimed, contended) = try claimOnce(excluding: inFlight)
         var tries = 0
         while claimed.isEmpty && contended && tries < 20 && !StopSignal.requested && clock.elapsed < options.deadline {
             tries += 1
-            if recorder.pipeline != nil, recorder.hasRecipientsInFlight {
+            if !inFlight.isEmpty {
                 recorder.waitUntilIdle()  // our own records first: they may be what holds the rows
                 if recorder.failed { break }
             } else {
                 usleep(50_000)
             }
-            (claimed, contended) = try claimOnce(excluding: recorder.recipientsInFlight)
+            inFlight = recorder.recipientsInFlight
+            (claimed, contended) = try claimOnce(excluding: inFlight)
         }
         leftDueRows = claimed.isEmpty && contended
         return claimed.isEmpty ? .none : .rows(claimed)

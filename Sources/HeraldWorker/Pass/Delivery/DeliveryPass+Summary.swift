@@ -25,14 +25,9 @@ extension DeliveryPass {
     /// Counts written flushes; rows the fenced update did not record are reported.
     func count(_ flushes: [WrittenFlush]) {
         for flush in flushes {
-            var lost = 0
-            for row in flush.records.rows {
-                if flush.recorded.contains(row.id) {
-                    summary.count(row, channel: flush.channelOf[row.id])
-                } else {
-                    lost += 1
-                }
-            }
+            let before = summary.processed
+            summary.count(flush.records.rows.lazy.filter { flush.recorded.contains($0.id) })
+            let lost = flush.records.rows.count - (summary.processed - before)
             if lost > 0 {
                 logger.warning("rows were taken over by another pass after this pass's lease expired; their outcome was not recorded here",
                                metadata: ["rows": "\(lost)"])

@@ -102,7 +102,6 @@ final class DeliveryPass {
             } catch let error as PGError where error.isConnectionFailure && restores < Reconnector.triesPerWork {
                 guard let reconnector else { throw error }
                 restores += 1
-                recorder.forgetInFlight()
                 try reconnector.restore(store.db, "pass", after: error)
                 let released = try reconnector.retrying(store.db, "pass") { try store.releaseHeld() }
                 if released > 0 {
@@ -162,7 +161,6 @@ final class DeliveryPass {
     /// sends, each result decided by the answer policy, each row recorded as its last answer arrives
     /// (a row held for the configuration verdict once the sends are done).
     func deliver(_ batch: [Claimed]) throws {
-        recorder.begin(batch)
         defer {
             count(sender.takeCounts())
             count(recorder.takeWritten())

@@ -35,6 +35,8 @@ final class RecordWriter: @unchecked Sendable {  // every var is read and writte
     private var finished = false
     private var error: (any Error)?
     private var results: [(RecordBatch, Set<UUID>)] = []
+    /// The recipients of the flush being written, noted as it is taken from the queue.
+    private var writingRecipients: Set<UUID> = []
     /// The pauses before each new try of a flush lost to contention.
     let retryDelays: [TimeInterval]
     /// Opens the writer's connection again when it ends; nil: a flush whose connection ended fails.
@@ -51,6 +53,16 @@ final class RecordWriter: @unchecked Sendable {  // every var is read and writte
 
     /// True once a flush failed: start no new request.
     var failed: Bool { condition.withLock { error != nil } }
+
+    /// The recipients whose records were submitted and are not yet known written (their transaction
+    /// has not committed): a pipelined pass's next claim leaves them out, so the rate limits of a later
+    /// batch read their sends.
+    var recipientsInFlight: Set<UUID> {
+        condition.withLock {
+            queue.rows.isEmpty ? writingRecipients
+                : writingRecipients.union(queue.rows.lazy.compactMap(\.recipient))
+        }
+    }
 
     /// Queues `batch` to be written; returns at once.
     func submit(_ batch: RecordBatch) {
@@ -106,6 +118,8 @@ final class RecordWriter: @unchecked Sendable {  // every var is read and writte
                     writing = true
                     condition.broadcast()  // waitUntilPickedUp
                 }
+                // Taken from the queue and still in flight in one step: a claim never sees neither.
+                writingRecipients = Set(queue.rows.lazy.compactMap(\.recipient))
                 return queue
             }
             guard let batch else { break }
@@ -113,6 +127,7 @@ final class RecordWriter: @unchecked Sendable {  // every var is read and writte
                 let recorded = try write(batch)
                 condition.withLock {
                     results.append((batch, recorded))
+                    writingRecipients = []
                     writing = false
                     condition.broadcast()  // waitUntilIdle
                 }
@@ -120,6 +135,7 @@ final class RecordWriter: @unchecked Sendable {  // every var is read and writte
                 condition.withLock {
                     self.error = error
                     queue = RecordBatch()
+                    writingRecipients = []
                     writing = false
                     condition.broadcast()
                 }

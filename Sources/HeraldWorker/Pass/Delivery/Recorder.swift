@@ -3,19 +3,16 @@ import HeraldCore
 import HeraldPostgres
 import Logging
 
-/// A flush written: its records, the rows the fenced update recorded, and the channel each row was
-/// claimed on, for the driver to count.
+/// A flush written: its records, and the rows the fenced update recorded, for the driver to count.
 struct WrittenFlush {
     var records: RecordBatch
     var recorded: Set<UUID>
-    var channelOf: [UUID: RowChannel]
 }
 
 /// The recording step: where a batch's records go and what is known written. It owns the pipeline (the
 /// `RecordWriter` a draining pass keeps on a second connection across batches, so batch N is recorded
-/// while batch N+1 is claimed and decided), the channel of each row claimed and not yet counted, the
-/// recipients whose records are still on their way (the next claim leaves them out), and the flushes
-/// written and not yet counted.
+/// while batch N+1 is claimed and decided), which knows the recipients whose records are still on
+/// their way (the next claim leaves them out), and the flushes written and not yet counted.
 final class Recorder {
     let store: QueueStore
     let logger: Logger
@@ -26,10 +23,6 @@ final class Recorder {
     var openRecordConnection: (() throws -> PGConnection)?
     /// The writer a pipelined pass keeps across batches, once a full batch shows there is more to do.
     private(set) var pipeline: RecordWriter?
-    /// The channel of each row claimed and not yet counted (its record may still be being written).
-    private var channelOf: [UUID: RowChannel] = [:]
-    /// The recipient of each row handed to the pipeline and not yet known written.
-    private var recipientInFlight: [UUID: UUID] = [:]
     private var written: [WrittenFlush] = []
 
     init(store: QueueStore, logger: Logger) {
@@ -38,19 +31,9 @@ final class Recorder {
     }
 
     /// The recipients whose records are on their way: the next claim leaves them out.
-    var recipientsInFlight: Set<UUID> { Set(recipientInFlight.values) }
-    var hasRecipientsInFlight: Bool { !recipientInFlight.isEmpty }
+    var recipientsInFlight: Set<UUID> { pipeline?.recipientsInFlight ?? [] }
     /// A pipelined flush failed: start no new request, claim no new batch.
     var failed: Bool { pipeline?.failed ?? false }
-
-    /// A claimed batch: each row's channel noted, and with a pipeline its recipient as in flight.
-    func begin(_ batch: [Claimed]) {
-        if pipeline == nil { channelOf = [:] }  // the pipeline's rows stay until counted
-        for claimed in batch {
-            channelOf[claimed.item.id] = RowChannel(claimed.item.channelRaw)
-            if pipeline != nil { recipientInFlight[claimed.item.id] = claimed.item.recipientUserId }
-        }
-    }
 
     /// Writes records known before any request (the pipeline's, or in line on the pass's connection).
     func flush(_ records: inout RecordBatch) throws {
@@ -114,30 +97,16 @@ final class Recorder {
         guard let writer = pipeline else { return }
         pipeline = nil
         defer { writer.store.db.close() }
-        for (records, recorded) in try writer.finish() { notePipelined(records, recorded) }
+        for (records, recorded) in try writer.finish() { note(records, recorded: recorded) }
     }
-
-    /// The connection ended: no record of this drain is on its way any more.
-    func forgetInFlight() { recipientInFlight = [:] }
 
     private func collectPipelined() {
         guard let pipeline else { return }
-        for (records, recorded) in pipeline.takeResults() { notePipelined(records, recorded) }
-    }
-
-    private func notePipelined(_ records: RecordBatch, _ recorded: Set<UUID>) {
-        note(records, recorded: recorded)
-        for row in records.rows {
-            channelOf[row.id] = nil
-            recipientInFlight[row.id] = nil
-        }
+        for (records, recorded) in pipeline.takeResults() { note(records, recorded: recorded) }
     }
 
     private func note(_ records: RecordBatch, recorded: Set<UUID>) {
-        var channels: [UUID: RowChannel] = [:]
-        channels.reserveCapacity(records.rows.count)
-        for row in records.rows { channels[row.id] = channelOf[row.id] }
-        written.append(WrittenFlush(records: records, recorded: recorded, channelOf: channels))
+        written.append(WrittenFlush(records: records, recorded: recorded))
     }
 }
 
