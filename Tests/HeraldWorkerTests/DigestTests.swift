@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HeraldPostgres
 import HeraldTestSupport
+import HeraldWorker
 import Testing
 
 /// A digested type's rows collect, per person, into one open window (`notification_digests`), joined by
@@ -224,20 +225,33 @@ import Testing
         }
     }
 
-    /// A digest's window and its items go when its entry goes (the list's retention): nothing is
-    /// left behind for a digest nobody can list.
-    @Test func aDigestsWindowGoesWithItsEntry() throws {
+    /// A digest's window and its items go with the prune once its entry is gone, whichever way the
+    /// entry went, and the window closed more than the entries' 30 days ago: nothing is left behind for
+    /// a digest nobody can list, and a delete from inbox fires nothing (a type that is not digested
+    /// pays nothing when its entries go). A window whose entry is still listed stays.
+    @Test func aDigestsWindowGoesWithThePruneOnceItsEntryHasGone() throws {
         try withTestDatabase { tdb in
             let db = try tdb.connect()
-            let user = try Fixtures(db: db).profile()
+            let f = Fixtures(db: db)
+            let (gone, kept) = (try f.profile(), try f.profile())
             try db.execute("insert into notification_type_digests (type, window_kind, window_seconds) values ('message', 'fixed', 60)")
             let t0 = instant("2026-03-10T09:00:00Z")
-            for n in 0..<3 { try Self.item(db, user, at: t0.addingTimeInterval(Double(n))) }
-            try db.execute("delete from inbox where user_id = \(user) and notification_key not like 'digest:%'")
-            #expect(try Self.windows(db, user).count == 1, "an item's entry going leaves the digest")
-            try db.execute("delete from inbox where user_id = \(user)")
-            #expect(try Self.windows(db, user).isEmpty)
-            #expect(try Fixtures(db: db).count("select count(*) from notification_digest_items") == 0)
+            for user in [gone, kept] {
+                for n in 0..<3 { try Self.item(db, user, at: t0.addingTimeInterval(Double(n))) }
+            }
+            try db.execute("update notification_digests set closed_at = \(t0.addingTimeInterval(60))")
+            #expect(try f.count("""
+                select count(*)::int from pg_trigger
+                 where tgrelid = 'inbox'::regclass and not tgisinternal and tgtype & 8 <> 0
+                """) == 0, "no trigger fires on a delete from inbox")
+            try db.execute("delete from inbox where user_id = \(gone)")
+            let store = QueueStore(db: db, passId: "p")
+            try store.pruneTerminal(retentionDays: 30, now: t0.addingTimeInterval(20 * 86_400))
+            #expect(try Self.windows(db, gone).count == 1, "closed 20 days ago: kept")
+            try store.pruneTerminal(retentionDays: 30, now: t0.addingTimeInterval(40 * 86_400))
+            #expect(try Self.windows(db, gone).isEmpty)
+            #expect(try Self.windows(db, kept).count == 1, "its entry is still listed")
+            #expect(try f.count("select count(*)::int from notification_digest_items") == 3, "the items went with their window")
         }
     }
 

@@ -51,7 +51,8 @@ extension QueueStore {
     /// retention): each row leaves a `pruned` event with what it was, without its payload, and a sent
     /// row's delivery is folded into its notification's entry. Then drops the users' notification
     /// entries delivered more than `historyRetentionDays` before the pass's `now` (a chunk of `limit`
-    /// too), and those never delivered whose queue rows are gone.
+    /// too), and those never delivered whose queue rows are gone; then the digests' windows closed that
+    /// long ago whose entries are gone, with their items.
     @discardableResult
     public func pruneTerminal(retentionDays: Int, now: Date, limit: Int = 5000) throws -> Int {
         try db.transaction { db in
@@ -104,6 +105,16 @@ extension QueueStore {
                       and not exists (select 1 from \(queue) q where q.recipient_user_id = i.user_id
                                         and q.notification_group = i.notification_key)
                     limit \(limit)))
+                """)
+            // A digest's window and its items go once its entry has, closed more than those 30 days ago
+            // (whichever way the entry went): nothing fires on a delete from inbox.
+            try db.execute("""
+                delete from notification_digests where id in (
+                  select d.id from notification_digests d
+                   where d.closed_at < \(now)::timestamptz - make_interval(days => \(QueueStore.historyRetentionDays))
+                     and not exists (select 1 from inbox i
+                                      where i.user_id = d.user_id and i.notification_key = d.notification_group)
+                   limit \(limit))
                 """)
             return pruned
         }
