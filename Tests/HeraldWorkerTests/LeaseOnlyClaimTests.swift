@@ -58,6 +58,32 @@ import Testing
         }
     }
 
+    /// A claim takes the first due rows in the claim's order (priority, then run_after, then id) and
+    /// returns them in that order, each as the lease left it (one attempt more), whatever order the
+    /// rows were written in.
+    @Test func aClaimReturnsItsRowsInTheClaimsOrderAsTheLeaseLeftThem() throws {
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            for n in 0..<12 {
+                try db.execute("""
+                    insert into notification_queue (recipient_user_id, channel, kind, priority, payload, scheduled_at,
+                                                    run_after, attempts)
+                    values (\(try f.profile()), 'in_app', 'system', \(["low", "normal", "high"][n % 3]), '{"title":"t"}',
+                            \(seedInstant.addingTimeInterval(Double(-n))), \(seedInstant.addingTimeInterval(Double(-n))), \(n % 2))
+                    """)
+            }
+            let expected = try db.query("""
+                select id, attempts + 1 as attempts from notification_queue order by priority_rank, run_after, id limit 8
+                """).map { (try #require($0["id"].uuid), $0["attempts"].int ?? -1) }
+            let claimed = try QueueStore(db: try tdb.connect(), passId: "p")
+                .claimRows(limit: 8, now: seedInstant, channels: [.inApp], leaseSeconds: 600)
+            #expect(claimed.map(\.item.id) == expected.map(\.0))
+            #expect(claimed.map(\.item.attempts) == expected.map(\.1))
+            #expect(try f.count("select count(*)::int from notification_queue where locked_by = 'p'") == 8)
+        }
+    }
+
     /// A live lease keeps the row from every other claim; once it has run out, a claim takes the row
     /// over by itself (its attempt counted again), and the pass that overran is fenced out.
     @Test func anExpiredLeaseIsTakenOverByTheNextClaim() throws {
