@@ -50,18 +50,28 @@ struct CPUMeter {
                        background: (now.background - start.background) / n)
     }
 
+    /// A backend reaped while the sample is read would be lost: its time is not yet the postmaster's
+    /// when that is read, and gone from /proc when its own would be (a drain's connections close as it
+    /// ends: a sample so taken once read half a drain's backend time). So the postmaster's reaped time
+    /// is read before and after the children, and the sample read again until the two agree.
     static func sample(_ postmaster: Int32) -> Sample {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         let client = seconds(usage.ru_utime) + seconds(usage.ru_stime)
-        // The postmaster's own time is idle work; its reaped children are exited backends and
-        // autovacuum workers, counted as backends.
-        var backends = stat(postmaster)?.reaped ?? 0, background = 0.0
-        for pid in children(of: postmaster) {
-            guard let s = stat(pid) else { continue }
-            if isClientBackend(pid) { backends += s.own } else { background += s.own }
+        var sample = Sample(client: client, backends: 0, background: 0)
+        for _ in 0..<20 {
+            // The postmaster's own time is idle work; its reaped children are exited backends and
+            // autovacuum workers, counted as backends.
+            let reaped = stat(postmaster)?.reaped ?? 0
+            var backends = reaped, background = 0.0
+            for pid in children(of: postmaster) {
+                guard let s = stat(pid) else { continue }
+                if isClientBackend(pid) { backends += s.own } else { background += s.own }
+            }
+            sample = Sample(client: client, backends: backends, background: background)
+            if stat(postmaster)?.reaped ?? 0 == reaped { break }
         }
-        return Sample(client: client, backends: backends, background: background)
+        return sample
     }
 
     /// A process's CPU seconds from /proc/PID/stat: its own, its reaped children's, and its parent.
