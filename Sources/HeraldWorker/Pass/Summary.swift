@@ -80,26 +80,9 @@ public struct Summary: Sendable {
         }
     }
 
-    /// Counts recorded rows, each also under its channel as the row names it (`RowRecord.channelName`;
-    /// a record made from an id alone counts in the totals only). A run of rows with one channel and
-    /// one outcome, a batch's usual shape, is added to `byChannel` once.
-    mutating func count(_ records: some Sequence<RowRecord>) {
-        var run: (channel: String, outcome: RowOutcome, rows: Int)?
-        for record in records {
-            let outcome = count(record)
-            guard let channel = record.channelName else { continue }
-            if let r = run, r.channel == channel, r.outcome == outcome {
-                run?.rows += 1
-                continue
-            }
-            if let r = run { byChannel[RowChannel(r.channel), default: [:]][r.outcome, default: 0] += r.rows }
-            run = (channel, outcome, 1)
-        }
-        if let r = run { byChannel[RowChannel(r.channel), default: [:]][r.outcome, default: 0] += r.rows }
-    }
-
-    /// Counts one recorded row in the totals; returns what became of it.
-    private mutating func count(_ record: RowRecord) -> RowOutcome {
+    /// Counts one recorded row, and under its channel as the row names it (`RowRecord.channelName`; a
+    /// record made from an id alone counts in the totals only).
+    mutating func count(_ record: RowRecord) {
         processed += 1
         let outcome = RowOutcome(record)
         switch outcome {
@@ -114,7 +97,7 @@ public struct Summary: Sendable {
             if !record.permanent { retrying += 1 }
         case .processing: break
         }
-        return outcome
+        if let channel = record.channelName { byChannel[RowChannel(channel), default: [:]][outcome, default: 0] += 1 }
     }
 
     public var json: JSONValue {

@@ -25,9 +25,10 @@ extension DeliveryPass {
     /// Counts written flushes; rows the fenced update did not record are reported.
     func count(_ flushes: [WrittenFlush]) {
         for flush in flushes {
-            let before = summary.processed
-            summary.count(flush.records.rows.lazy.filter { flush.recorded.contains($0.id) })
-            let lost = flush.records.rows.count - (summary.processed - before)
+            var lost = 0
+            for row in flush.records.rows {
+                if flush.recorded.contains(row.id) { summary.count(row) } else { lost += 1 }
+            }
             if lost > 0 {
                 logger.warning("rows were taken over by another pass after this pass's lease expired; their outcome was not recorded here",
                                metadata: ["rows": "\(lost)"])

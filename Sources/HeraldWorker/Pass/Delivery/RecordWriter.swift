@@ -118,7 +118,8 @@ final class RecordWriter: @unchecked Sendable {  // every var is read and writte
                     writing = true
                     condition.broadcast()  // waitUntilPickedUp
                 }
-                // Taken from the queue and still in flight in one step: a claim never sees neither.
+                // Taken from the queue and noted as being written in one step: a claim that reads the
+                // recipients in flight finds these in one or the other, never in neither.
                 writingRecipients = Set(queue.rows.lazy.compactMap(\.recipient))
                 return queue
             }
