@@ -90,27 +90,7 @@ extension QueueStore {
                 )
                 select count(*)::int as n from d
                 """).first?["n"].int ?? 0
-            // The user's notifications are kept 30 days after their delivery, whatever the queue's
-            // retention; one never delivered goes once its queue row has (it never listed). Each part
-            // reads its index (inbox_delivered, inbox_undelivered) from the oldest entry, so a pass
-            // reads only what it deletes: without the order, a planner that takes the old entries for
-            // many (an inbox not analyzed yet) scans every entry for them, 147 ms for a million.
-            try db.execute("""
-                delete from inbox where id in (
-                  (select id from inbox
-                    where delivered_at < \(now)::timestamptz - make_interval(days => \(QueueStore.historyRetentionDays))
-                    order by delivered_at
-                    limit \(limit))
-                  union all
-                  (select i.id from inbox i
-                    where i.delivered_at is null
-                      and i.created_at < \(now)::timestamptz - make_interval(days => \(QueueStore.historyRetentionDays))
-                      and not exists (select 1 from \(queue) q where q.id = i.queue_id)
-                      and not exists (select 1 from \(queue) q where q.recipient_user_id = i.user_id
-                                        and q.notification_group = i.notification_key)
-                    order by i.created_at
-                    limit \(limit)))
-                """)
+            try db.execute(agedEntries(now: now, limit: limit))
             // A digest's window and its items go once its entry has, closed more than those 30 days ago
             // (whichever way the entry went): nothing fires on a delete from inbox.
             try db.execute("""
@@ -124,6 +104,30 @@ extension QueueStore {
                 """)
             return pruned
         }
+    }
+
+    /// The prune's delete of users' notification entries: kept 30 days after their delivery, whatever
+    /// the queue's retention; one never delivered goes once its queue row has (it never listed), a
+    /// chunk of `limit` each. Each part reads its index (inbox_delivered, inbox_undelivered) from the
+    /// oldest entry, so a pass reads only what it deletes: without the order, a planner that takes the
+    /// old entries for many (an inbox not analyzed yet) scans every entry for them, 147 ms for a million.
+    func agedEntries(now: Date, limit: Int) -> SQL {
+        """
+        delete from inbox where id in (
+          (select id from inbox
+            where delivered_at < \(now)::timestamptz - make_interval(days => \(QueueStore.historyRetentionDays))
+            order by delivered_at
+            limit \(limit))
+          union all
+          (select i.id from inbox i
+            where i.delivered_at is null
+              and i.created_at < \(now)::timestamptz - make_interval(days => \(QueueStore.historyRetentionDays))
+              and not exists (select 1 from \(queue) q where q.id = i.queue_id)
+              and not exists (select 1 from \(queue) q where q.recipient_user_id = i.user_id
+                                and q.notification_group = i.notification_key)
+            order by i.created_at
+            limit \(limit)))
+        """
     }
 
     /// How long a user's notification entry is kept after its delivery, in days.
