@@ -105,8 +105,9 @@ import Testing
     }
 
     /// While this release's passes lease rows, the previous release's claim (which knows only
-    /// `processing`) cannot take a row under a live lease; a row it does claim is `processing`, which
-    /// this release leaves alone while the lease lives and recovers once it has expired.
+    /// `processing`) cannot take a row under a live lease: meeting one, it is refused whole and changes
+    /// nothing. Once the lease has ended, the rows it claims are `processing`, which this release leaves
+    /// alone while that lease lives and recovers once it has expired.
     @Test func thePreviousReleasesClaimHonoursThisReleasesLeases() throws {
         try withTestDatabase { tdb in
             let db = try tdb.connect()
@@ -118,12 +119,23 @@ import Testing
             let mine = try store.claimRows(limit: 3, now: seedInstant, channels: [.inApp], leaseSeconds: 600).map(\.item.id)
             #expect(mine.count == 3)
 
+            let refused = #expect(throws: PGError.self) {
+                try PreviousRelease.claim(db, passId: "old-pass", limit: 10, now: seedInstant, leaseSeconds: 1)
+            }
+            #expect(refused?.sqlState == "55P03")
+            #expect("\(refused.map { "\($0)" } ?? "")".contains("is leased to pass \"new-pass\""))
+            #expect(try f.count("select count(*)::int from notification_queue where locked_by = 'new-pass' and status = 'pending'") == 3)
+            #expect(try f.count("select count(*)::int from notification_queue where status = 'processing' or locked_by = 'old-pass'") == 0)
+
+            // This release's pass records its rows; the previous release's claim then takes the other three.
+            var sent = RecordBatch()
+            for id in mine { sent.rows.append(RowRecord(id: id, status: .sent, event: .sent)) }
+            #expect(try store.record(sent) == Set(mine))
             let theirs = try PreviousRelease.claim(db, passId: "old-pass", limit: 10, now: seedInstant, leaseSeconds: 1)
             #expect(theirs.count == 3)
             #expect(Set(theirs).isDisjoint(with: mine))
-            #expect(try f.count("select count(*)::int from notification_queue where locked_by = 'new-pass' and status = 'pending'") == 3)
             #expect(try store.claimRows(limit: 10, now: seedInstant, channels: [.inApp], leaseSeconds: 600).isEmpty)
-            #expect(try Status.report(db, now: seedInstant)["depth"]?["processing"]?["in_app"]?.intValue == 6)
+            #expect(try Status.report(db, now: seedInstant)["depth"]?["processing"]?["in_app"]?.intValue == 3)
 
             later.advance(by: 2)
             #expect(try store.recoverExpiredLeases(now: seedInstant) == 3)

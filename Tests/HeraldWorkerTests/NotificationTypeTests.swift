@@ -36,7 +36,58 @@ import Testing
             #expect(try f.count("select count(*)::int from notification_queue") == 0)
             // Changing a row's type to an unknown one is refused the same way.
             let id = try f.enqueue(to: p, kind: "message", at: Date())
-            #expect(throws: PGError.self) { try db.execute("update notification_queue set kind = 'nope' where id = \(id)") }
+            let refused = #expect(throws: PGError.self) { try db.execute("update notification_queue set kind = 'nope' where id = \(id)") }
+            #expect(refused?.sqlState == "23503" && refused?.message.contains("\"nope\"") == true)
+            #expect(try f.count("select count(*)::int from notification_queue where kind = 'message'") == 1)
+        }
+    }
+
+    /// A row whose type changes takes the marks an insert of the new type gives it: the start of a
+    /// follow-up chain and quiet once read. A step of a chain (`follow_up_of`) never starts one.
+    @Test func aRowWhoseTypeChangesTakesTheNewTypesMarks() throws {
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let f = Fixtures(db: db)
+            try db.execute("""
+                insert into notification_types (type, quiet_once_read, follow_up)
+                values ('checkin', true, \(FollowUpPolicyTests.policy([FollowUpPolicyTests.step()]))::jsonb)
+                """)
+            let p = try f.profile()
+            let id = try f.enqueue(to: p, kind: "message", at: Date())
+            let step = try f.enqueue(to: p, kind: "message", at: Date())
+            try db.execute("update notification_queue set follow_up_of = \(id) where id = \(step)")
+            func marks(_ row: UUID) throws -> String {
+                try db.query("""
+                    select coalesce(follows_up, false)::text || ' ' || quiet_once_read::text as marks
+                      from notification_queue where id = \(row)
+                    """).first?["marks"].string ?? "none"
+            }
+            #expect(try marks(id) == "false false")
+
+            try db.execute("update notification_queue set kind = 'checkin' where id = any(\([id, step])::uuid[])")
+            #expect(try marks(id) == "true true")
+            #expect(try marks(step) == "false true")
+        }
+    }
+
+    /// The queue has no BEFORE UPDATE row trigger: with one, PostgreSQL locks every row a claim or a
+    /// record updates before updating it (a WAL record a row, twice a notification), whatever the
+    /// trigger's columns or WHEN clause. The type check of an update and the lease guard run after the
+    /// write.
+    @Test func noTriggerRunsBeforeAnUpdateOfTheQueue() throws {
+        try withTestDatabase { tdb in
+            let db = try tdb.connect()
+            let before = try db.query("""
+                select tgname from pg_trigger
+                 where tgrelid = 'notification_queue'::regclass and not tgisinternal
+                   and tgtype & 1 = 1 and tgtype & 2 = 2 and tgtype & 16 = 16
+                """).compactMap { $0["tgname"].string }
+            #expect(before == [])
+            let after = Set(try db.query("""
+                select tgname from pg_trigger
+                 where tgrelid = 'notification_queue'::regclass and not tgisinternal and tgtype & 16 = 16
+                """).compactMap { $0["tgname"].string })
+            #expect(after.isSuperset(of: ["herald_queue_kind_changed", "herald_queue_lease_held"]))
         }
     }
 
