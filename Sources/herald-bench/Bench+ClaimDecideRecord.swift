@@ -99,6 +99,7 @@ extension Bench {
                 }
                 bareCount += try store.record(records).count
             }
+            try store.leasesEnded()  // as a pass's drain ends
         }
         let account = cpu.per(bareCount)
         return Drain(rows: bareCount, seconds: bare, writes: try meter.per(bareCount, flushing: db), cpu: account)

@@ -98,6 +98,12 @@ import Testing
             migrator.close()
             #expect(applied.first?.version == Self.firstOfThisRelease)
             #expect(try SchemaVersion.check(db) == SchemaVersion.required)
+            // The previous release's passes lease without a note: this release's claims read the
+            // recipients they hold for a day (sql/072).
+            #expect(try f.count("""
+                select count(*)::int from herald_lease_holders
+                 where pass_id = '(passes of earlier releases)' and until > now() + interval '23 hours'
+                """) == 1)
             #expect(try PreviousRelease.recordSent(db, passId: "old-in-flight", ids: inFlight, now: seedInstant).count == 10)
 
             // This release's passes drain the queue beside them; once the dead pass's lease has run out,

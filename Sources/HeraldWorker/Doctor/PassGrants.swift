@@ -13,6 +13,7 @@ enum PassGrants {
         ("notification_deliveries", [.select, .insert, .update]),
         ("notification_events", [.select, .insert]),
         ("herald_passes", [.select, .insert, .update]),
+        ("herald_lease_holders", [.select, .insert, .update, .delete]),
         ("herald_pauses", [.select]),
         ("herald_provider_credentials", [.select, .insert, .update, .delete]),
         ("inbox", [.select, .insert, .update, .delete]),

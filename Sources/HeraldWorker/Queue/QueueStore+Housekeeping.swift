@@ -52,7 +52,8 @@ extension QueueStore {
     /// row's delivery is folded into its notification's entry. Then drops the users' notification
     /// entries delivered more than `historyRetentionDays` before the pass's `now` (a chunk of `limit`
     /// too), and those never delivered whose queue rows are gone; then the digests' windows closed that
-    /// long ago whose entries are gone, with their items.
+    /// long ago whose entries are gone, with their items; and the lease notes of passes whose leases
+    /// ran out a day ago (`herald_lease_holders`).
     @discardableResult
     public func pruneTerminal(retentionDays: Int, now: Date, limit: Int = 5000) throws -> Int {
         try db.transaction { db in
@@ -102,6 +103,8 @@ extension QueueStore {
                    order by d.closed_at
                    limit \(limit))
                 """)
+            // Notes of passes that ended without taking theirs away: past, they no longer count.
+            try db.execute("delete from herald_lease_holders where until < now() - interval '1 day'")
             return pruned
         }
     }

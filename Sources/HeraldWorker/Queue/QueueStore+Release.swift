@@ -27,4 +27,11 @@ extension QueueStore {
                 """).first?["n"].int ?? 0
         }
     }
+
+    /// Takes this pass's note in `herald_lease_holders` away: every row it claimed has been recorded
+    /// or released, so it holds no lease, and other passes' claims may skip reading the recipients it
+    /// held. A pass that ends otherwise leaves its note until its leases have run out.
+    public func leasesEnded() throws {
+        try db.execute("delete from herald_lease_holders where pass_id = \(passId)")
+    }
 }

@@ -98,6 +98,7 @@ final class DeliveryPass {
         while true {
             do {
                 try drainOnce()
+                endLeases()
                 return
             } catch let error as PGError where error.isConnectionFailure && restores < Reconnector.triesPerWork {
                 guard let reconnector else { throw error }
@@ -109,6 +110,16 @@ final class DeliveryPass {
                                   metadata: ["rows": "\(released)"])
                 }
             }
+        }
+    }
+
+    /// Every row the drain claimed is recorded: the pass's note that it holds leases goes (a failure
+    /// leaves it, and other passes read the recipients it held until it runs out).
+    private func endLeases() {
+        do {
+            try store.leasesEnded()
+        } catch {
+            logger.warning("could not note that this pass holds no lease", metadata: ["error": .string("\(error)")])
         }
     }
 
