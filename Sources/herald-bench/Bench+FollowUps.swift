@@ -83,7 +83,7 @@ extension Bench {
                    String(format: "(%+.1f µs: the claim's check)", delta("steps", "send")))
         Bench.line("a read cancelling its step (CPU)", f("read cancel"), "a read without a chain", f("read"),
                    String(format: "(%+.1f µs)", delta("read cancel", "read")))
-        Bench.line("a read, a type using none (CPU)", f("read"), "without the read trigger", f("read floor"),
+        Bench.line("a read, a type using none (CPU)", f("read"), "the read as before them", f("read floor"),
                    c.verdict("read", "read floor", "read floor again"))
         print("")
     }
@@ -106,63 +106,86 @@ extension Bench {
     func setFollowUpTriggers(_ db: PGConnection, _ on: Bool) throws {
         let verb = on ? "enable" : "disable"
         try db.execute("alter table notification_queue \(unescaped: verb) trigger herald_follow_up_start")
-        try db.execute("alter table inbox \(unescaped: verb) trigger herald_inbox_read")
     }
 
-    /// The trigger a read fires (the follow-up cancel, the read-elsewhere withdrawal and a digest's
-    /// read) there or not: dropped, and made again from its own `definition`. Not disabled: the server
-    /// still fetches each updated row's old version for a disabled AFTER row trigger (0.3 µs a read in
-    /// a loop of one-row updates), which would flatter the trigger.
-    func setReadTriggers(_ db: PGConnection, _ on: Bool, definition: String) throws {
-        try db.execute("drop trigger if exists herald_inbox_read on inbox")
-        if on { try db.execute(SQL(unescaped: definition)) }
-    }
+    /// The app's read as it was before follow-ups, quiet once read and digests: it marks the entries
+    /// and answers, and calls nothing else. A read of a plain type is measured against it.
+    static let readFloor: SQL = """
+        create or replace function public.herald_bench_read_floor(notification_ids uuid[]) returns jsonb
+        language plpgsql security definer set search_path = pg_catalog, pg_temp as $$
+        declare
+          caller uuid := auth.uid();
+          at timestamptz := now();
+          ids uuid[];
+        begin
+          if caller is null then
+            perform public.herald_raise('unauthorized', 'no caller: sign in first');
+          end if;
+          if notification_ids is null then
+            perform public.herald_raise('validation_error', 'notification_ids is required');
+          end if;
+          if cardinality(notification_ids) > 1000 then
+            perform public.herald_raise('validation_error', 'at most 1000 a call');
+          end if;
+          with named as (
+            select public.herald_entry_of(caller, n) as id from unnest(notification_ids) n
+          ), updated as (
+            update public.inbox i set is_read = true, read_at = at
+             where i.id in (select id from named) and i.user_id = caller and not i.is_read
+            returning i.id
+          )
+          select coalesce(array_agg(id), '{}') into ids from updated;
+          return jsonb_build_object('updated_count', cardinality(ids), 'notification_ids', to_jsonb(ids),
+                                    'read_at', (extract(epoch from at) * 1000)::bigint);
+        end
+        $$
+        """
 
-    /// `pg_get_triggerdef` of the read trigger: what makes it again.
-    func readTriggerDefinition(_ db: PGConnection) throws -> String {
-        guard let definition = try db.query("""
-            select pg_get_triggerdef(oid) as def from pg_trigger
-             where tgrelid = 'public.inbox'::regclass and tgname = 'herald_inbox_read'
-            """).first?["def"].string else { throw BenchError("no herald_inbox_read trigger") }
-        return definition
-    }
-
-    /// Reads one per transaction, as the app marks them, commits not waited for, in µs of the server
-    /// backend's CPU per read (the disk's and the client's time are the same for each): 1,000 of
-    /// notifications whose step is pending (each read cancels it); then, of one queue of a type using
-    /// none of follow-ups, quiet once read and digests, 1,000 each with the read trigger, without it, and
-    /// without it again, in chunks of 100 taking turns (a neighbour's burst falls on all three alike).
+    /// Reads one per transaction, as the app marks them (`mark_notifications_read` as the signed-in
+    /// person), commits not waited for, in µs of the server backend's CPU per read (the disk's and the
+    /// client's time are the same for each): 1,000 of notifications whose step is pending (each read
+    /// cancels it); then, of one queue of a type using none of follow-ups, quiet once read and digests,
+    /// 1,000 each through the app's read, through the read as it was before them
+    /// (`herald_bench_read_floor`), and through that again, in chunks of 100 taking turns (a
+    /// neighbour's burst falls on all three alike).
     func measureReads(_ db: PGConnection, now: Date, reversed: Bool, into c: inout FollowUpCosts,
                       settings: Settings) throws {
         let pid = try db.query("select pg_backend_pid() as pid").first?["pid"].int ?? 0
         try db.execute("set synchronous_commit = off")
         defer { _ = try? db.execute("reset synchronous_commit") }
-        let definition = try readTriggerDefinition(db)
-        defer { _ = try? setReadTriggers(db, true, definition: definition) }
-        func entries(_ kind: String, _ n: Int) throws -> [UUID] {
+        try db.execute(Self.readFloor)
+        func entries(_ kind: String, _ n: Int) throws -> [(id: UUID, user: UUID)] {
             _ = try enqueueFollowUpBench(db, kind: kind, at: now)
             _ = try pass(settings, drainOptions(batch: 1_000, now: now))
             // The chains' rows counted, as autovacuum would after such a burst: planned from the
             // statistics of the queue before its chains, a read's cancelling statement took 2 ms.
             try db.execute("analyze notification_queue")
-            return try db.query("select id from inbox order by id limit \(n)").compactMap { $0["id"].uuid }
+            return try db.query("select id, user_id from inbox order by id limit \(n)").compactMap { row in
+                guard let id = row["id"].uuid, let user = row["user_id"].uuid else { return nil }
+                return (id, user)
+            }
         }
-        func read(_ ids: ArraySlice<UUID>) throws -> Double {
+        func read(_ entries: ArraySlice<(id: UUID, user: UUID)>, through rpc: String) throws -> Double {
             let start = Self.backendCPU(pid)
-            for id in ids { try db.execute("update inbox set is_read = true, read_at = now() where id = \(id)") }
+            for entry in entries {
+                try db.transaction { db in
+                    let claims = JSONValue.object(["sub": .string(entry.user.uuidString.lowercased()), "role": "authenticated"]).jsonText
+                    _ = try db.query("select set_config('request.jwt.claims', \(claims), true)")
+                    _ = try db.query("select \(unescaped: rpc)(\([entry.id])::uuid[])")
+                }
+            }
             return Self.backendCPU(pid) - start
         }
-        try setReadTriggers(db, true, definition: definition)
         let cancelling = try entries("bench_followed", 1_000)
-        c.add("read cancel", try read(cancelling[...]) / Double(max(cancelling.count, 1)) * 1e6)
-        let ways = [("read", true), ("read floor", false), ("read floor again", false)]
+        c.add("read cancel", try read(cancelling[...], through: "mark_notifications_read") / Double(max(cancelling.count, 1)) * 1e6)
+        let ways = [("read", "mark_notifications_read"), ("read floor", "herald_bench_read_floor"),
+                    ("read floor again", "herald_bench_read_floor")]
         let plain = try entries("system", 3_000), chunk = 100
         var cpu: [String: Double] = [:]
         for (i, start) in stride(from: 0, to: plain.count - chunk * ways.count + 1, by: chunk * ways.count).enumerated() {
             let order = (i + (reversed ? 1 : 0)) % 2 == 0 ? ways : ways.reversed()
-            for (j, (way, trigger)) in order.enumerated() {
-                try setReadTriggers(db, trigger, definition: definition)
-                cpu[way, default: 0] += try read(plain[(start + j * chunk)..<(start + (j + 1) * chunk)])
+            for (j, (way, rpc)) in order.enumerated() {
+                cpu[way, default: 0] += try read(plain[(start + j * chunk)..<(start + (j + 1) * chunk)], through: rpc)
             }
         }
         for (way, _) in ways { c.add(way, (cpu[way] ?? 0) / Double(plain.count / ways.count) * 1e6) }

@@ -54,6 +54,25 @@ import Testing
         }
     }
 
+    /// A read written straight into `inbox` (a backend with the service role, past the app's RPCs)
+    /// withdraws nothing at once, but the SMS copy is skipped `read_elsewhere` when it comes due, so it
+    /// never goes either.
+    @Test func aReadWrittenStraightIntoTheListStopsTheSMSCopyWhenItComesDue() throws {
+        try ReadElsewhereScene.with { s in
+            let now = ProviderPass.now()
+            let n = try s.notification(now: now, smsIn: 600)
+            s.pass(now)
+            try s.db.execute("update inbox set is_read = true, read_at = now() where user_id = \(s.person)")
+            #expect(try s.f.row(n.sms)["status"].string == "pending")
+
+            s.pass(now.addingTimeInterval(700))
+            #expect(s.twilio.accepted.isEmpty)
+            let sms = try s.f.row(n.sms)
+            #expect(sms["status"].string == "skipped")
+            #expect(sms["skip_reason"].string == "read_elsewhere")
+        }
+    }
+
     /// Quiet once read is the type's choice (`notification_types.quiet_once_read`, off by default): a
     /// type without it is read as before, its SMS copy still sent at its time (neither the read nor the
     /// pass withdraws it) and no badge correction asked for.
