@@ -56,18 +56,25 @@ extension Bench {
             for (way, on) in round % 2 == 0 ? sends : sends.reversed() {
                 try setFollowUpTriggers(db, on)
                 _ = try enqueueFollowUpBench(db, kind: "system", at: now)
-                let (s, t) = try pass(settings, drainOptions(batch: 1_000, now: now))
-                c.add(way, perRow(t, s.sent))
+                c.add(way, try cpuPerRow(url, settings, now: now))
             }
             try setFollowUpTriggers(db, true)
             _ = try enqueueFollowUpBench(db, kind: "bench_followed", at: now)
-            let (s, t) = try pass(settings, drainOptions(batch: 1_000, now: now))
-            c.add("send followed", perRow(t, s.sent))
-            let (steps, st) = try pass(settings, drainOptions(batch: 1_000, now: now.addingTimeInterval(660)))
-            c.add("steps", perRow(st, steps.sent))
+            c.add("send followed", try cpuPerRow(url, settings, now: now))
+            c.add("steps", try cpuPerRow(url, settings, now: now.addingTimeInterval(660)))
             try measureReads(db, now: now, reversed: round % 2 == 1, into: &c, settings: settings)
         }
         followUpLines(c)
+    }
+
+    /// A pass's CPU per notification it sent, µs: this process's and the server's client backends'
+    /// (the wall time of a pass of 5,000 moves with the machine's neighbours by more than a trigger's
+    /// test costs).
+    func cpuPerRow(_ url: String, _ settings: Settings, now: Date) throws -> Double {
+        let cpu = try CPUMeter(url)
+        let (s, _) = try pass(settings, drainOptions(batch: 1_000, now: now))
+        let account = cpu.per(s.sent)
+        return account.client + account.backends
     }
 
     func followUpLines(_ c: FollowUpCosts) {
@@ -75,11 +82,11 @@ extension Bench {
         func delta(_ way: String, _ base: String) -> Double { c.median(way) - c.median(base) }
         Bench.line("enqueue, a type with a policy", f("enqueue followed", 2), "without a policy", f("enqueue plain", 2),
                    String(format: "(%+.0f%%)", (c.median("enqueue followed") / c.median("enqueue plain") - 1) * 100))
-        Bench.line("send, a type without a policy", f("send"), "follow-up triggers off", f("send floor"),
+        Bench.line("send, a type without a policy (CPU)", f("send"), "follow-up triggers off", f("send floor"),
                    c.verdict("send", "send floor", "send floor again"))
-        Bench.line("send, a type with a policy", f("send followed"), "without a policy", f("send"),
+        Bench.line("send, a type with a policy (CPU)", f("send followed"), "without a policy", f("send"),
                    String(format: "(%+.1f µs: its chain enqueued)", delta("send followed", "send")))
-        Bench.line("a step at its time (checked, sent)", f("steps"), "a plain send", f("send"),
+        Bench.line("a step at its time (CPU)", f("steps"), "a plain send", f("send"),
                    String(format: "(%+.1f µs: the claim's check)", delta("steps", "send")))
         Bench.line("a read cancelling its step (CPU)", f("read cancel"), "a read without a chain", f("read"),
                    String(format: "(%+.1f µs)", delta("read cancel", "read")))
@@ -145,8 +152,8 @@ extension Bench {
     /// person), commits not waited for, in µs of the server backend's CPU per read (the disk's and the
     /// client's time are the same for each): 1,000 of notifications whose step is pending (each read
     /// cancels it); then, of one queue of a type using none of follow-ups, quiet once read and digests,
-    /// 1,000 each through the app's read, through the read as it was before them
-    /// (`herald_bench_read_floor`), and through that again, in chunks of 100 taking turns (a
+    /// 1,600 each through the app's read, through the read as it was before them
+    /// (`herald_bench_read_floor`), and through that again, in chunks of 20 taking turns (a
     /// neighbour's burst falls on all three alike).
     func measureReads(_ db: PGConnection, now: Date, reversed: Bool, into c: inout FollowUpCosts,
                       settings: Settings) throws {
@@ -180,7 +187,7 @@ extension Bench {
         c.add("read cancel", try read(cancelling[...], through: "mark_notifications_read") / Double(max(cancelling.count, 1)) * 1e6)
         let ways = [("read", "mark_notifications_read"), ("read floor", "herald_bench_read_floor"),
                     ("read floor again", "herald_bench_read_floor")]
-        let plain = try entries("system", 3_000), chunk = 100
+        let plain = try entries("system", 4_800), chunk = 20
         var cpu: [String: Double] = [:]
         for (i, start) in stride(from: 0, to: plain.count - chunk * ways.count + 1, by: chunk * ways.count).enumerated() {
             let order = (i + (reversed ? 1 : 0)) % 2 == 0 ? ways : ways.reversed()
