@@ -26,7 +26,8 @@ import Testing
         59: "b0c2f5e260ce4f6b", 60: "56ac6adfdc0d7938", 61: "a1c965390107cf84", 62: "08647f9a2ba85765", 63: "f96be62c1ebf164d",
         64: "83cf4e9979b90551", 65: "9d59b09ba3d8c573", 66: "d3d529b5b93cde4d", 67: "40e2c8480121d20b", 68: "fc85dc507fc4dc9f", 69: "1fe6b41ab5f09d94",
         70: "514618e2d3eef9cb", 71: "114f92b9523c63c3", 72: "2ed99ff6666e5c5a",
-        73: "43ee4150bbc9651b", 74: "2c4ef2b69fad88b1", 75: "e1c05de25279f107"
+        73: "43ee4150bbc9651b", 74: "2c4ef2b69fad88b1", 75: "e1c05de25279f107",
+        76: "8abc6d458e4a4879"
     ]
 
     @Test func everyMigrationHasTheChecksumItWasReleasedWith() throws {
