@@ -135,7 +135,8 @@ extension QueueStore {
     /// a statement of its own (or a part of the lease's), so its snapshot sees every claim committed
     /// before them. Read only while another pass's note in `herald_lease_holders` lasts past the lease
     /// time: a claim writes its pass's note with its leases, so a lease this snapshot sees comes with
-    /// its note, and a pass alone on the queue skips the read, which would find nothing. One read for the batch, whatever plan the planner picks (as a per-candidate
+    /// its note, and a pass alone on the queue skips the read, which would find nothing. One read for
+    /// the batch, whatever plan the planner picks (as a per-candidate
     /// anti-join, it could rescan every leased row for each candidate: 6× slower with a million rows in
     /// the queue). A leased row is pending, so the status no longer narrows them: the candidates'
     /// waiting rows are read by recipient (notification_queue_waiting_recipient), 1.7 ms a batch of
