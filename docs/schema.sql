@@ -3119,7 +3119,7 @@ $$;
 
 --
 -- Name: record_notification_action(uuid, text, integer); Type: FUNCTION; Schema: public
--- Last defined in sql/075_entry_sends_by_their_indexes.sql
+-- Last defined in sql/073_read_effects_called_by_the_reads.sql
 --
 
 CREATE FUNCTION public.record_notification_action(notification_id uuid, action text, snooze_minutes integer DEFAULT NULL::integer) RETURNS jsonb
@@ -3159,14 +3159,10 @@ begin
 
   select * into entry from public.inbox i
    where i.id = public.herald_entry_of(caller, record_notification_action.notification_id) and i.user_id = caller
-     and (i.delivered_at is not null
-          or exists (select 1 from (select q.status from public.notification_queue q
-                                     where q.id = i.queue_id and q.recipient_user_id = caller offset 0) x
-                      where x.status = 'sent')
-          or exists (select 1 from (select q.status from public.notification_queue q
-                                     where q.recipient_user_id = caller and q.notification_group = i.notification_key
-                                     offset 0) x
-                      where x.status = 'sent'))
+     and (i.delivered_at is not null or exists (
+           select 1 from public.notification_queue q
+            where q.status = 'sent' and q.recipient_user_id = caller
+              and (q.id = i.queue_id or q.notification_group = i.notification_key)))
   for update;
   if entry.id is null then
     perform public.herald_raise('validation_error', 'notification_id does not name one of your notifications');
