@@ -114,9 +114,7 @@ extension Bench {
         func f(_ v: Double?) -> String { String(format: "%.1f µs/row", v ?? .nan) }
         let m = { (d: [String: [Double]], k: String) in DigestCost.median(d, k) ?? .nan }
         func verdict(_ d: [String: [Double]]) -> String {
-            let extra = m(d, "plain") / m(d, "bare") - 1, noise = abs(m(d, "bare again") / m(d, "bare") - 1)
-            let figures = String(format: "%+.1f%%; the same way twice: %.1f%% apart", extra * 100, noise * 100)
-            return "(\(figures); aim: within noise: \(extra <= noise ? "met" : "not met"))"
+            "(" + WithinNoise(way: d["plain"] ?? [], floor: d["bare"] ?? [], again: d["bare again"] ?? []).text + ")"
         }
         Bench.line("undigested type, a row per tx", f(m(cost.single, "plain")), "without digests",
                    f(m(cost.single, "bare")), verdict(cost.single))

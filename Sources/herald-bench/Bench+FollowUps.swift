@@ -12,9 +12,10 @@ import HeraldWorker
 ///     work lie apart: the noise the difference is read against);
 ///   - the send of a type with a one-step policy: each send enqueues its chain;
 ///   - the step at its time: the claim's check of each step (unread, so it is sent) beside the plain send;
-///   - reads, in µs of the server backend's CPU: one that cancels a pending step, one of a type using
-///     none of follow-ups, quiet once read and digests, and the same with the read trigger disabled,
-///     twice, these three in chunks taking turns.
+///   - reads, in µs of the server backend's CPU (`Bench+Reads.swift`): one that cancels a pending
+///     step; one of a type using none of follow-ups, quiet once read and digests, beside the read as
+///     released before them (twice: the noise) and beside today's read without its test of the entries
+///     that do more, these four in chunks taking turns.
 /// Five rounds, the ways taking turns; a way's figure is its median round.
 extension Bench {
     /// Each way's rounds, in µs per notification.
@@ -25,11 +26,9 @@ extension Bench {
             guard let sorted = rounds[way]?.sorted(), !sorted.isEmpty else { return .nan }
             return sorted[sorted.count / 2]
         }
-        /// `way` against `floor`, read against how far `floor` and `again` (the floor's second run) lie apart.
-        func verdict(_ way: String, _ floor: String, _ again: String) -> String {
-            let extra = median(way) / median(floor) - 1, noise = abs(median(again) / median(floor) - 1)
-            return String(format: "(%+.1f%%; the same way twice: %.1f%% apart; aim: within noise: %@)",
-                          extra * 100, noise * 100, extra <= noise ? "met" : "not met")
+        /// `way` against `floor`, read against the floor run twice (`again`).
+        func verdict(_ way: String, _ floor: String, _ again: String) -> WithinNoise {
+            WithinNoise(way: rounds[way] ?? [], floor: rounds[floor] ?? [], again: rounds[again] ?? [])
         }
     }
 
@@ -62,9 +61,35 @@ extension Bench {
             _ = try enqueueFollowUpBench(db, kind: "bench_followed", at: now)
             c.add("send followed", try cpuPerRow(url, settings, now: now))
             c.add("steps", try cpuPerRow(url, settings, now: now.addingTimeInterval(660)))
+            try measureRecordUpdate(db, now: now, reversed: round % 2 == 1, into: &c)
             try measureReads(db, now: now, reversed: round % 2 == 1, into: &c, settings: settings)
         }
         followUpLines(c)
+    }
+
+    /// The one thing a send of a plain type does for follow-ups: the queue's update from pending to
+    /// sent, as the record makes it, tests the follow-up trigger's WHEN clause on each row. 5,000 rows a
+    /// statement, in µs of the backend's CPU a row, with the trigger and without it (twice: the noise),
+    /// five blocks taking turns, the rows made pending again and the table vacuumed outside the
+    /// measured statements. (A whole pass's CPU moves between runs by more than the clause costs.)
+    func measureRecordUpdate(_ db: PGConnection, now: Date, reversed: Bool, into c: inout FollowUpCosts) throws {
+        let pid = try db.query("select pg_backend_pid() as pid").first?["pid"].int ?? 0
+        _ = try enqueueFollowUpBench(db, kind: "system", at: now)
+        let ways = [("record", true), ("record floor", false), ("record floor again", false)]
+        for block in 0..<5 {
+            for (way, on) in (block % 2 == 0) != reversed ? ways : ways.reversed() {
+                try setFollowUpTriggers(db, on)
+                try db.execute("update notification_queue set status = 'pending', sent_at = null where status = 'sent'")
+                try db.execute("vacuum notification_queue")
+                let start = Self.backendCPU(pid)
+                try db.execute("""
+                    update notification_queue set status = 'sent', sent_at = \(now), locked_until = null, locked_by = null
+                     where status = 'pending'
+                    """)
+                c.add(way, (Self.backendCPU(pid) - start) / 5_000 * 1e6)
+            }
+        }
+        try setFollowUpTriggers(db, true)
     }
 
     /// A pass's CPU per notification it sent, µs: this process's and the server's client backends'
@@ -83,7 +108,11 @@ extension Bench {
         Bench.line("enqueue, a type with a policy", f("enqueue followed", 2), "without a policy", f("enqueue plain", 2),
                    String(format: "(%+.0f%%)", (c.median("enqueue followed") / c.median("enqueue plain") - 1) * 100))
         Bench.line("send, a type without a policy (CPU)", f("send"), "follow-up triggers off", f("send floor"),
-                   c.verdict("send", "send floor", "send floor again"))
+                   String(format: "(%+.1f%%; the floor run twice: ±%.1f%%: a pass's CPU, run to run)",
+                          c.verdict("send", "send floor", "send floor again").extra * 100,
+                          c.verdict("send", "send floor", "send floor again").band * 100))
+        Bench.line("its record's update of the queue", f("record", 3), "follow-up triggers off", f("record floor", 3),
+                   recordVerdict(c))
         Bench.line("send, a type with a policy (CPU)", f("send followed"), "without a policy", f("send"),
                    String(format: "(%+.1f µs: its chain enqueued)", delta("send followed", "send")))
         Bench.line("a step at its time (CPU)", f("steps"), "a plain send", f("send"),
@@ -91,8 +120,21 @@ extension Bench {
         Bench.line("a read cancelling its step (CPU)", f("read cancel"), "a read without a chain", f("read"),
                    String(format: "(%+.1f µs)", delta("read cancel", "read")))
         Bench.line("a read, a type using none (CPU)", f("read"), "the read as before them", f("read floor"),
-                   c.verdict("read", "read floor", "read floor again"))
+                   "(" + c.verdict("read", "read floor", "read floor again").text + ")")
+        Bench.line("the read's test of its entries (CPU)", f("read"), "today's read without it", f("read untested"),
+                   String(format: "(%+.1f µs: what tells the entries that do more)", delta("read", "read untested")))
         print("")
+    }
+
+    /// What the follow-up trigger adds to the record's update, µs a row (with its own noise band), and
+    /// as a share of a plain send's CPU: within noise when that share is no more than the band of the
+    /// send's own figure (`WithinNoise`), which cannot tell a smaller cost from none.
+    func recordVerdict(_ c: FollowUpCosts) -> String {
+        let extra = c.median("record") - c.median("record floor")
+        let own = c.verdict("record", "record floor", "record floor again")
+        let share = extra / c.median("send"), send = c.verdict("send", "send floor", "send floor again")
+        return String(format: "(%+.3f µs a row, %+.1f%% ±%.1f%%: %+.2f%% of a send, whose figure resolves ±%.1f%%; aim: within noise: %@)",
+                      extra, own.extra * 100, own.band * 100, share * 100, send.band * 100, share <= send.band ? "met" : "not met")
     }
 
     /// A fresh queue of 5,000 due rows of `kind`, one per person, in one statement; its wall time.
@@ -113,103 +155,5 @@ extension Bench {
     func setFollowUpTriggers(_ db: PGConnection, _ on: Bool) throws {
         let verb = on ? "enable" : "disable"
         try db.execute("alter table notification_queue \(unescaped: verb) trigger herald_follow_up_start")
-    }
-
-    /// The app's read as it was released before follow-ups, quiet once read and digests (migration 051's
-    /// `mark_notifications_read`, word for word but its name): it marks the entries and answers, and
-    /// calls nothing else. A read of a plain type is measured against it.
-    static let readFloor: SQL = """
-        CREATE OR REPLACE FUNCTION public.herald_bench_read_floor(notification_ids uuid[]) RETURNS jsonb
-            LANGUAGE plpgsql SECURITY DEFINER
-            SET search_path TO 'pg_catalog', 'pg_temp'
-            AS $$
-        declare
-          caller uuid := auth.uid();
-          at timestamptz := now();
-          ids uuid[];
-        begin
-          if caller is null then
-            perform public.herald_raise('unauthorized', 'no caller: sign in first');
-          end if;
-          if notification_ids is null then
-            perform public.herald_raise('validation_error', 'notification_ids is required');
-          end if;
-          if cardinality(notification_ids) > 1000 then
-            perform public.herald_raise('validation_error', format('notification_ids names %s notifications; at most 1000 a call',
-                                                            cardinality(notification_ids)));
-          end if;
-          with named as (
-            select public.herald_entry_of(caller, n) as id from unnest(notification_ids) n
-          ), updated as (
-            update public.inbox i set is_read = true, read_at = at
-             where i.id in (select id from named) and i.user_id = caller and not i.is_read
-            returning i.id
-          )
-          select coalesce(array_agg(id), '{}') into ids from updated;
-          return jsonb_build_object('updated_count', cardinality(ids), 'notification_ids', to_jsonb(ids),
-                                    'read_at', /* public.herald_ms(at) */ ((extract(epoch from (at)::timestamp with time zone) * 1000)::bigint));
-        end
-        $$;
-        """
-
-    /// Reads one per transaction, as the app marks them (`mark_notifications_read` as the signed-in
-    /// person), commits not waited for, in µs of the server backend's CPU per read (the disk's and the
-    /// client's time are the same for each): 1,000 of notifications whose step is pending (each read
-    /// cancels it); then, of one queue of a type using none of follow-ups, quiet once read and digests,
-    /// 1,600 each through the app's read, through the read as it was before them
-    /// (`herald_bench_read_floor`), and through that again, in chunks of 20 taking turns (a
-    /// neighbour's burst falls on all three alike).
-    func measureReads(_ db: PGConnection, now: Date, reversed: Bool, into c: inout FollowUpCosts,
-                      settings: Settings) throws {
-        let pid = try db.query("select pg_backend_pid() as pid").first?["pid"].int ?? 0
-        try db.execute("set synchronous_commit = off")
-        defer { _ = try? db.execute("reset synchronous_commit") }
-        try db.execute(Self.readFloor)
-        func entries(_ kind: String, _ n: Int) throws -> [(id: UUID, user: UUID)] {
-            _ = try enqueueFollowUpBench(db, kind: kind, at: now)
-            _ = try pass(settings, drainOptions(batch: 1_000, now: now))
-            // The chains' rows counted, as autovacuum would after such a burst: planned from the
-            // statistics of the queue before its chains, a read's cancelling statement took 2 ms.
-            try db.execute("analyze notification_queue")
-            return try db.query("select id, user_id from inbox order by id limit \(n)").compactMap { row in
-                guard let id = row["id"].uuid, let user = row["user_id"].uuid else { return nil }
-                return (id, user)
-            }
-        }
-        func read(_ entries: ArraySlice<(id: UUID, user: UUID)>, through rpc: String) throws -> Double {
-            let start = Self.backendCPU(pid)
-            for entry in entries {
-                try db.transaction { db in
-                    let claims = JSONValue.object(["sub": .string(entry.user.uuidString.lowercased()), "role": "authenticated"]).jsonText
-                    _ = try db.query("select set_config('request.jwt.claims', \(claims), true)")
-                    _ = try db.query("select \(unescaped: rpc)(\([entry.id])::uuid[])")
-                }
-            }
-            return Self.backendCPU(pid) - start
-        }
-        let cancelling = try entries("bench_followed", 1_000)
-        c.add("read cancel", try read(cancelling[...], through: "mark_notifications_read") / Double(max(cancelling.count, 1)) * 1e6)
-        let ways = [("read", "mark_notifications_read"), ("read floor", "herald_bench_read_floor"),
-                    ("read floor again", "herald_bench_read_floor")]
-        let plain = try entries("system", 4_800), chunk = 20
-        // Each function's first call in the session compiles it and plans its statements: made before
-        // the measured reads, with an empty list.
-        if let someone = plain.first?.user {
-            for (_, rpc) in ways {
-                try db.transaction { db in
-                    let claims = JSONValue.object(["sub": .string(someone.uuidString.lowercased())]).jsonText
-                    _ = try db.query("select set_config('request.jwt.claims', \(claims), true)")
-                    _ = try db.query("select \(unescaped: rpc)('{}'::uuid[])")
-                }
-            }
-        }
-        var cpu: [String: Double] = [:]
-        for (i, start) in stride(from: 0, to: plain.count - chunk * ways.count + 1, by: chunk * ways.count).enumerated() {
-            let order = (i + (reversed ? 1 : 0)) % 2 == 0 ? ways : ways.reversed()
-            for (j, (way, rpc)) in order.enumerated() {
-                cpu[way, default: 0] += try read(plain[(start + j * chunk)..<(start + (j + 1) * chunk)], through: rpc)
-            }
-        }
-        for (way, _) in ways { c.add(way, (cpu[way] ?? 0) / Double(plain.count / ways.count) * 1e6) }
     }
 }
