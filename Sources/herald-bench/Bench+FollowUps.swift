@@ -107,10 +107,10 @@ extension Bench {
         func delta(_ way: String, _ base: String) -> Double { c.median(way) - c.median(base) }
         Bench.line("enqueue, a type with a policy", f("enqueue followed", 2), "without a policy", f("enqueue plain", 2),
                    String(format: "(%+.0f%%)", (c.median("enqueue followed") / c.median("enqueue plain") - 1) * 100))
+        let send = c.verdict("send", "send floor", "send floor again")
         Bench.line("send, a type without a policy (CPU)", f("send"), "follow-up triggers off", f("send floor"),
                    String(format: "(%+.1f%%; the floor run twice: ±%.1f%%: a pass's CPU, run to run)",
-                          c.verdict("send", "send floor", "send floor again").extra * 100,
-                          c.verdict("send", "send floor", "send floor again").band * 100))
+                          send.extra * 100, send.band * 100))
         Bench.line("its record's update of the queue", f("record", 3), "follow-up triggers off", f("record floor", 3),
                    recordVerdict(c))
         Bench.line("send, a type with a policy (CPU)", f("send followed"), "without a policy", f("send"),
@@ -130,8 +130,8 @@ extension Bench {
     /// as a share of a plain send's CPU: within noise when that share is no more than the band of the
     /// send's own figure (`WithinNoise`), which cannot tell a smaller cost from none.
     func recordVerdict(_ c: FollowUpCosts) -> String {
-        let extra = c.median("record") - c.median("record floor")
         let own = c.verdict("record", "record floor", "record floor again")
+        let extra = own.extra * c.median("record floor")  // the paired rounds' mean, in µs
         let share = extra / c.median("send"), send = c.verdict("send", "send floor", "send floor again")
         return String(format: "(%+.3f µs a row, %+.1f%% ±%.1f%%: %+.2f%% of a send, whose figure resolves ±%.1f%%; aim: within noise: %@)",
                       extra, own.extra * 100, own.band * 100, share * 100, send.band * 100, share <= send.band ? "met" : "not met")
