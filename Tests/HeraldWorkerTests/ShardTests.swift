@@ -116,19 +116,19 @@ import Testing
                 returning scheduled_at = run_after as same
                 """).first)
             #expect(ahead["same"].bool == true)
-            // What the foreign keys' ON DELETE did: the receipt goes, the inbox entry stays unlinked.
+            // What the delete trigger does (QueueLinksTests): the receipt goes, the inbox entry stays unlinked.
             try f.db.execute("delete from notification_queue where id = \(id)")
             #expect(try f.count("select count(*)::int from push_receipts") == 0)
             #expect(try f.count("select count(*)::int from inbox where queue_id is null") == 1)
 
-            // Back to one table: the rows, and the foreign keys.
+            // Back to one table: the rows, and the delete trigger.
             try Self.partition(f, 1)
             #expect(try f.count("select herald_queue_partitions()") == 1)
             #expect(try fillfactors() == ["notification_queue:45"])
             #expect(try f.count("select count(*)::int from notification_queue") == 200)
             #expect(try f.count("""
-                select count(*)::int from pg_constraint where confrelid = 'notification_queue'::regclass and contype = 'f'
-                """) == 2)
+                select count(*)::int from pg_trigger where tgrelid = 'notification_queue'::regclass and tgname = 'herald_queue_deleted'
+                """) == 1)
             #expect(try f.count("select count(*)::int from pg_class where relname = 'notification_queue_p0'") == 0)
         }
     }
