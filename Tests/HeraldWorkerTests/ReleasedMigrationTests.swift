@@ -27,7 +27,7 @@ import Testing
         64: "83cf4e9979b90551", 65: "9d59b09ba3d8c573", 66: "d3d529b5b93cde4d", 67: "40e2c8480121d20b", 68: "fc85dc507fc4dc9f", 69: "1fe6b41ab5f09d94",
         70: "514618e2d3eef9cb", 71: "114f92b9523c63c3", 72: "2ed99ff6666e5c5a",
         73: "43ee4150bbc9651b", 74: "2c4ef2b69fad88b1", 75: "3ac75fe8a9981f97",
-        76: "8abc6d458e4a4879", 77: "afe3a10d4e9459f0", 78: "b9dd2d10ab0b6919", 79: "a5d2e451019246da"
+        76: "8abc6d458e4a4879", 77: "afe3a10d4e9459f0", 78: "b9dd2d10ab0b6919", 79: "a5d2e451019246da", 80: "d55c672fddb53e62"
     ]
 
     @Test func everyMigrationHasTheChecksumItWasReleasedWith() throws {
