@@ -33,12 +33,12 @@ extension Bench {
         for round in 0..<5 {
             for trigger in round % 2 == 0 ? [true, false] : [false, true] {
                 try db.execute("alter table notification_queue \(unescaped: trigger ? "enable" : "disable") trigger herald_queue_inserted")
-                try db.execute("truncate notification_queue cascade")
+                try db.execute("truncate notification_queue, inbox, push_receipts cascade")
                 cost.single.keep(try Bench.seconds { try insertOneByOne(db, singles) } / Double(singles) * 1e6, trigger: trigger)
-                try db.execute("truncate notification_queue cascade")
+                try db.execute("truncate notification_queue, inbox, push_receipts cascade")
                 cost.concurrent.keep(try concurrentInserts(url, writers: writers, each: singles / writers) / Double(singles) * 1e6,
                                      trigger: trigger)
-                try db.execute("truncate notification_queue cascade")
+                try db.execute("truncate notification_queue, inbox, push_receipts cascade")
                 cost.bulk.keep(try Bench.seconds { try db.execute("""
                     insert into notification_queue (recipient_user_id, channel, kind, payload)
                     select md5('enqueue' || g)::uuid, 'push', 'system', '{"title":"Hello"}'::jsonb from generate_series(1, \(bulk)) g
@@ -46,7 +46,7 @@ extension Bench {
             }
         }
         try db.execute("alter table notification_queue enable trigger herald_queue_inserted")
-        try db.execute("truncate notification_queue cascade")
+        try db.execute("truncate notification_queue, inbox, push_receipts cascade")
         Bench.line("enqueue, one row per transaction", cost.single.text, "without the notify trigger",
                    String(format: "%.1f µs/row", cost.single.without), cost.single.verdict + " (aim: within noise)")
         Bench.line("the same, \(writers) writers at once", cost.concurrent.text, "without the notify trigger",

@@ -67,7 +67,7 @@ extension Bench {
 
     /// `count` recipients with push on and one APNs token each; returns the tokens, recipient by recipient.
     func latencyRecipients(_ db: PGConnection, count: Int) throws -> [(recipient: UUID, token: String)] {
-        try db.execute("truncate notification_queue, user_profiles cascade")
+        try db.execute("truncate notification_queue, inbox, push_receipts, user_profiles cascade")
         try db.execute("""
             insert into user_profiles (user_id, timezone, notify_push)
             select md5('follow' || g)::uuid, 'UTC', true from generate_series(1, \(count)) g

@@ -22,7 +22,7 @@ extension Bench {
     /// One follower as a process while `run`'s reminders are scheduled; the latencies in milliseconds
     /// of the pushes received (at most 60 s after the last reminder's time).
     func reminderRound(_ env: [String: String], _ run: ReminderRun) throws -> [Double] {
-        try run.db.execute("truncate notification_queue, reminders cascade")  // no earlier send counts against a rate limit
+        try run.db.execute("truncate notification_queue, inbox, push_receipts, reminders cascade")  // no earlier send counts against a rate limit
         try backgroundReminders(run)
         let p = try startFollower(env, only: "reminders,deliver")
         defer { if p.isRunning { kill(p.processIdentifier, SIGTERM); p.waitUntilExit() } }

@@ -98,7 +98,7 @@ struct Bench {
 
     /// `n` recipients with one due row each on `channel` (one per recipient keeps rate limits out of it).
     func fill(_ db: PGConnection, rows n: Int, channel: String, at: Date) throws {
-        try db.execute("truncate notification_queue, user_profiles cascade")
+        try db.execute("truncate notification_queue, inbox, push_receipts, user_profiles cascade")
         try db.execute("""
             insert into user_profiles (user_id, timezone)
             select md5('bench' || g)::uuid, (array['UTC','Europe/London','Asia/Tokyo','America/New_York'])[1 + g % 4]

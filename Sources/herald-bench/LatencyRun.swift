@@ -14,7 +14,7 @@ struct LatencyRun {
     /// Runs `round` (which enqueues, waits for the deliveries and returns the commit times) on an empty
     /// queue; the latencies in milliseconds of the rows received.
     func measure(_ round: () throws -> [Date]) throws -> [Double] {
-        try db.execute("truncate notification_queue cascade")  // no earlier send counts against a rate limit
+        try db.execute("truncate notification_queue, inbox, push_receipts cascade")  // no earlier send counts against a rate limit
         let commits = try round()
         return zip(commits, receipts(commits)).compactMap { commit, receipt in
             receipt.map { $0.timeIntervalSince(commit) * 1000 }
