@@ -20,7 +20,7 @@ struct WithinNoise {
         let n = min(way.count, floor.count, again.count)
         rounds = n
         guard n > 0 else { extra = .nan; band = .nan; return }
-        extra = WithinNoise.mean((0..<n).map { way[$0] / floor[$0] - 1 })
+        extra = WithinNoise.extra(way: way, floor: floor)
         let aa = (0..<n).map { again[$0] / floor[$0] - 1 }
         band = n > 1 ? 2 * WithinNoise.deviation(aa) / Double(n).squareRoot() : abs(aa[0])
     }
@@ -30,6 +30,11 @@ struct WithinNoise {
     var text: String {
         String(format: "%+.1f%%; the floor run twice: ±%.1f%% (2 SE, %d rounds); aim: within noise: %@",
                extra * 100, band * 100, rounds, met ? "met" : "not met")
+    }
+
+    /// The mean over the rounds of `way`'s figure over `floor`'s in that round, less one.
+    static func extra(way: [Double], floor: [Double]) -> Double {
+        mean(zip(way, floor).map { $0 / $1 - 1 })
     }
 
     static func mean(_ xs: [Double]) -> Double { xs.reduce(0, +) / Double(max(xs.count, 1)) }
